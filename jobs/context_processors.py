@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from jobs import teams
+
+
+def current_team(request: HttpRequest) -> dict[str, Any]:
+    if not request.user.is_authenticated:
+        return {}
+    return {"current_team": teams.current_team(request)}

@@ -1,0 +1,458 @@
+"""The benchweb domain: teams own hosts, credentials, disks, profiles, schedules and runs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+
+from jobs import crypto, limits
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+        VIEWER = "viewer", "Viewer"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="one_membership_per_user_and_team")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class Credential(models.Model):
+    """An SSH secret. Only ciphertext is stored; nothing renders the plaintext back."""
+
+    class Kind(models.TextChoices):
+        PASSWORD = "password", "Password"
+        PRIVATE_KEY = "private_key", "Private key"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="credentials")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    secret_token = models.TextField(editable=False)
+    passphrase_token = models.TextField(blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="credential_name_unique_in_team")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_kind_display()})"
+
+    def set_secret(self, secret: str, passphrase: str = "") -> None:
+        if not secret:
+            raise ValidationError({"secret": "Enter the password or paste the private key."})
+        self.secret_token = crypto.encrypt(secret)
+        self.passphrase_token = crypto.encrypt(passphrase) if passphrase else ""
+
+    def reveal_secret(self) -> str:
+        return crypto.decrypt(self.secret_token)
+
+    def reveal_passphrase(self) -> str:
+        return crypto.decrypt(self.passphrase_token) if self.passphrase_token else ""
+
+
+site_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]*$", "Use lowercase letters, digits, '-' and '_' (it names a worker queue), e.g. eu-west."
+)
+
+
+class Host(models.Model):
+    class OS(models.TextChoices):
+        LINUX = "linux", "Linux"
+        AIX = "aix", "AIX"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="hosts")
+    name = models.CharField(max_length=100)
+    address = models.CharField(max_length=255, help_text="DNS name or IP address the workers connect to.")
+    port = models.PositiveIntegerField(default=22, validators=[MinValueValidator(1), MaxValueValidator(65535)])
+    username = models.CharField(max_length=64)
+    credential = models.ForeignKey(Credential, on_delete=models.PROTECT, null=True, blank=True, related_name="hosts")
+    site = models.CharField(max_length=50, blank=True, validators=[site_validator])
+    os = models.CharField(max_length=8, choices=OS.choices, default=OS.LINUX)
+    host_key_type = models.CharField(max_length=40, blank=True)
+    host_key_b64 = models.TextField(blank=True)
+    host_key_fingerprint = models.CharField(
+        max_length=100, blank=True, help_text="SHA256 fingerprint, set on approval."
+    )
+    host_key_approved_at = models.DateTimeField(null=True, blank=True)
+    host_key_approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="host_name_unique_in_team")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.credential_id and self.credential.team_id != self.team_id:
+            raise ValidationError({"credential": "Choose a credential of this host's team."})
+
+    @property
+    def has_pinned_key(self) -> bool:
+        return bool(self.host_key_b64 and self.host_key_fingerprint)
+
+
+class Disk(models.Model):
+    class Kind(models.TextChoices):
+        DIRECTORY = "directory", "Directory (test files in it)"
+        BLOCK = "block", "Block device"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="disks", editable=False)
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="disks")
+    label = models.CharField(max_length=100)
+    target_path = models.CharField(
+        max_length=1024,
+        validators=[RegexValidator(r"^/", "Give an absolute path, e.g. /data/bench or /dev/nvme1n1.")],
+    )
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DIRECTORY)
+    disk_type = models.CharField(max_length=40, default="custom", help_text="Catalog type, e.g. aws-gp3.")
+    size = models.PositiveIntegerField(null=True, blank=True, help_text="Size in the type's unit (GiB or GB).")
+    stripes = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(128)], help_text="Volumes striped together."
+    )
+    # Provisioned values for provisioned types (gp3, io2, SolidFire QoS, ...); the limits themselves for custom.
+    spec_iops = models.PositiveIntegerField(null=True, blank=True)
+    spec_bytes_per_s = models.PositiveBigIntegerField(null=True, blank=True)
+    spec_burst_iops = models.PositiveIntegerField(null=True, blank=True)
+    spec_burst_bytes_per_s = models.PositiveBigIntegerField(null=True, blank=True)
+    instance_iops_cap = models.PositiveIntegerField(null=True, blank=True)
+    instance_bytes_per_s_cap = models.PositiveBigIntegerField(null=True, blank=True)
+    allow_destructive = models.BooleanField(
+        default=False, help_text="Allow write profiles on this target. Writes to a block device destroy its data."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["host__name", "label"]
+        constraints = [models.UniqueConstraint(fields=["host", "label"], name="disk_label_unique_on_host")]
+
+    def __str__(self) -> str:
+        return f"{self.host.name}:{self.label}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.team_id = self.host.team_id
+        super().save(*args, **kwargs)
+
+    def spec(self) -> limits.Spec:
+        return limits.Spec(
+            disk_type=self.disk_type,
+            size=self.size,
+            stripes=self.stripes,
+            iops=self.spec_iops,
+            bytes_per_s=self.spec_bytes_per_s,
+            burst_iops=self.spec_burst_iops,
+            burst_bytes_per_s=self.spec_burst_bytes_per_s,
+            instance_iops_cap=self.instance_iops_cap,
+            instance_bytes_per_s_cap=self.instance_bytes_per_s_cap,
+        )
+
+    def limits(self, block_size: int | None = None) -> limits.Limits:
+        return limits.evaluate(self.spec(), block_size=block_size)
+
+    def clean(self) -> None:
+        try:
+            limits.evaluate(self.spec())
+        except limits.SpecError as exc:
+            raise ValidationError({SPEC_FIELDS.get(exc.field, "disk_type"): str(exc)}) from exc
+
+
+# limits.Spec field -> Disk field, so a spec error lands on the form field the user typed.
+SPEC_FIELDS = {
+    "disk_type": "disk_type",
+    "size": "size",
+    "stripes": "stripes",
+    "iops": "spec_iops",
+    "bytes_per_s": "spec_bytes_per_s",
+    "burst_iops": "spec_burst_iops",
+    "burst_bytes_per_s": "spec_burst_bytes_per_s",
+    "instance_iops_cap": "instance_iops_cap",
+    "instance_bytes_per_s_cap": "instance_bytes_per_s_cap",
+}
+
+
+class Profile(models.Model):
+    """A benchmark recipe. Built-in presets have no team and are shared read-only by every team."""
+
+    class Tool(models.TextChoices):
+        FIO = "fio", "fio"
+        NDISK64 = "ndisk64", "ndisk64 (IBM nstress)"
+
+    class RW(models.TextChoices):
+        READ = "read", "sequential read"
+        WRITE = "write", "sequential write"
+        RANDREAD = "randread", "random read"
+        RANDWRITE = "randwrite", "random write"
+        RW = "rw", "sequential mixed"
+        RANDRW = "randrw", "random mixed"
+
+    class Pattern(models.TextChoices):
+        RANDOM = "random", "random (-R)"
+        SEQUENTIAL = "sequential", "sequential (-S)"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="profiles", null=True, blank=True)
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    builtin = models.BooleanField(default=False, editable=False)
+    tool = models.CharField(max_length=8, choices=Tool.choices, default=Tool.FIO)
+    # Shared by both tools.
+    block_size_bytes = models.PositiveIntegerField(default=4096, validators=[MinValueValidator(512)])
+    runtime_s = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1), MaxValueValidator(7 * 86400)])
+    direct = models.BooleanField(default=True)
+    read_percent = models.PositiveSmallIntegerField(default=50, validators=[MaxValueValidator(100)])
+    jobs = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(256)], help_text="fio numjobs / ndisk64 -M."
+    )
+    size_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Test file size per job (fio size, ndisk64 -s). Empty on a device: all of it."
+    )
+    # fio only.
+    rw = models.CharField(max_length=10, choices=RW.choices, default=RW.RANDREAD)
+    iodepth = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(4096)])
+    time_based = models.BooleanField(default=True)
+    ramp_time_s = models.PositiveIntegerField(default=0)
+    ioengine = models.CharField(max_length=20, default="libaio")
+    extra_options = models.JSONField(default=dict, blank=True, help_text="Further allow-listed fio options.")
+    # ndisk64 only.
+    pattern = models.CharField(max_length=10, choices=Pattern.choices, default=Pattern.RANDOM)
+
+    class Meta:
+        ordering = ["-builtin", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="profile_name_unique_in_team"),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(team__isnull=True), name="builtin_profile_name_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def writes(self) -> bool:
+        if self.tool == self.Tool.NDISK64:
+            return self.read_percent < 100
+        return self.rw not in {self.RW.READ, self.RW.RANDREAD}
+
+    @property
+    def expected_seconds(self) -> int:
+        return self.runtime_s + (self.ramp_time_s if self.tool == self.Tool.FIO else 0)
+
+    def clean(self) -> None:
+        from jobs.tools import options
+
+        errors = options.check_extra_options(self.extra_options) if self.tool == self.Tool.FIO else {}
+        if self.tool == self.Tool.NDISK64 and self.extra_options:
+            errors["extra_options"] = "ndisk64 takes no extra options; leave this empty."
+        if self.tool == self.Tool.FIO and self.ioengine not in options.IOENGINES:
+            errors["ioengine"] = f"Choose one of {', '.join(sorted(options.IOENGINES))}."
+        if errors:
+            raise ValidationError(errors)
+
+    def parameters(self) -> dict[str, Any]:
+        """The typed parameters, as snapshotted on every run."""
+        common = {
+            "tool": self.tool,
+            "block_size_bytes": self.block_size_bytes,
+            "runtime_s": self.runtime_s,
+            "direct": self.direct,
+            "read_percent": self.read_percent,
+            "jobs": self.jobs,
+            "size_bytes": self.size_bytes,
+        }
+        if self.tool == self.Tool.NDISK64:
+            return common | {"pattern": self.pattern}
+        return common | {
+            "rw": self.rw,
+            "iodepth": self.iodepth,
+            "time_based": self.time_based,
+            "ramp_time_s": self.ramp_time_s,
+            "ioengine": self.ioengine,
+            "extra_options": self.extra_options,
+        }
+
+
+class Schedule(models.Model):
+    class Kind(models.TextChoices):
+        CRON = "cron", "Cron expression"
+        INTERVAL = "interval", "Every N minutes"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="schedules")
+    name = models.CharField(max_length=100)
+    profiles = models.ManyToManyField(Profile, through="ScheduleProfile", related_name="schedules")
+    targets = models.ManyToManyField(Disk, related_name="schedules")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CRON)
+    cron = models.CharField(max_length=100, blank=True, help_text="Five fields, e.g. '30 2 * * *' for 02:30 daily.")
+    timezone = models.CharField(max_length=64, default="UTC", help_text="IANA name, e.g. Europe/Berlin.")
+    interval_minutes = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    window_start = models.DateTimeField(null=True, blank=True)
+    window_end = models.DateTimeField(null=True, blank=True)
+    stagger_s = models.PositiveIntegerField(default=0, help_text="Seconds between consecutive targets.")
+    auto_stagger = models.BooleanField(default=False)
+    blackouts = models.JSONField(default=list, blank=True, help_text='Daily ranges, e.g. ["08:00-18:00"].')
+    misfire_grace_s = models.PositiveIntegerField(default=300)
+    enabled = models.BooleanField(default=True)
+    last_fire_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="schedule_name_unique_in_team")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.kind == self.Kind.CRON and not self.cron:
+            raise ValidationError({"cron": "Enter a cron expression, e.g. '30 2 * * *'."})
+        if self.kind == self.Kind.INTERVAL and not self.interval_minutes:
+            raise ValidationError({"interval_minutes": "Enter how many minutes apart, e.g. 60."})
+        if self.window_start and self.window_end and self.window_end <= self.window_start:
+            raise ValidationError({"window_end": "The window must end after it starts."})
+
+
+class ScheduleProfile(models.Model):
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE)
+    profile = models.ForeignKey(Profile, on_delete=models.PROTECT)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["schedule", "profile"], name="profile_once_per_schedule"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.schedule} #{self.position}: {self.profile}"
+
+
+class Run(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        QUEUED = "queued", "Queued"
+        LAUNCHING = "launching", "Launching"
+        RUNNING = "running", "Running"
+        COLLECTING = "collecting", "Collecting"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        ERROR = "error", "Error"
+        CANCELLED = "cancelled", "Cancelled"
+        LOST = "lost", "Lost"
+        SKIPPED = "skipped", "Skipped"
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual", "Manual"
+        SCHEDULE = "schedule", "Schedule"
+        API = "api", "API"
+        IMPORT = "import", "Import"
+
+    # States in which a run holds its disk; at most one such run per disk (decision 4).
+    ACTIVE_STATES = ("queued", "launching", "running", "collecting")
+    FINAL_STATES = ("succeeded", "failed", "error", "cancelled", "lost", "skipped")
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs", editable=False)
+    disk = models.ForeignKey(Disk, on_delete=models.CASCADE, related_name="runs")
+    profile = models.ForeignKey(Profile, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    profile_name = models.CharField(max_length=100, blank=True)
+    parameters = models.JSONField(default=dict, blank=True, help_text="The profile's parameters when the run was made.")
+    schedule = models.ForeignKey(Schedule, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    fire_time = models.DateTimeField(null=True, blank=True)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.MANUAL)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    explanation = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    not_before = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    progress = models.JSONField(default=dict, blank=True, help_text="Live: elapsed_s, eta_s, read_iops, write_iops.")
+    command = models.TextField(blank=True, help_text="The exact job file or argv sent to the target.")
+    remote_dir = models.CharField(max_length=1024, blank=True)
+    remote_pid = models.PositiveIntegerField(null=True, blank=True)
+    exit_status = models.IntegerField(null=True, blank=True)
+    raw_output = models.TextField(blank=True)
+    raw_stderr = models.TextField(blank=True)
+    summary = models.JSONField(null=True, blank=True, help_text="The canonical result summary (DESIGN.md).")
+    limits_snapshot = models.JSONField(null=True, blank=True, help_text="The disk's limits when the run was made.")
+    destructive = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["disk"],
+                condition=Q(state__in=["queued", "launching", "running", "collecting"]),
+                name="one_active_run_per_disk",
+            ),
+            models.UniqueConstraint(
+                fields=["schedule", "fire_time", "disk", "profile"],
+                condition=Q(schedule__isnull=False),
+                name="one_run_per_schedule_fire_disk_profile",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["disk", "finished_at"], name="run_disk_finished"),
+            models.Index(fields=["team", "created_at"], name="run_team_created"),
+            models.Index(fields=["state", "not_before"], name="run_state_not_before"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} on {self.disk} ({self.state})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.team_id = self.disk.team_id
+        if self.profile and not self.profile_name:
+            self.profile_name = self.profile.name
+        super().save(*args, **kwargs)
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE_STATES
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in self.FINAL_STATES
+
+
+class RunSample(models.Model):
+    """One per-second point of a run's time series."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
+    t_s = models.FloatField(help_text="Seconds since the run started.")
+    read_iops = models.FloatField(null=True, blank=True)
+    write_iops = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "t_s"]
+        indexes = [models.Index(fields=["run", "t_s"], name="sample_run_t")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} at {self.t_s:g} s"

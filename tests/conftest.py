@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from jobs import teams
+from jobs.models import Credential, Disk, Host, Membership, Team
+
+
+@pytest.fixture
+def owner(db) -> User:
+    user = User.objects.create_user("olga", password="a-long-test-password-1")
+    teams.place_new_user(user)
+    return user
+
+
+@pytest.fixture
+def team(owner) -> Team:
+    return Membership.objects.get(user=owner).team
+
+
+@pytest.fixture
+def owner_client(owner) -> Client:
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def credential(team) -> Credential:
+    credential = Credential(team=team, name="bench key", kind=Credential.Kind.PASSWORD)
+    credential.set_secret("hunter2-canary-password")
+    credential.save()
+    return credential
+
+
+@pytest.fixture
+def host(team, credential) -> Host:
+    return Host.objects.create(
+        team=team, name="vm1", address="127.0.0.1", port=22, username="bench", credential=credential
+    )
+
+
+@pytest.fixture
+def disk(host) -> Disk:
+    return Disk.objects.create(
+        host=host,
+        label="data",
+        target_path="/data/bench",
+        disk_type="custom",
+        spec_iops=4000,
+        spec_bytes_per_s=100_000_000,
+    )

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import io
+
+import pytest
+from cryptography.fernet import Fernet
+from django.core.management import call_command
+from django.db import connection
+
+from jobs import crypto
+from jobs.models import Credential
+
+CANARY = "canary-Zq8v1-do-not-leak"
+KEY_CANARY = "-----BEGIN OPENSSH PRIVATE KEY-----\ncanary-key-material-Xy77\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+def _raw_rows() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM jobs_credential")
+        return repr(cursor.fetchall())
+
+
+def test_a_secret_is_stored_only_as_ciphertext(team):
+    credential = Credential(team=team, name="k", kind=Credential.Kind.PRIVATE_KEY)
+    credential.set_secret(KEY_CANARY, passphrase=CANARY)
+    credential.save()
+    raw = _raw_rows()
+    assert "canary-key-material" not in raw
+    assert CANARY not in raw
+    fresh = Credential.objects.get(pk=credential.pk)
+    assert fresh.reveal_secret() == KEY_CANARY
+    assert fresh.reveal_passphrase() == CANARY
+
+
+def test_a_secret_is_never_part_of_its_text_form(credential):
+    assert "hunter2" not in str(credential)
+    assert "hunter2" not in repr(credential)
+
+
+def test_the_admin_never_renders_a_stored_secret(credential, owner, client):
+    owner.is_staff = owner.is_superuser = True
+    owner.save()
+    client.force_login(owner)
+    page = client.get(f"/admin/jobs/credential/{credential.pk}/change/")
+    assert page.status_code == 200
+    assert b"hunter2-canary-password" not in page.content
+    assert credential.secret_token.encode() not in page.content
+    assert b'name="secret"' in page.content
+
+
+def test_saving_the_admin_form_blank_keeps_the_stored_secret(credential, owner, client):
+    owner.is_staff = owner.is_superuser = True
+    owner.save()
+    client.force_login(owner)
+    response = client.post(
+        f"/admin/jobs/credential/{credential.pk}/change/",
+        {"team": credential.team_id, "name": "renamed", "kind": "password", "secret": "", "passphrase": ""},
+    )
+    assert response.status_code == 302
+    credential.refresh_from_db()
+    assert credential.name == "renamed"
+    assert credential.reveal_secret() == "hunter2-canary-password"
+
+
+def test_a_secret_written_under_another_key_says_how_to_recover(credential, settings):
+    settings.FIELD_KEYS = [Fernet.generate_key().decode()]
+    with pytest.raises(crypto.UndecryptableSecret, match="enter the secret again"):
+        credential.reveal_secret()
+
+
+def test_rotating_to_a_new_key_keeps_every_secret_readable_and_drops_the_old_key(credential, settings, tmp_path):
+    old = settings.FIELD_KEYS[0]
+    keys_file = tmp_path / "field_keys"
+    keys_file.write_text(old + "\n")
+    settings.FIELD_KEYS_FILE = keys_file
+    settings.FIELD_KEYS_FROM_ENV = False
+    old_token = credential.secret_token
+
+    call_command("rotate_field_keys", "--new-key", stdout=io.StringIO())
+
+    new_keys = keys_file.read_text().strip().split(",")
+    assert len(new_keys) == 1 and new_keys[0] != old
+    assert oct(keys_file.stat().st_mode & 0o777) == "0o600"
+    settings.FIELD_KEYS = new_keys
+    credential.refresh_from_db()
+    assert credential.secret_token != old_token
+    assert credential.reveal_secret() == "hunter2-canary-password"
+
+
+def test_rotation_refuses_to_edit_keys_that_come_from_the_environment(credential, settings):
+    from django.core.management.base import CommandError
+
+    settings.FIELD_KEYS_FROM_ENV = True
+    with pytest.raises(CommandError, match="environment"):
+        call_command("rotate_field_keys", "--new-key")
+
+
+def test_a_new_key_put_first_in_the_list_takes_over_after_rotation(credential, settings):
+    new = Fernet.generate_key().decode()
+    settings.FIELD_KEYS = [new, *settings.FIELD_KEYS]
+    call_command("rotate_field_keys", stdout=io.StringIO())
+    settings.FIELD_KEYS = [new]
+    credential.refresh_from_db()
+    assert credential.reveal_secret() == "hunter2-canary-password"

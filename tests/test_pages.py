@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from jobs.models import Disk, Host, Membership, Team
+from jobs.teams import DEFAULT_TEAM_NAME
+
+PASSWORD = "a-long-test-password-1"
+
+
+def _signup(client: Client, username: str):
+    return client.post("/signup/", {"username": username, "password1": PASSWORD, "password2": PASSWORD})
+
+
+@pytest.mark.django_db
+def test_the_first_user_to_sign_up_owns_the_default_team():
+    client = Client()
+    response = _signup(client, "first")
+    assert response.status_code == 302 and response["Location"] == "/"
+    membership = Membership.objects.get(user__username="first")
+    assert (membership.team.name, membership.role) == (DEFAULT_TEAM_NAME, "owner")
+    assert DEFAULT_TEAM_NAME in client.get("/").content.decode()
+
+
+@pytest.mark.django_db
+def test_a_later_user_starts_in_a_team_of_their_own():
+    _signup(Client(), "first")
+    _signup(Client(), "second")
+    membership = Membership.objects.get(user__username="second")
+    assert membership.team.name == "second's team"
+    assert membership.role == "owner"
+    assert Team.objects.get(name=DEFAULT_TEAM_NAME).memberships.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_bad_sign_up_names_the_field_and_creates_nothing():
+    response = Client().post("/signup/", {"username": "x", "password1": PASSWORD, "password2": "different-1234"})
+    assert response.status_code == 200
+    assert "password fields didn" in response.content.decode()
+    assert not User.objects.exists()
+
+
+@pytest.mark.django_db
+def test_login_and_logout_work():
+    _signup(Client(), "first")
+    client = Client()
+    assert client.get("/").status_code == 302
+    response = client.post("/login/", {"username": "first", "password": PASSWORD})
+    assert response.status_code == 302
+    assert client.get("/").status_code == 200
+    client.post("/logout/")
+    assert client.get("/")["Location"].startswith("/login/")
+
+
+def test_the_home_page_lists_the_teams_hosts_and_disks_with_their_limits(owner_client, disk):
+    page = owner_client.get("/").content.decode()
+    assert "vm1" in page
+    assert "/data/bench" in page
+    assert "4,000 IOPS" in page
+    assert "95.4 MiB/s" in page  # 100,000,000 B/s
+
+
+def test_the_home_page_shows_nothing_of_another_team(owner_client, disk):
+    other = Team.objects.create(name="rivals")
+    rival = Host.objects.create(team=other, name="rival-host", address="10.9.9.9", username="r")
+    Disk.objects.create(host=rival, label="rival-disk", target_path="/secret/path", disk_type="custom", spec_iops=1)
+    page = owner_client.get("/").content.decode()
+    assert "rival-host" not in page and "/secret/path" not in page
+
+
+def test_a_disk_with_an_invalid_spec_shows_why_instead_of_breaking_the_page(owner_client, host):
+    Disk.objects.create(host=host, label="odd", target_path="/x", disk_type="no-such-type", size=10)
+    response = owner_client.get("/")
+    assert response.status_code == 200
+    assert "no-such-type" in response.content.decode()
+
+
+def test_an_empty_team_is_told_what_to_do_next(owner_client):
+    assert "No hosts yet" in owner_client.get("/").content.decode()
+
+
+def test_the_disk_types_page_lists_the_catalog(owner_client):
+    response = owner_client.get("/disk-types/")
+    assert response.status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_health_endpoint_answers_without_login():
+    assert Client().get("/healthz").json() == {"status": "ok"}

@@ -1,0 +1,134 @@
+"""The README's run command, started for real: embedded Redis, web, worker and beat."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _stack_env(var_dir: Path, port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
+    env |= {"BENCHWEB_VAR_DIR": str(var_dir), "BENCHWEB_PORT": str(port), "BENCHWEB_WEB_WORKERS": "1"}
+    if connection.vendor == "postgresql":
+        # Point the stack at the test database, so the PostgreSQL pass exercises it too.
+        s = connection.settings_dict
+        env["DATABASE_URL"] = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    return env
+
+
+def _processes_of(var_dir: Path) -> list[psutil.Process]:
+    """Every process whose environment names this stack's var dir: all it started, however deep."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("BENCHWEB_VAR_DIR") == str(var_dir) and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def _wait_for_line(stream, needle: str, timeout: float) -> list[str]:
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"never printed {needle!r}; output was:\n{''.join(seen[-40:])}")
+
+
+@pytest.fixture
+def stack(tmp_path):
+    var_dir = tmp_path / "var"
+    port = _free_port()
+    env = _stack_env(var_dir, port)
+    process = subprocess.Popen(
+        [str(ROOT / "bw"), "run"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        _wait_for_line(process.stdout, "benchweb is running at", timeout=120)
+        yield process, var_dir, port, env
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for leftover in _processes_of(var_dir):
+            leftover.kill()
+
+
+def test_the_run_command_serves_http_runs_tasks_and_leaves_nothing_behind(stack):
+    process, var_dir, port, env = stack
+    url = f"http://127.0.0.1:{port}/"
+
+    with urllib.request.urlopen(url + "login/", timeout=10) as response:  # noqa: S310
+        assert response.status == 200
+        assert b"Log in" in response.read()
+
+    health = subprocess.run(
+        [str(ROOT / ".venv/bin/python"), "manage.py", "health", "--timeout", "30"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert health.returncode == 0, health.stderr
+    assert '"worker": {"worker"' in health.stdout
+    assert (var_dir / "redis.sock").exists()
+
+    # redis-server rewrites its process title over its environment, so also take the launcher's tree.
+    started = {p.pid: p for p in [*_processes_of(var_dir), *psutil.Process(process.pid).children(recursive=True)]}
+    started = list(started.values())
+    names = " ".join(" ".join(p.cmdline()) for p in started)
+    for part in ("redis-server", "gunicorn", "worker", "beat", "benchweb.stack"):
+        assert part in names
+
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=40) == 0
+    time.sleep(0.5)
+    assert [p.pid for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+    assert _processes_of(var_dir) == []
+
+
+def test_a_second_run_command_on_the_same_var_dir_refuses_and_leaves_the_first_running(stack):
+    process, _var_dir, port, env = stack
+    second = subprocess.run([str(ROOT / "bw"), "run"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 1
+    assert "already running" in second.stderr
+    assert process.poll() is None
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
+        assert response.status == 200
+
+
+def test_the_run_command_says_which_port_is_busy(tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        env = _stack_env(tmp_path / "var", port)
+        result = subprocess.run(
+            [str(ROOT / "bw"), "run"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        )
+    assert result.returncode == 1
+    assert f"127.0.0.1:{port}" in result.stderr and "BENCHWEB_PORT" in result.stderr
