@@ -96,6 +96,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
     }
+    # A file, not pytest's in-memory default, so that Celery workers started by tests share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -155,6 +157,14 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# Beat only ticks; the runs and schedules in the database say what is due (DESIGN.md decision 5).
+CELERY_BEAT_SCHEDULE = {
+    "tick": {
+        "task": "jobs.tick",
+        "schedule": float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")),
+        "options": {"expires": 30},
+    },
+}
 
 LOGGING = {
     "version": 1,

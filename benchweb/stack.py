@@ -103,7 +103,7 @@ def _wait_for(what: str, ready: callable, children: list[Child], timeout: float)
     raise StackError(f"{what} did not become ready within {timeout:.0f} s; see the log lines above")
 
 
-def _redis_ready(sock: Path) -> bool:
+def redis_answers(sock: Path) -> bool:
     if not sock.exists():
         return False
     try:
@@ -142,8 +142,54 @@ def _start_redis(env: dict[str, str], children: list[Child]) -> None:
         "--daemonize", "no",
     ]  # fmt: skip
     children.append(Child("redis", argv, env))
-    _wait_for("the embedded Redis", lambda: _redis_ready(sock), children, timeout=15)
+    _wait_for("the embedded Redis", lambda: redis_answers(sock), children, timeout=15)
     env["REDIS_URL"] = f"redis+socket://{sock}"
+
+
+def _start_demo_target(env: dict[str, str], children: list[Child]) -> None:
+    """An unprivileged sshd on 127.0.0.1 and a directory disk under var/, so a newcomer can run fio at once."""
+    import shutil
+
+    from jobs import sshd_local
+
+    if not sshd_local.sshd_available() or shutil.which("fio") is None:
+        print("benchweb: no local demo target: it needs sshd and fio on this machine "
+              "(Debian/Ubuntu: sudo apt-get install openssh-server fio); going on without it", flush=True)  # fmt: skip
+        return
+    workdir = VAR / "demo"
+    (workdir / "target").mkdir(parents=True, exist_ok=True)
+    host_key = workdir / "ssh_host_ed25519_key"
+    sshd_local.ensure_host_key(host_key)
+    if not (workdir / "id_ed25519").exists():
+        sshd_local.generate_user_key(workdir)
+    authorized = workdir / "authorized_keys"
+    authorized.write_text((workdir / "id_ed25519.pub").read_text())
+    port_file = workdir / "port"
+    port = int(port_file.read_text()) if port_file.exists() else sshd_local.free_port()
+    try:
+        _check_port_free("127.0.0.1", port)
+    except StackError:
+        port = sshd_local.free_port()
+    port_file.write_text(str(port))
+    as_root = os.geteuid() == 0
+    if as_root:
+        sshd_local.PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
+    config = workdir / "sshd_config"
+    config.write_text(sshd_local.sshd_config(
+        port=port, listen_address="127.0.0.1", host_key_paths=[host_key], pid_path=workdir / "sshd.pid",
+        authorized_keys_path=authorized, password_authentication=False, as_root=as_root,
+    ))  # fmt: skip
+    children.append(Child("demo-sshd", [str(sshd_local.SSHD), "-D", "-e", "-f", str(config)], env))
+    _wait_for("the demo sshd", lambda: _port_answers(port), children, timeout=15)
+    _manage(env, "demo_target", "--port", str(port), "--workdir", str(workdir))
+
+
+def _port_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+            return probe.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
 
 
 def _manage(env: dict[str, str], *args: str) -> None:
@@ -191,6 +237,8 @@ def run() -> int:
         if not env.get("REDIS_URL"):
             _start_redis(env, children)
         _manage(env, "migrate", "--noinput", "-v", "0")
+        if os.environ.get("BENCHWEB_DEMO_TARGET", "1") != "0":
+            _start_demo_target(env, children)
         children.append(Child("web", _web_argv(host, port), env))
         children.append(Child("worker", _worker_argv(), env))
         children.append(Child("beat", [PYTHON, "-m", "celery", "-A", "benchweb", "beat", "-l", "INFO",
@@ -223,6 +271,7 @@ def _web_argv(host: str, port: int) -> list[str]:
         "--threads", "4",
         "--graceful-timeout", "5",
         "--access-logfile", "-",
+        "--no-control-socket",  # else every gunicorn of this user shares ~/.gunicorn/gunicorn.ctl
     ]  # fmt: skip
 
 

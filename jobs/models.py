@@ -100,6 +100,17 @@ class Host(models.Model):
     host_key_approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # A scanned key waits here until a person compares its fingerprint and approves it.
+    scanned_key_type = models.CharField(max_length=40, blank=True, editable=False)
+    scanned_key_b64 = models.TextField(blank=True, editable=False)
+    scanned_key_fingerprint = models.CharField(max_length=100, blank=True, editable=False)
+    scanned_at = models.DateTimeField(null=True, blank=True, editable=False)
+    run_base_dir = models.CharField(
+        max_length=1024, blank=True, help_text="Where run directories go on the host. Empty: ~/.benchweb/runs."
+    )
+    ndisk64_path = models.CharField(
+        max_length=1024, blank=True, help_text="Path of ndisk64 on the host when it is not on the PATH."
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -394,6 +405,8 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     progress = models.JSONField(default=dict, blank=True, help_text="Live: elapsed_s, eta_s, read_iops, write_iops.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last time a worker looked at this run.")
+    cancel_requested = models.BooleanField(default=False)
     command = models.TextField(blank=True, help_text="The exact job file or argv sent to the target.")
     remote_dir = models.CharField(max_length=1024, blank=True)
     remote_pid = models.PositiveIntegerField(null=True, blank=True)

@@ -19,6 +19,20 @@ _ULTRA = {
 _ULTRA_NOTE = "One of the six fio jobs run on 8 striped Alibaba Ultra disks (LVM, 64 KiB stripes)."
 
 PRESETS: list[dict[str, Any]] = [
+    {
+        "name": "Quick check: 4k randread QD16, 10 s",
+        "tool": "fio",
+        "rw": "randread",
+        "block_size_bytes": 4 * KIB,
+        "iodepth": 16,
+        "jobs": 1,
+        "runtime_s": 10,
+        "time_based": True,
+        "ioengine": "libaio",
+        "direct": True,
+        "size_bytes": 256 * 1024**2,
+        "description": "A short first run to see that a target works: 256 MiB test file, ten seconds.",
+    },
     _ULTRA
     | {"name": "Ultra stripe: 4k randwrite QD128", "rw": "randwrite", "block_size_bytes": 4 * KIB, "iodepth": 128},
     _ULTRA

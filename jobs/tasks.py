@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers that take an id and hand the work to jobs.services."""
+"""Celery tasks: thin wrappers that take an id, hand the work to jobs.services and return a short status."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import socket
 from celery import shared_task
 from django.db import connection
 
+from jobs import services
 from jobs.models import Team
 
 
@@ -14,3 +15,18 @@ from jobs.models import Team
 def health() -> dict[str, object]:
     """Proves a worker is consuming and reaches the database."""
     return {"worker": socket.gethostname(), "database": connection.vendor, "teams": Team.objects.count()}
+
+
+@shared_task(name="jobs.launch_run")
+def launch_run(run_id: int) -> str:
+    return services.launch(run_id)
+
+
+@shared_task(name="jobs.poll_run")
+def poll_run(run_id: int) -> str:
+    return services.poll(run_id)
+
+
+@shared_task(name="jobs.tick")
+def tick() -> str:
+    return f"claimed {services.dispatch_due()}, re-polled {services.sweep()}"

@@ -28,3 +28,8 @@ def place_new_user(user: AbstractBaseUser) -> Membership:
         return Membership.objects.create(user=user, team=default, role=Membership.Role.OWNER)
     own = Team.objects.create(name=f"{user.get_username()}'s team")
     return Membership.objects.create(user=user, team=own, role=Membership.Role.OWNER)
+
+
+def role_in(user: AbstractBaseUser, team: Team) -> str | None:
+    membership = Membership.objects.filter(user=user, team=team).first()
+    return membership.role if membership else None

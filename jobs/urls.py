@@ -11,4 +11,12 @@ urlpatterns = [
     path("logout/", views.LogoutView.as_view(), name="logout"),
     path("disk-types/", views.disk_types, name="disk_types"),
     path("healthz", views.healthz, name="healthz"),
+    path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
+    path("hosts/<int:pk>/scan-key", views.host_scan_key, name="host_scan_key"),
+    path("hosts/<int:pk>/approve-key", views.host_approve_key, name="host_approve_key"),
+    path("disks/<int:pk>/", views.disk_detail, name="disk_detail"),
+    path("runs/<int:pk>/", views.run_detail, name="run_detail"),
+    path("runs/<int:pk>/progress.json", views.run_progress, name="run_progress"),
+    path("runs/<int:pk>/cancel", views.run_cancel, name="run_cancel"),
+    path("runs/<int:pk>/raw", views.run_raw, name="run_raw"),
 ]

@@ -1,17 +1,20 @@
 from __future__ import annotations
 
+from django import forms
 from django.conf import settings
-from django.contrib import auth
+from django.contrib import auth, messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.core.exceptions import PermissionDenied
 from django.db import connection
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
-from jobs import limits, teams
-from jobs.models import Disk, Host
+from jobs import limits, services, ssh, teams
+from jobs.models import Disk, Host, Membership, Profile, Run, Team
 
 
 class LoginView(auth_views.LoginView):
@@ -59,3 +62,148 @@ def healthz(request: HttpRequest) -> JsonResponse:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return JsonResponse({"status": "ok"})
+
+
+# ----------------------------------------------------------------------------------------- access
+
+
+def _team(request: HttpRequest) -> Team:
+    team = teams.current_team(request)
+    if team is None:
+        raise Http404("You are not in a team.")
+    return team
+
+
+def _require_change(request: HttpRequest, team: Team) -> None:
+    if teams.role_in(request.user, team) == Membership.Role.VIEWER:
+        raise PermissionDenied("Viewers can look but not change anything; ask an owner for the member role.")
+
+
+def _host_for_user(request: HttpRequest, pk: int) -> Host:
+    return get_object_or_404(Host.objects.select_related("credential"), pk=pk, team=_team(request))
+
+
+def _disk_for_user(request: HttpRequest, pk: int) -> Disk:
+    return get_object_or_404(Disk.objects.select_related("host"), pk=pk, team=_team(request))
+
+
+def _run_for_user(request: HttpRequest, pk: int) -> Run:
+    return get_object_or_404(Run.objects.select_related("disk__host", "profile"), pk=pk, team=_team(request))
+
+
+# ----------------------------------------------------------------------------------------- hosts
+
+
+@login_required
+def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    host = _host_for_user(request, pk)
+    return render(request, "jobs/host_detail.html", {"host": host, "disks": host.disks.all()})
+
+
+@login_required
+@require_POST
+def host_scan_key(request: HttpRequest, pk: int) -> HttpResponse:
+    host = _host_for_user(request, pk)
+    _require_change(request, host.team)
+    try:
+        key = services.scan_host_key(host)
+    except ssh.SSHError as exc:
+        messages.error(request, f"Could not read the host key of {host.name}: {exc}")
+    else:
+        if host.has_pinned_key and key.fingerprint != host.host_key_fingerprint:
+            messages.warning(
+                request,
+                "The host presents a DIFFERENT key from the approved one. Approve it only if "
+                "you know why it changed (reinstall, new host); otherwise someone may be in between.",
+            )
+        else:
+            messages.info(request, "Compare the fingerprint below with the host's own (ssh-keygen -lf on it).")
+    return redirect("host_detail", pk=host.pk)
+
+
+@login_required
+@require_POST
+def host_approve_key(request: HttpRequest, pk: int) -> HttpResponse:
+    host = _host_for_user(request, pk)
+    _require_change(request, host.team)
+    try:
+        services.approve_host_key(host, request.user, request.POST.get("fingerprint", ""))
+    except services.RunRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Host key {host.host_key_fingerprint} approved and pinned.")
+    return redirect("host_detail", pk=host.pk)
+
+
+# ----------------------------------------------------------------------------------------- disks and runs
+
+
+class RunNowForm(forms.Form):
+    profile = forms.ModelChoiceField(queryset=Profile.objects.none(), empty_label=None)
+
+    def __init__(self, *args: object, team: Team, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["profile"].queryset = Profile.objects.filter(Q(team=team) | Q(team__isnull=True))
+
+
+@login_required
+def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    disk = _disk_for_user(request, pk)
+    form = RunNowForm(request.POST or None, team=disk.team)
+    if request.method == "POST":
+        _require_change(request, disk.team)
+        if form.is_valid():
+            try:
+                run = services.request_run(disk, form.cleaned_data["profile"], user=request.user)
+            except services.RunRefused as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            else:
+                return redirect("run_detail", pk=run.pk)
+    try:
+        disk_limits, limits_error = disk.limits(), None
+    except limits.SpecError as exc:
+        disk_limits, limits_error = None, str(exc)
+    runs = disk.runs.select_related("profile")[:20]
+    return render(
+        request,
+        "jobs/disk_detail.html",
+        {"disk": disk, "form": form, "limits": disk_limits, "limits_error": limits_error, "runs": runs},
+    )
+
+
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run_for_user(request, pk)
+    return render(request, "jobs/run_detail.html", {"run": run, "summary": run.summary or {}})
+
+
+@login_required
+def run_progress(request: HttpRequest, pk: int) -> JsonResponse:
+    run = _run_for_user(request, pk)
+    return JsonResponse(
+        {
+            "id": run.pk,
+            "state": run.state,
+            "state_label": run.get_state_display(),
+            "explanation": run.explanation,
+            "progress": run.progress,
+            "final": run.is_final,
+        }
+    )
+
+
+@login_required
+@require_POST
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run_for_user(request, pk)
+    _require_change(request, run.team)
+    services.cancel(run)
+    return redirect("run_detail", pk=run.pk)
+
+
+@login_required
+def run_raw(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run_for_user(request, pk)
+    response = HttpResponse(run.raw_output, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="benchweb-run-{run.pk}.txt"'
+    return response

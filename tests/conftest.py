@@ -52,3 +52,7 @@ def disk(host) -> Disk:
         spec_iops=4000,
         spec_bytes_per_s=100_000_000,
     )
+
+
+from tests.sshd import *  # noqa: E402, F403  (fixtures: sshd, sshd_target, sshd_factory, other_sshd)
+from tests.workers import *  # noqa: E402, F403  (fixtures: broker, worker_factory, worker)

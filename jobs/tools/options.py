@@ -56,16 +56,104 @@ EXTRA_OPTIONS: dict[str, str] = {
     "allow_mounted_write": r"0",
 }
 
+# Options people reach for that must never come from a profile, with the reason a person is shown.
+FORBIDDEN_OPTIONS: dict[str, str] = {
+    "exec_prerun": "it runs a shell command on the target",
+    "exec_postrun": "it runs a shell command on the target",
+    "include": "it reads another job file from the target",
+    "ioengine": "choose the I/O engine in the profile's ioengine field (external engines load code)",
+    "filename": "benchweb names the files from the run's target",
+    "directory": "benchweb names the files from the run's target",
+    "filename_format": "benchweb names the files from the run's target",
+    "opendir": "benchweb names the files from the run's target",
+    "server": "fio runs over SSH, never as a network server",
+    "client": "fio runs over SSH, never as a network client",
+    "remote-config": "fio runs over SSH, never as a network client",
+    "daemonize": "fio runs over SSH, never as a network server",
+    "output": "benchweb chooses where results are written",
+    "output-format": "benchweb always asks for JSON",
+    "readonly": "benchweb adds it itself for read-only profiles",
+}
+FORBIDDEN_SUFFIXES = ("_log", "_log_compression")  # write_bw_log, write_lat_log, ... take file paths
+OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+class ToolOptionError(ValueError):
+    """A profile value a tool cannot be run with; `field` names the profile field to fix."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def option_problem(name: Any, value: Any) -> str | None:
+    """Why `name=value` may not go into a job file, or None when it may."""
+    if not isinstance(name, str):
+        return f"{name!r} is not a fio option name."
+    reason = FORBIDDEN_OPTIONS.get(name.lstrip("-"))
+    if reason is None and name.endswith(FORBIDDEN_SUFFIXES):
+        reason = "log options write files at paths of their own"
+    if reason is not None:
+        return f"fio option '{name}' is not allowed: {reason}."
+    if not OPTION_NAME.fullmatch(name):
+        return f"{name!r} is not a fio option name (lower-case letters, digits and _)."
+    pattern = EXTRA_OPTIONS.get(name)
+    if pattern is None:
+        return f"fio option '{name}' is not allowed here; allowed: {', '.join(sorted(EXTRA_OPTIONS))}."
+    if isinstance(value, bool) or not isinstance(value, str | int) or not re.fullmatch(pattern, str(value)):
+        return f"fio option '{name}' has an invalid value {value!r}."
+    return None
+
 
 def check_extra_options(options: Any) -> dict[str, str]:
     """Return {"extra_options": message} for the first option that is not allowed, else {}."""
     if not isinstance(options, dict):
         return {"extra_options": 'Give an object of option names to values, e.g. {"group_reporting": "1"}.'}
     for name, value in options.items():
-        pattern = EXTRA_OPTIONS.get(name)
-        if pattern is None:
-            allowed = ", ".join(sorted(EXTRA_OPTIONS))
-            return {"extra_options": f"fio option '{name}' is not allowed here; allowed: {allowed}."}
-        if not re.fullmatch(pattern, str(value)):
-            return {"extra_options": f"fio option '{name}' has an invalid value {value!r}."}
+        problem = option_problem(name, value)
+        if problem:
+            return {"extra_options": problem}
     return {}
+
+
+# A path goes into an INI line and onto a command line. fio splits file names at ':' and reads '$' and ';'
+# specially inside a job file, so paths keep to plain characters.
+SAFE_PATH = re.compile(r"/[A-Za-z0-9._+@,/-]*")
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def int_param(params: dict[str, Any], key: str, low: int, high: int | None = None) -> int:
+    """params[key] as an int within [low, high], or ToolOptionError naming the field."""
+    value = params.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolOptionError(key, f"{key} must be a whole number, not {value!r}.")
+    if value < low or (high is not None and value > high):
+        bounds = f"at least {low}" if high is None else f"between {low} and {high}"
+        raise ToolOptionError(key, f"{key} must be {bounds}; got {value}.")
+    return value
+
+
+def bool_param(params: dict[str, Any], key: str) -> bool:
+    value = params.get(key)
+    if not isinstance(value, bool):
+        raise ToolOptionError(key, f"{key} must be true or false, not {value!r}.")
+    return value
+
+
+def safe_path(path: str, field: str = "target_path") -> str:
+    """An absolute path that is safe in a job file and as one argv element, without a trailing slash."""
+    if not isinstance(path, str) or not SAFE_PATH.fullmatch(path):
+        raise ToolOptionError(
+            field,
+            f"{path!r} must be an absolute path of letters, digits and . _ + @ , - / only "
+            "(fio reads ':' as a separator between file names).",
+        )
+    return path.rstrip("/") or "/"
+
+
+def run_id_of(run_dir: str) -> str:
+    """The run directory's last component, which names the test files so runs never share one."""
+    run_id = safe_path(run_dir, "run_dir").rsplit("/", 1)[-1]
+    if not RUN_ID.fullmatch(run_id):
+        raise ToolOptionError("run_dir", f"run directory {run_dir!r} must end in a name like a run's UUID.")
+    return run_id

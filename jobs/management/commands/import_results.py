@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from jobs import services
+from jobs.models import Disk
+from jobs.tools.summary import ParseError
+
+MAX_BYTES = 64 * 2**20
+
+
+class Command(BaseCommand):
+    help = (
+        "Import fio (JSON, text, terse) or ndisk64 output files as finished runs of a disk, or, with --dry-run, "
+        "print what they parse to. A file that cannot be read or recognised is reported (exit status 2) and "
+        "skipped; the other files are still processed."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", metavar="PATH")
+        target = parser.add_mutually_exclusive_group(required=True)
+        target.add_argument("--disk", type=int, help="Id of the disk the runs belong to.")
+        target.add_argument("--dry-run", action="store_true", help="Parse and print; store nothing.")
+        parser.add_argument("--at", help="When the runs finished, ISO 8601 (default: now), e.g. 2026-05-01T02:30:00Z.")
+        parser.add_argument("--tool", choices=["auto", "fio", "ndisk64"], default="auto")
+        parser.add_argument("--json", action="store_true", help="Print JSON.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        disk = self._disk(options["disk"]) if options["disk"] is not None else None
+        at = self._at(options["at"])
+        results: list[Any] = []
+        failures = 0
+        for path in options["paths"]:
+            try:
+                text = self._read(Path(path))
+                if disk is None:
+                    summary = services.parse_import(text, options["tool"]).summary
+                    results.append(summary)
+                    if not options["json"]:
+                        self.stdout.write(f"{path}: {summary['tool']}, {summary['total']['iops']:.1f} IOPS")
+                else:
+                    run = services.import_result(disk, text, name=Path(path).name, at=at, tool=options["tool"])
+                    results.append({"path": path, "run": run.pk, "state": run.state, "summary": run.summary})
+                    if not options["json"]:
+                        self.stdout.write(f"{path}: stored as run {run.pk} ({run.state}) on {disk}")
+            except (OSError, UnicodeDecodeError, ParseError) as exc:
+                failures += 1
+                results.append(None)
+                self.stderr.write(f"{path}: not imported: {exc}")
+        if options["json"]:
+            self.stdout.write(json.dumps(results, indent=2))
+        if failures:
+            sys.exit(2)
+
+    def _disk(self, pk: int) -> Disk:
+        try:
+            return Disk.objects.select_related("host").get(pk=pk)
+        except Disk.DoesNotExist:
+            raise CommandError(f"--disk {pk}: no such disk; the disk ids are on the disk pages", returncode=2) from None
+
+    def _at(self, value: str | None) -> Any:
+        if value is None:
+            return None
+        moment = parse_datetime(value)
+        if moment is None:
+            raise CommandError(f"--at {value!r} is not an ISO 8601 date-time; e.g. 2026-05-01T02:30:00Z", returncode=2)
+        return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.get_default_timezone())
+
+    def _read(self, path: Path) -> str:
+        if path.stat().st_size > MAX_BYTES:
+            raise OSError(f"larger than {MAX_BYTES // 2**20} MiB; is this really tool output?")
+        return path.read_bytes().decode("utf-8")

@@ -1,0 +1,211 @@
+"""What differs between fio and ndisk64 when a run is started, watched and judged on a target.
+
+jobs/tools/ knows each tool's command line and output; jobs/remote.py knows the run directory. This module
+joins them: it checks the tool is installed, says which files to upload and collect, reads live progress,
+and turns the collected files into a run outcome (succeeded / failed) with an explanation.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from jobs.remote import LOCK_BUSY_STATUS, WATCHDOG_STATUS
+from jobs.tools import fio, ndisk
+from jobs.tools.options import ToolOptionError
+from jobs.tools.summary import ParseError
+
+# Time allowed beyond runtime + ramp before the watchdog kills a run: fio lays out its test files first.
+WATCHDOG_GRACE_S = 300
+LAYOUT_BYTES_PER_S = 50 * 2**20
+
+
+class ToolUnavailable(Exception):
+    """The tool cannot run on the target; the message says how to install or point to it."""
+
+
+class Runs(Protocol):
+    def run(self, command: str, *, timeout: float = 60, stdin: bytes | None = None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str  # succeeded | failed
+    explanation: str
+    summary: dict[str, Any] | None
+    raw_output: str
+    raw_stderr: str
+
+
+def writes(params: dict[str, Any]) -> bool:
+    if params.get("tool") == "ndisk64":
+        return int(params.get("read_percent", 0)) < 100
+    return params.get("rw") not in fio.READ_ONLY_MODES
+
+
+def expected_seconds(params: dict[str, Any]) -> int:
+    return int(params.get("runtime_s") or 0) + int(params.get("ramp_time_s") or 0)
+
+
+def needed_bytes(params: dict[str, Any], kind: str) -> int | None:
+    """Free space a directory target needs for the test files (a device needs none)."""
+    if kind != "directory" or not params.get("size_bytes"):
+        return None
+    return int(params["size_bytes"]) * int(params.get("jobs") or 1)
+
+
+def watchdog_seconds(params: dict[str, Any]) -> int:
+    layout = (needed_bytes(params, "directory") or 0) // LAYOUT_BYTES_PER_S
+    return expected_seconds(params) + WATCHDOG_GRACE_S + int(layout)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _status_explanation(exit_status: int | None, params: dict[str, Any]) -> str | None:
+    if exit_status == LOCK_BUSY_STATUS:
+        return "the target was busy: another benchmark held benchweb's lock on it, so this one did not run"
+    if exit_status == WATCHDOG_STATUS:
+        return f"stopped by the watchdog after {watchdog_seconds(params)} s on the host (it ran far past its runtime)"
+    return None
+
+
+class FioRunner:
+    output_file = "result.json"
+    collect_files = ("result.json", "stdout", "stderr")
+
+    def check_installed(self, conn: Runs, host: Any) -> str:
+        result = conn.run("command -v fio >/dev/null 2>&1 && fio --version", timeout=30)
+        version = _text(result.stdout).strip()
+        if result.exit_status != 0 or not version.startswith("fio-"):
+            raise ToolUnavailable(
+                f"fio is not installed on {host.name}: install it there (Debian/Ubuntu: sudo apt-get install fio; "
+                "RHEL/Fedora: sudo dnf install fio) and run again"
+            )
+        return version.removeprefix("fio-")
+
+    def build(
+        self, params: dict[str, Any], target: str, kind: str, run_dir: str, run_uuid: str
+    ) -> tuple[list[str], dict[str, bytes], str]:
+        try:
+            job = fio.build_fio_job(params, target, kind, run_dir, readonly=not writes(params))
+        except ToolOptionError as exc:
+            raise ToolUnavailable(f"the profile cannot be run: {exc}") from exc
+        return (
+            job.argv,
+            {"job.fio": job.jobfile.encode()},
+            f"{job.argv_quoted()}\n\n# {job.jobfile_path}\n{job.jobfile}",
+        )
+
+    def progress(self, tail: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Current IOPS from the last two cumulative status documents in the output's tail."""
+        docs = _complete_documents(tail)
+        if len(docs) < 2:
+            return {}
+        rates = _interval_iops(docs[-2], docs[-1])
+        return {f"{d}_iops": rates[d] for d in ("read", "write") if rates.get(d) is not None}
+
+    def interpret(self, outputs: dict[str, bytes], exit_status: int | None, params: dict[str, Any]) -> Outcome:
+        raw, stdout, stderr = _text(outputs["result.json"]), _text(outputs["stdout"]), _text(outputs["stderr"])
+        # With --output fio sends its own messages into the same file; stdout/stderr hold the shell's.
+        raw_stderr = "\n".join(part for part in (stdout.strip(), stderr.strip()) if part)
+        special = _status_explanation(exit_status, params)
+        if special:
+            return Outcome("failed", special, None, raw, raw_stderr)
+        try:
+            parsed = fio.parse_fio_json(raw)
+        except ParseError as exc:
+            tail = (raw_stderr or raw).strip().splitlines()[-3:]
+            why = f"fio exited with status {exit_status} and left no result ({' / '.join(tail) or 'no output'})"
+            return Outcome("failed", why if exit_status else f"fio's output could not be read: {exc}", None, raw,
+                           raw_stderr)  # fmt: skip
+        summary = parsed.summary
+        if parsed.latency_bins:
+            summary["latency_bins_ns"] = {d: {str(k): v for k, v in b.items()} for d, b in parsed.latency_bins.items()}
+        if parsed.job_errors:
+            errors = "; ".join(
+                f"job {e['job']} error {e['errno']}" + (f" ({e['message']})" if e.get("message") else "")
+                for e in parsed.job_errors
+            )
+            return Outcome("failed", f"fio reported an error: {errors}", summary, raw, raw_stderr)
+        if exit_status not in (0, None):
+            return Outcome("failed", f"fio exited with status {exit_status}", summary, raw, raw_stderr)
+        return Outcome("succeeded", "", summary, raw, raw_stderr)
+
+
+class NdiskRunner:
+    output_file = "stdout"
+    collect_files = ("stdout", "stderr")
+
+    def check_installed(self, conn: Runs, host: Any) -> str:
+        path = host.ndisk64_path or "ndisk64"
+        result = conn.run(f"command -v {shlex.quote(path)}", timeout=30)
+        if result.exit_status != 0:
+            raise ToolUnavailable(
+                f"ndisk64 was not found on {host.name} ({path}): copy IBM nstress's ndisk64 there and put it on "
+                "the login user's PATH, or set its full path on the host page"
+            )
+        self._path = _text(result.stdout).strip() or path
+        return ""
+
+    def build(
+        self, params: dict[str, Any], target: str, kind: str, run_dir: str, run_uuid: str
+    ) -> tuple[list[str], dict[str, bytes], str]:
+        try:
+            argv = ndisk.build_ndisk_argv(params, target, kind, run_dir)
+        except ToolOptionError as exc:
+            raise ToolUnavailable(f"the profile cannot be run: {exc}") from exc
+        argv[0] = getattr(self, "_path", argv[0])
+        return argv, {}, " ".join(shlex.quote(a) for a in argv)
+
+    def progress(self, tail: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {}  # ndisk64 prints its numbers only at the end
+
+    def interpret(self, outputs: dict[str, bytes], exit_status: int | None, params: dict[str, Any]) -> Outcome:
+        raw, stderr = _text(outputs["stdout"]), _text(outputs["stderr"])
+        special = _status_explanation(exit_status, params)
+        if special:
+            return Outcome("failed", special, None, raw, stderr)
+        try:
+            parsed = ndisk.parse_ndisk(raw)
+        except ParseError as exc:
+            # nstress tools exit 1 even on success, so the parsed report, not the status, decides.
+            return Outcome("failed", f"ndisk64 printed no result (exit status {exit_status}): {exc}", None, raw,
+                           stderr)  # fmt: skip
+        return Outcome("succeeded", "", parsed.summary, raw, stderr)
+
+
+def for_parameters(params: dict[str, Any]) -> FioRunner | NdiskRunner:
+    return NdiskRunner() if params.get("tool") == "ndisk64" else FioRunner()
+
+
+Tool = FioRunner | NdiskRunner
+
+
+def _complete_documents(tail: str) -> list[dict[str, Any]]:
+    """The whole status documents in a tail that may start and end mid-document."""
+    start = tail.find('{\n  "fio version"')
+    if start < 0:
+        return []
+    try:
+        docs, _ = fio.fio_json_documents(tail[start:])
+    except ParseError:
+        return []
+    return docs
+
+
+def _interval_iops(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float | None]:
+    rates: dict[str, float | None] = {}
+    for direction in ("read", "write"):
+        ios = [
+            sum(job.get(direction, {}).get("total_ios", 0) for job in doc.get("jobs", [])) for doc in (before, after)
+        ]
+        ms = [max((job.get(direction, {}).get("runtime", 0) for job in doc.get("jobs", [])), default=0)
+              for doc in (before, after)]  # fmt: skip
+        if ms[1] > ms[0] and ios[1] >= ios[0]:
+            rates[direction] = (ios[1] - ios[0]) * 1000.0 / (ms[1] - ms[0])
+        elif ios[1] == 0:
+            rates[direction] = None
+    return rates

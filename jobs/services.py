@@ -1,0 +1,421 @@
+"""Use cases: create, dispatch, launch, poll, collect, cancel and sweep runs; scan and approve host keys.
+
+Views, the API, tasks and commands call these. Every step re-reads the run and moves it on only by a
+conditional UPDATE (exactly one row changed), so a duplicated task, a second worker or a retried poll is
+a no-op rather than a second benchmark.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from jobs import limits, remote, safety, ssh
+from jobs import runners as runner
+from jobs.models import Disk, Host, Profile, Run, RunSample
+from jobs.tools import detect
+from jobs.tools.summary import ParseError, ParseResult
+
+log = logging.getLogger(__name__)
+
+POLL_INTERVAL_S = 2.0
+# A run no worker looked at for this long is picked up again by the sweep.
+STALE_AFTER = timedelta(seconds=30)
+# How long a launched wrapper may take to write its pid before it counts as dead.
+START_GRACE = timedelta(seconds=60)
+
+
+class RunRefused(Exception):
+    """A run that cannot be created; the message names the field and the fix."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# ----------------------------------------------------------------------------------------- creating
+
+
+def create_run(
+    disk: Disk,
+    profile: Profile,
+    *,
+    trigger: str = Run.Trigger.MANUAL,
+    user: Any = None,
+    not_before: Any = None,
+    schedule: Any = None,
+    fire_time: Any = None,
+) -> Run:
+    if profile.team_id not in (None, disk.team_id):
+        raise RunRefused("profile", "That profile belongs to another team; choose one of yours or a built-in one.")
+    try:
+        snapshot = disk.limits(block_size=profile.block_size_bytes).as_dict()
+    except limits.SpecError as exc:
+        snapshot = {"error": str(exc)}
+    return Run.objects.create(
+        disk=disk,
+        profile=profile,
+        profile_name=profile.name,
+        parameters=profile.parameters(),
+        trigger=trigger,
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+        not_before=not_before,
+        schedule=schedule,
+        fire_time=fire_time,
+        limits_snapshot=snapshot,
+        destructive=profile.writes and disk.kind == Disk.Kind.BLOCK,
+        explanation="waiting to start",
+    )
+
+
+def request_run(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None) -> Run:
+    """Create a run and start it now if its disk is free; otherwise it waits and says why."""
+    run = create_run(disk, profile, trigger=trigger, user=user)
+    claim(run)
+    run.refresh_from_db()
+    return run
+
+
+def claim(run: Run) -> bool:
+    """pending -> queued for one run, if its disk is free; the launch task goes out on commit."""
+    now = timezone.now()
+    if run.not_before and run.not_before > now:
+        return False
+    busy = Run.objects.filter(disk_id=run.disk_id, state__in=Run.ACTIVE_STATES).exclude(pk=run.pk).first()
+    if busy:
+        _explain_if_changed(run, f"waiting: disk busy with run {busy.pk}")
+        return False
+    try:
+        with transaction.atomic():
+            changed = Run.objects.filter(pk=run.pk, state=Run.State.PENDING).update(
+                state=Run.State.QUEUED, queued_at=now, heartbeat_at=now, explanation="queued for a worker"
+            )
+    except IntegrityError:
+        # Another run took the disk between our look and our update: the constraint said no.
+        _explain_if_changed(run, "waiting: disk busy with another run")
+        return False
+    if changed:
+        transaction.on_commit(lambda: _send("launch", run.pk))
+    return bool(changed)
+
+
+def dispatch_due(now: Any = None) -> int:
+    """Claim every pending run whose time has come, oldest first. Called by the beat tick."""
+    now = now or timezone.now()
+    due = Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=now).order_by("not_before", "pk")
+    return sum(claim(run) for run in due.select_related("disk"))
+
+
+def _explain_if_changed(run: Run, explanation: str) -> None:
+    Run.objects.filter(pk=run.pk, state=Run.State.PENDING).exclude(explanation=explanation).update(
+        explanation=explanation
+    )
+
+
+def _send(step: str, run_id: int, countdown: float = 0) -> None:
+    from jobs import tasks
+
+    task = {"launch": tasks.launch_run, "poll": tasks.poll_run}[step]
+    task.apply_async(args=[run_id], countdown=countdown)
+
+
+# ----------------------------------------------------------------------------------------- moving on
+
+
+def _move(run: Run, from_states: tuple[str, ...], to_state: str, **fields: Any) -> bool:
+    now = timezone.now()
+    changed = Run.objects.filter(pk=run.pk, state__in=from_states).update(state=to_state, heartbeat_at=now, **fields)
+    if changed:
+        run.refresh_from_db()
+    return bool(changed)
+
+
+def _finish(run: Run, state: str, explanation: str, **fields: Any) -> bool:
+    active = (Run.State.PENDING, *Run.ACTIVE_STATES)
+    return _move(run, active, state, explanation=explanation, finished_at=timezone.now(), **fields)
+
+
+def _connect(host: Host) -> ssh.Connection:
+    if not host.enabled:
+        raise ssh.SSHError("disabled", f"host {host.name} is disabled: enable it on its page to run benchmarks")
+    if not host.has_pinned_key:
+        raise ssh.SSHError(
+            "host_key_unknown",
+            f"host {host.name} has no approved host key: open the host page, scan its key, compare the "
+            "fingerprint and approve it",
+        )
+    credential = host.credential
+    if credential is None:
+        raise ssh.SSHError("bad_credential", f"host {host.name} has no credential: choose one on the host page")
+    secret = credential.reveal_secret()
+    is_key = credential.kind == credential.Kind.PRIVATE_KEY
+    target = ssh.Target(
+        address=host.address,
+        port=host.port,
+        username=host.username,
+        host_key=ssh.HostKey(host.host_key_type, host.host_key_b64, host.host_key_fingerprint),
+        password=None if is_key else secret,
+        private_key=secret if is_key else None,
+        passphrase=credential.reveal_passphrase() or None,
+    )
+    return ssh.connect(target)
+
+
+def launch(run_id: int) -> str:
+    run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
+    if run.cancel_requested and run.state in (Run.State.QUEUED, Run.State.LAUNCHING):
+        _finish(run, Run.State.CANCELLED, "cancelled before it started")
+        return run.state
+    if not _move(run, (Run.State.QUEUED, Run.State.LAUNCHING), Run.State.LAUNCHING, explanation="connecting"):
+        return run.state
+    try:
+        with _connect(run.disk.host) as conn:
+            base = remote.resolve_base(conn, run.disk.host.run_base_dir)
+            run_dir = f"{base}/{run.uuid}"
+            if remote.is_launched(conn, run_dir):
+                started = True  # a worker died after launching: re-attach, never start twice
+            else:
+                plan = _prepare(conn, run, base, run_dir)
+                if plan is None:
+                    return run.state
+                remote.launch(conn, plan)
+                started = True
+    except (ssh.SSHError, remote.RemoteError, runner.ToolUnavailable) as exc:
+        _finish(run, Run.State.ERROR, f"could not start: {exc}")
+        return run.state
+    if started:
+        _move(
+            run,
+            (Run.State.LAUNCHING,),
+            Run.State.RUNNING,
+            remote_dir=run_dir,
+            started_at=run.started_at or timezone.now(),
+            explanation="running",
+        )
+        _send("poll", run.pk, countdown=1)
+    return run.state
+
+
+def _prepare(conn: ssh.Connection, run: Run, base: str, run_dir: str) -> remote.Plan | None:
+    """Preflight on the target (tool, safety, space), then the plan; None when the run was refused."""
+    disk, params = run.disk, run.parameters
+    tool = runner.for_parameters(params)
+    version = tool.check_installed(conn, run.disk.host)
+    writes = runner.writes(params)
+    report = conn.run(safety.check_script(disk.target_path, disk.kind, writes=writes), timeout=60)
+    verdict = safety.judge(
+        report.stdout.decode(errors="replace"),
+        kind=disk.kind,
+        writes=writes,
+        allow_destructive=disk.allow_destructive,
+        needed_bytes=runner.needed_bytes(params, disk.kind),
+    )
+    if not verdict.ok:
+        _finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons))
+        return None
+    argv, files, command_text = tool.build(params, disk.target_path, disk.kind, run_dir, str(run.uuid))
+    plan = remote.Plan(
+        run_uuid=str(run.uuid),
+        run_dir=run_dir,
+        lock_path=remote.lock_path_for(base, disk.target_path),
+        argv=argv,
+        limit_s=runner.watchdog_seconds(params),
+        files=files,
+    )
+    files["run.sh"] = remote.wrapper_script(plan).encode()
+    Run.objects.filter(pk=run.pk).update(command=command_text, summary={"tool_version": version})
+    return plan
+
+
+def poll(run_id: int) -> str:
+    run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
+    if run.state not in (Run.State.RUNNING, Run.State.COLLECTING):
+        return run.state
+    tool = runner.for_parameters(run.parameters)
+    try:
+        with _connect(run.disk.host) as conn:
+            if run.cancel_requested:
+                remote.cancel(conn, run.remote_dir)
+                _cleanup(conn, run)
+                _finish(run, Run.State.CANCELLED, "cancelled: the benchmark was stopped on the host")
+                return run.state
+            status = remote.poll(conn, run.remote_dir, tool.output_file)
+            if status.state in ("running", "starting"):
+                return _still_running(run, status, tool)
+            if status.state in ("vanished", "dead", "unlaunched"):
+                _finish(run, Run.State.LOST, _lost_reason(status.state))
+                return run.state
+            if run.state == Run.State.RUNNING and not _move(
+                run, (Run.State.RUNNING,), Run.State.COLLECTING, explanation="collecting results"
+            ):
+                return run.state
+            _collect(conn, run, tool, status.exit_status)
+    except (ssh.SSHError, remote.RemoteError) as exc:
+        # The run goes on on the host whatever happened to our connection; try again later.
+        Run.objects.filter(pk=run.pk).update(explanation=f"{run.state}; last poll failed: {exc}")
+        _send("poll", run.pk, countdown=POLL_INTERVAL_S * 3)
+    return run.state
+
+
+def _still_running(run: Run, status: remote.PollResult, tool: runner.Tool) -> str:
+    now = timezone.now()
+    started = run.started_at or now
+    if status.state == "starting" and now - started > START_GRACE:
+        _finish(run, Run.State.LOST, "the run's wrapper never started on the host")
+        return run.state
+    progress = tool.progress(status.tail, run.parameters)
+    elapsed = (now - started).total_seconds()
+    expected = runner.expected_seconds(run.parameters)
+    progress |= {"elapsed_s": round(elapsed, 1), "eta_s": max(0.0, round(expected - elapsed, 1)),
+                 "expected_s": expected}  # fmt: skip
+    Run.objects.filter(pk=run.pk, state=Run.State.RUNNING).update(
+        progress=progress, heartbeat_at=now, explanation="running"
+    )
+    _send("poll", run.pk, countdown=POLL_INTERVAL_S)
+    return run.state
+
+
+def _lost_reason(state: str) -> str:
+    return {
+        "vanished": "lost: the run directory on the host is gone (the host rebooted or someone removed it)",
+        "dead": "lost: the benchmark stopped on the host without finishing (killed, or the host rebooted)",
+        "unlaunched": "lost: the run was never started on the host",
+    }[state]
+
+
+def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, exit_status: int | None) -> None:
+    outputs = {name: remote.read_file(conn, f"{run.remote_dir}/{name}") for name in tool.collect_files}
+    outcome = tool.interpret(outputs, exit_status, run.parameters)
+    with transaction.atomic():
+        RunSample.objects.filter(run=run).delete()
+        RunSample.objects.bulk_create(
+            RunSample(run=run, t_s=s["t_s"], read_iops=s.get("read_iops"), write_iops=s.get("write_iops"))
+            for s in (outcome.summary or {}).get("samples", [])
+        )
+        finished = _finish(
+            run,
+            outcome.state,
+            outcome.explanation,
+            summary=outcome.summary,
+            raw_output=outcome.raw_output,
+            raw_stderr=outcome.raw_stderr,
+            exit_status=exit_status,
+            progress=run.progress | {"eta_s": 0},
+        )
+        if not finished:
+            # Another collector finished it first (a sweep raced a slow one): keep its result, not ours.
+            transaction.set_rollback(True)
+            return
+    _cleanup(conn, run)
+
+
+def _cleanup(conn: ssh.Connection, run: Run) -> None:
+    glob = f"{run.disk.target_path.rstrip('/')}/{safety.test_file_name(str(run.uuid))}*"
+    try:
+        remote.cleanup(conn, run.remote_dir, glob if run.disk.kind == Disk.Kind.DIRECTORY else None)
+    except (ssh.SSHError, remote.RemoteError) as exc:
+        log.warning("run %s: could not remove its files on the host: %s", run.pk, exc)
+
+
+def cancel(run: Run) -> Run:
+    """Pending runs stop at once; active ones are stopped on the host by the next poll."""
+    if run.state == Run.State.PENDING:
+        _finish(run, Run.State.CANCELLED, "cancelled before it started")
+    elif run.is_active:
+        Run.objects.filter(pk=run.pk).update(cancel_requested=True, explanation="cancelling")
+        if run.state == Run.State.RUNNING:
+            _send("poll", run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def sweep(now: Any = None) -> int:
+    """Pick up runs no worker has looked at lately (a worker died, a message was lost)."""
+    now = now or timezone.now()
+    stale = Run.objects.filter(state__in=Run.ACTIVE_STATES, heartbeat_at__lt=now - STALE_AFTER)
+    count = 0
+    for run in stale:
+        Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(heartbeat_at=now)
+        _send("launch" if run.state in (Run.State.QUEUED, Run.State.LAUNCHING) else "poll", run.pk)
+        count += 1
+    return count
+
+
+# ----------------------------------------------------------------------------------------- host keys
+
+
+def scan_host_key(host: Host) -> ssh.HostKey:
+    key = ssh.scan_host_key(host.address, host.port)
+    Host.objects.filter(pk=host.pk).update(
+        scanned_key_type=key.key_type,
+        scanned_key_b64=key.key_b64,
+        scanned_key_fingerprint=key.fingerprint,
+        scanned_at=timezone.now(),
+    )
+    host.refresh_from_db()
+    return key
+
+
+def approve_host_key(host: Host, user: Any, fingerprint: str) -> None:
+    """Pin the scanned key, but only the one whose fingerprint the person saw."""
+    if not host.scanned_key_b64 or host.scanned_key_fingerprint != fingerprint:
+        raise RunRefused("fingerprint", "The scanned key changed since you saw it: scan again and compare.")
+    Host.objects.filter(pk=host.pk).update(
+        host_key_type=host.scanned_key_type,
+        host_key_b64=host.scanned_key_b64,
+        host_key_fingerprint=host.scanned_key_fingerprint,
+        host_key_approved_at=timezone.now(),
+        host_key_approved_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+    host.refresh_from_db()
+
+
+# ----------------------------------------------------------------------------------------- imports
+
+
+def parse_import(text: str, tool: str = "auto") -> ParseResult:
+    """Parse pasted or uploaded tool output; ParseError says why it cannot be read."""
+    fmt = detect.detect_format(text)
+    if tool == "fio" and not fmt.startswith("fio"):
+        raise ParseError(f"this looks like {fmt} output, not fio; use --tool auto or ndisk64")
+    if tool == "ndisk64" and fmt != "ndisk64":
+        raise ParseError(f"this looks like {fmt} output, not ndisk64; use --tool auto or fio")
+    return detect.parse_output(text, fmt)
+
+
+def import_result(disk: Disk, text: str, *, name: str, at: Any = None, user: Any = None, tool: str = "auto") -> Run:
+    """Store existing tool output as a finished run of the disk (trigger 'import'), with its raw text."""
+    parsed = parse_import(text, tool)
+    summary = parsed.summary
+    finished = at or timezone.now()
+    runtime = summary.get("runtime_s")
+    block_size = summary.get("block_size_bytes")
+    try:
+        snapshot = disk.limits(block_size=block_size).as_dict()
+    except limits.SpecError as exc:
+        snapshot = {"error": str(exc)}
+    errors = "; ".join(f"job {e['job']} error {e['errno']}" for e in parsed.job_errors)
+    with transaction.atomic():
+        run = Run.objects.create(
+            disk=disk,
+            profile_name=f"import: {name}"[:100],
+            parameters={"tool": summary["tool"], "format": parsed.format, "source": name, "settings": parsed.settings},
+            trigger=Run.Trigger.IMPORT,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            state=Run.State.FAILED if errors else Run.State.SUCCEEDED,
+            explanation=f"the imported output reports an error: {errors}" if errors else f"imported from {name}",
+            started_at=finished - timedelta(seconds=runtime) if runtime else finished,
+            finished_at=finished,
+            raw_output=text,
+            summary=summary,
+            limits_snapshot=snapshot,
+        )
+        RunSample.objects.bulk_create(
+            RunSample(run=run, t_s=s["t_s"], read_iops=s.get("read_iops"), write_iops=s.get("write_iops"))
+            for s in summary.get("samples", [])
+        )
+    return run

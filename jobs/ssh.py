@@ -1,0 +1,511 @@
+"""SSH to target hosts: pinned host keys, in-memory credentials, bounded waits.
+
+The only module that imports paramiko. It knows nothing of Django: callers pass plain values and get
+`SSHError` with a `reason` and a sentence a person can act on. Secrets (passwords, private keys,
+passphrases) never appear in a message, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from types import TracebackType
+
+import paramiko
+
+KEEPALIVE_S = 15
+MAX_OUTPUT_BYTES = 256 * 2**20
+# An SFTP request that makes no progress for this long means the connection is gone.
+SFTP_STALL_TIMEOUT_S = 60.0
+_READ_CHUNK = 2**20
+_SEND_CHUNK = 2**15
+_IDLE_WAIT_S = 0.005
+
+# Host-key algorithms per key type, in OpenSSH's order of preference. An RSA key is one key type
+# ("ssh-rsa") but is negotiated with SHA-2 signature algorithms.
+_HOST_KEY_ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "ssh-ed25519": ("ssh-ed25519",),
+    "ecdsa-sha2-nistp256": ("ecdsa-sha2-nistp256",),
+    "ecdsa-sha2-nistp384": ("ecdsa-sha2-nistp384",),
+    "ecdsa-sha2-nistp521": ("ecdsa-sha2-nistp521",),
+    "ssh-rsa": ("rsa-sha2-512", "rsa-sha2-256"),
+}
+_PRIVATE_KEY_CLASSES: tuple[type[paramiko.PKey], ...] = (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey)
+
+
+class SSHError(Exception):
+    """`reason` is one of: unreachable, timeout, host_key_unknown, host_key_changed, auth_failed,
+    bad_credential, channel. str(error) says what happened and what to do next."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class HostKey:
+    key_type: str  # as in a .pub file: ssh-ed25519, ecdsa-sha2-nistp256, ssh-rsa
+    key_b64: str
+    fingerprint: str  # "SHA256:..." exactly as `ssh-keygen -lf` prints it
+
+
+@dataclass(frozen=True)
+class Target:
+    address: str
+    port: int
+    username: str
+    host_key: HostKey | None
+    password: str | None = field(default=None, repr=False)
+    private_key: str | None = field(default=None, repr=False)
+    passphrase: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    exit_status: int  # -1 when the command was killed by a signal (the server sends no status then)
+    stdout: bytes
+    stderr: bytes
+
+
+class _Budget:
+    """One clock for every step of a connection attempt, so the steps together never overrun."""
+
+    def __init__(self, timeout: float, deadline: float | None) -> None:
+        self.timeout = timeout
+        self.end = time.monotonic() + timeout
+        if deadline is not None:
+            self.end = min(self.end, deadline)
+
+    def remaining(self) -> float:
+        return self.end - time.monotonic()
+
+    def expired(self) -> bool:
+        return self.remaining() <= 0
+
+
+def _where(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+def _host_key_of(key: paramiko.PKey) -> HostKey:
+    return HostKey(key.get_name(), key.get_base64(), key.fingerprint)
+
+
+def _timed_out(where: str, budget: _Budget, step: str) -> SSHError:
+    return SSHError(
+        "timeout",
+        f"{where} did not finish {step} within {budget.timeout:g} s: check that the host is up and that the "
+        "port is open to this worker, then retry.",
+    )
+
+
+def _tcp_connect(address: str, port: int, budget: _Budget) -> socket.socket:
+    where = _where(address, port)
+    try:
+        return socket.create_connection((address, port), timeout=max(budget.remaining(), 0.001))
+    except socket.gaierror as exc:
+        raise SSHError(
+            "unreachable", f"The host name {address!r} could not be resolved ({exc.strerror}): check the address."
+        ) from exc
+    except TimeoutError as exc:
+        raise _timed_out(where, budget, "opening a TCP connection") from exc
+    except ConnectionRefusedError as exc:
+        raise SSHError(
+            "unreachable",
+            f"{where} refused the connection: check that sshd runs there and listens on port {port}.",
+        ) from exc
+    except OSError as exc:
+        raise SSHError(
+            "unreachable", f"{where} could not be reached ({exc.strerror or exc}): check the address and the network."
+        ) from exc
+
+
+def _handshake(address: str, port: int, budget: _Budget, key_types: tuple[str, ...]) -> paramiko.Transport:
+    """TCP connect and SSH key exchange, offering only `key_types` as host-key algorithms. No authentication."""
+    where = _where(address, port)
+    sock = _tcp_connect(address, port, budget)
+    try:
+        transport = paramiko.Transport(sock)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        transport.banner_timeout = transport.handshake_timeout = max(budget.remaining(), 0.001)
+        transport.get_security_options().key_types = key_types
+        done = threading.Event()
+        transport.start_client(event=done)
+        # Poll rather than wait on `done` alone: a failed negotiation ends the transport without setting it.
+        while not done.wait(0.05):
+            if not transport.is_active():
+                break
+            if budget.expired():
+                raise _timed_out(where, budget, "the SSH handshake")
+        if not transport.is_active():
+            raise transport.get_exception() or paramiko.SSHException("the server closed the connection")
+        return transport
+    except SSHError:
+        transport.close()
+        raise
+    except (paramiko.SSHException, EOFError, OSError) as exc:
+        transport.close()
+        if isinstance(exc, paramiko.IncompatiblePeer) and "host key" in str(exc):
+            raise  # the caller knows which key it asked for
+        if budget.expired():
+            raise _timed_out(where, budget, "the SSH handshake") from exc
+        raise SSHError(
+            "unreachable",
+            f"{where} answered but the SSH handshake failed ({exc}): check that this port is an SSH server.",
+        ) from exc
+
+
+def scan_host_key(address: str, port: int, *, timeout: float = 10) -> HostKey:
+    """The key the server presents, fetched without authenticating, for a person to compare and approve."""
+    budget = _Budget(timeout, None)
+    offered = tuple(algorithm for algorithms in _HOST_KEY_ALGORITHMS.values() for algorithm in algorithms)
+    try:
+        transport = _handshake(address, port, budget, offered)
+    except paramiko.IncompatiblePeer as exc:
+        raise SSHError(
+            "unreachable",
+            f"{_where(address, port)} offers no host key of a type benchweb can verify (ed25519, ecdsa, rsa): "
+            "add one to its sshd configuration.",
+        ) from exc
+    try:
+        return _host_key_of(transport.get_remote_server_key())
+    finally:
+        transport.close()
+
+
+def load_private_key(text: str, passphrase: str | None = None) -> paramiko.PKey:
+    """Parse an ed25519, ecdsa or rsa key (OpenSSH or PEM format) from memory; it never touches a disk."""
+    wrong_passphrase = False
+    for key_class in _PRIVATE_KEY_CLASSES:
+        try:
+            return key_class.from_private_key(io.StringIO(text.strip() + "\n"), password=passphrase)
+        except paramiko.PasswordRequiredException:
+            raise SSHError(
+                "bad_credential",
+                "The private key is encrypted and needs its passphrase: add the passphrase to the credential.",
+            ) from None
+        except (paramiko.SSHException, ValueError, TypeError, IndexError) as exc:
+            # Each class refuses the other types; only its own class reports a bad passphrase.
+            wrong_passphrase = wrong_passphrase or "checkints" in str(exc) or "Bad password" in str(exc)
+    if passphrase and wrong_passphrase:
+        raise SSHError(
+            "bad_credential", "The private key could not be decrypted: check the passphrase stored with the credential."
+        )
+    raise SSHError(
+        "bad_credential",
+        "The private key could not be read: benchweb accepts ed25519, ecdsa and rsa keys in OpenSSH or PEM "
+        "format. Convert it with `ssh-keygen -p -f KEYFILE` and store it again.",
+    )
+
+
+def connect(target: Target, *, timeout: float = 15, deadline: float | None = None) -> Connection:
+    """Open an authenticated connection to a host whose key is pinned.
+
+    `timeout` bounds the whole attempt (TCP, banner, key exchange, login); `deadline`, a `time.monotonic()`
+    instant such as the end of a task's time limit, shortens it further.
+    """
+    where = _where(target.address, target.port)
+    pinned = target.host_key
+    if pinned is None:
+        raise SSHError(
+            "host_key_unknown",
+            f"{where} has no approved host key: scan and approve it first. Nothing was sent to the host.",
+        )
+    key_types = _HOST_KEY_ALGORITHMS.get(pinned.key_type)
+    try:
+        pinned_blob = base64.b64decode(pinned.key_b64, validate=True)
+    except binascii.Error:
+        pinned_blob = None
+    if key_types is None or not pinned_blob:
+        raise SSHError(
+            "host_key_unknown",
+            f"The approved host key for {where} ({pinned.key_type}) is not one benchweb can verify: scan the host "
+            "again and approve an ed25519, ecdsa or rsa key. Nothing was sent to the host.",
+        )
+    pkey = load_private_key(target.private_key, target.passphrase) if target.private_key else None
+    if pkey is None and target.password is None:
+        raise SSHError("bad_credential", f"No password or private key was given for {where}: choose a credential.")
+
+    budget = _Budget(timeout, deadline)
+    try:
+        transport = _handshake(target.address, target.port, budget, key_types)
+    except paramiko.IncompatiblePeer as exc:
+        raise _key_changed(target, pinned, _rescan(target, budget)) from exc
+    try:
+        presented = transport.get_remote_server_key()
+        if presented.get_name() != pinned.key_type or presented.asbytes() != pinned_blob:
+            raise _key_changed(target, pinned, _host_key_of(presented))
+        _authenticate(transport, target, pkey, budget)
+        transport.set_keepalive(KEEPALIVE_S)
+        transport.channel_timeout = timeout
+    except BaseException:
+        transport.close()
+        raise
+    return Connection(transport, where)
+
+
+def _rescan(target: Target, budget: _Budget) -> HostKey | None:
+    """What the host presents instead of the pinned key type, to name it in the refusal, if time is left."""
+    if budget.remaining() <= 0:
+        return None
+    try:
+        return scan_host_key(target.address, target.port, timeout=budget.remaining())
+    except SSHError:
+        return None
+
+
+def _key_changed(target: Target, pinned: HostKey, presented: HostKey | None) -> SSHError:
+    where = _where(target.address, target.port)
+    shown = (
+        f"presented {presented.fingerprint} ({presented.key_type})"
+        if presented
+        else f"no longer offers a {pinned.key_type} key"
+    )
+    return SSHError(
+        "host_key_changed",
+        f"{where} {shown}, but the approved key is {pinned.fingerprint} ({pinned.key_type}). Nothing was sent: "
+        "no login was attempted. If the host was reinstalled or its keys rotated, scan and approve the new key; "
+        "otherwise treat this as a possible man-in-the-middle.",
+    )
+
+
+def _authenticate(transport: paramiko.Transport, target: Target, pkey: paramiko.PKey | None, budget: _Budget) -> None:
+    where = _where(target.address, target.port)
+    attempts: list[tuple[str, str]] = []
+    if pkey is not None:
+        attempts.append(("publickey", f"the private key {pkey.fingerprint} ({pkey.get_name()})"))
+    if target.password is not None:
+        attempts.append(("password", "the password"))
+    refusals = []
+    for method, credential in attempts:
+        transport.auth_timeout = max(budget.remaining(), 0.001)
+        try:
+            if method == "publickey":
+                transport.auth_publickey(target.username, pkey)
+            else:
+                # fallback=True answers a keyboard-interactive password prompt when plain password is off.
+                transport.auth_password(target.username, target.password, fallback=True)
+        except paramiko.BadAuthenticationType as exc:
+            refusals.append(f"it does not accept {method} logins (it accepts: {', '.join(exc.allowed_types)})")
+            continue
+        except paramiko.AuthenticationException as exc:
+            if budget.expired():
+                raise _timed_out(where, budget, "logging in") from exc
+            refusals.append(f"it refused {credential}")
+            continue
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            raise SSHError(
+                "unreachable", f"{where} dropped the connection during login ({type(exc).__name__}): retry later."
+            ) from exc
+        if transport.is_authenticated():
+            return
+        refusals.append(f"it accepted {credential} but asks for a further login step, which benchweb does not do")
+    raise SSHError(
+        "auth_failed",
+        f"{where} refused the login as {target.username!r}: {'; '.join(refusals)}. Check the user name and the "
+        f"credential; for a key, its public half must be in ~{target.username}/.ssh/authorized_keys on the host.",
+    )
+
+
+class Connection:
+    """An authenticated SSH connection: commands, and files over SFTP. Use as a context manager."""
+
+    def __init__(self, transport: paramiko.Transport, where: str) -> None:
+        self._transport = transport
+        self._sftp_client: paramiko.SFTPClient | None = None
+        self.where = where
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.where}>"
+
+    def close(self) -> None:
+        if self._sftp_client is not None:
+            self._sftp_client.close()
+            self._sftp_client = None
+        self._transport.close()
+
+    # ------------------------------------------------------------------------------------------------ commands
+
+    def run(
+        self, command: str, *, timeout: float = 60, stdin: bytes | None = None, max_output: int = MAX_OUTPUT_BYTES
+    ) -> CommandResult:
+        """Run one shell command string (the caller quotes every part) and wait for it, at most `timeout` s."""
+        deadline = time.monotonic() + timeout
+        try:
+            channel = self._transport.open_session(timeout=timeout)
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            raise self._lost("opening a session", exc) from exc
+        try:
+            # exec_command waits for the server's reply without a limit of its own: closing the channel ends it.
+            watchdog = threading.Timer(max(deadline - time.monotonic(), 0), channel.close)
+            watchdog.start()
+            try:
+                channel.exec_command(command)
+            finally:
+                watchdog.cancel()
+            return self._exchange(channel, deadline, timeout, stdin, max_output)
+        except SSHError:
+            raise
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            if time.monotonic() >= deadline:
+                raise self._command_timeout(timeout) from exc
+            raise self._lost("running a command", exc) from exc
+        finally:
+            channel.close()
+
+    def _exchange(
+        self, channel: paramiko.Channel, deadline: float, timeout: float, stdin: bytes | None, max_output: int
+    ) -> CommandResult:
+        # One loop feeds stdin and drains stdout and stderr together: waiting on any one of them alone can
+        # deadlock once the remote side blocks writing to another that nobody reads.
+        pending = memoryview(stdin or b"")
+        if not pending:
+            channel.shutdown_write()
+        out: list[bytes] = []
+        err: list[bytes] = []
+        received = 0
+        while True:
+            progressed = False
+            while channel.recv_ready():
+                chunk = channel.recv(_READ_CHUNK)
+                out.append(chunk)
+                received += len(chunk)
+                progressed = True
+            while channel.recv_stderr_ready():
+                chunk = channel.recv_stderr(_READ_CHUNK)
+                err.append(chunk)
+                received += len(chunk)
+                progressed = True
+            if received > max_output:
+                raise SSHError(
+                    "channel",
+                    f"The command on {self.where} wrote more than {max_output // 2**20} MiB of output; benchweb "
+                    "stopped reading and closed its channel. Redirect large output to a file on the host.",
+                )
+            if pending and channel.exit_status_ready():
+                pending = memoryview(b"")  # it finished without reading all of its input
+            if pending and channel.send_ready():
+                sent = channel.send(pending[:_SEND_CHUNK])
+                pending = pending[sent:]
+                if not pending:
+                    channel.shutdown_write()
+                progressed = True
+            # OpenSSH may send the exit status before the last of the output, so wait for end-of-file too.
+            finished = channel.closed or (channel.status_event.is_set() and channel.eof_received)
+            if finished and not channel.recv_ready() and not channel.recv_stderr_ready():
+                break
+            if time.monotonic() >= deadline:
+                raise self._command_timeout(timeout)
+            if not progressed:
+                time.sleep(_IDLE_WAIT_S)
+        if channel.exit_status == -1 and not self._transport.is_active():
+            raise self._lost("running a command", None)
+        return CommandResult(channel.exit_status, b"".join(out), b"".join(err))
+
+    def _command_timeout(self, timeout: float) -> SSHError:
+        return SSHError(
+            "timeout",
+            f"A command on {self.where} did not finish within {timeout:g} s; benchweb closed its channel, but the "
+            "process may still be running on the host. Check the host, then retry with a longer timeout.",
+        )
+
+    def _lost(self, step: str, exc: BaseException | None) -> SSHError:
+        detail = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+        return SSHError("channel", f"The connection to {self.where} failed while {step}{detail}: retry later.")
+
+    # --------------------------------------------------------------------------------------------------- files
+
+    def put_file(self, path: str, data: bytes, *, mode: int = 0o600) -> None:
+        """Write `path` atomically: readers see the old file or the whole new one, never a part."""
+        sftp = self._sftp()
+        temporary = f"{path}.tmp-{secrets.token_hex(8)}"
+        with self._sftp_errors("write", path):
+            try:
+                with sftp.open(temporary, "wb") as handle:
+                    # The file is empty until its mode is set, so no content is ever readable under a looser one.
+                    handle.chmod(mode)
+                    handle.set_pipelined(True)
+                    handle.write(data)
+                sftp.posix_rename(temporary, path)
+            except BaseException:
+                # Cleanup after a failure that is about to be reported: its own failure would only hide it.
+                with suppress(paramiko.SSHException, EOFError, OSError):
+                    sftp.remove(temporary)
+                raise
+
+    def get_file(self, path: str, *, max_bytes: int = 256 * 2**20) -> bytes:
+        sftp = self._sftp()
+        with self._sftp_errors("read", path), sftp.open(path, "rb") as handle:
+            size = handle.stat().st_size or 0
+            data = b""
+            if size <= max_bytes:
+                handle.prefetch(size)
+                # One byte past the limit tells a file that grew since stat from one that did not.
+                data = handle.read(max_bytes + 1)
+            if size > max_bytes or len(data) > max_bytes:
+                raise SSHError(
+                    "channel",
+                    f"{path} on {self.where} is larger than {max_bytes} bytes, more than benchweb reads at once.",
+                )
+            return data
+
+    def exists(self, path: str) -> bool:
+        sftp = self._sftp()
+        with self._sftp_errors("check", path):
+            try:
+                sftp.stat(path)
+            except FileNotFoundError:
+                return False
+            return True
+
+    def _sftp(self) -> paramiko.SFTPClient:
+        if self._sftp_client is None:
+            try:
+                self._sftp_client = paramiko.SFTPClient.from_transport(self._transport)
+            except (paramiko.SSHException, EOFError, OSError) as exc:
+                raise SSHError(
+                    "channel",
+                    f"{self.where} refused an SFTP session ({exc}): enable the sftp subsystem in its sshd_config.",
+                ) from exc
+            self._sftp_client.get_channel().settimeout(SFTP_STALL_TIMEOUT_S)
+        return self._sftp_client
+
+    @contextmanager
+    def _sftp_errors(self, action: str, path: str) -> Iterator[None]:
+        try:
+            yield
+        except FileNotFoundError as exc:
+            raise SSHError(
+                "channel", f"Could not {action} {path} on {self.where}: it or its directory does not exist."
+            ) from exc
+        except PermissionError as exc:
+            raise SSHError(
+                "channel",
+                f"Could not {action} {path} on {self.where}: permission denied. Check the login user's rights there.",
+            ) from exc
+        except TimeoutError as exc:
+            raise SSHError(
+                "timeout",
+                f"Could not {action} {path} on {self.where}: no progress for {SFTP_STALL_TIMEOUT_S:g} s. Retry later.",
+            ) from exc
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            raise SSHError("channel", f"Could not {action} {path} on {self.where}: {exc}.") from exc

