@@ -1,7 +1,10 @@
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
+from jobs import services, ssh
 from jobs.forms import CredentialForm
 from jobs.models import Credential, Disk, Host, Membership, Profile, Run, RunSample, Schedule, ScheduleProfile, Team
 
@@ -32,10 +35,34 @@ class CredentialAdmin(admin.ModelAdmin):
 
 @admin.register(Host)
 class HostAdmin(admin.ModelAdmin):
-    list_display = ["name", "address", "port", "username", "site", "os", "host_key_fingerprint", "enabled", "team"]
+    list_display = ["name", "address", "port", "username", "site", "os", "host_key_fingerprint",
+                    "scanned_key_fingerprint", "enabled", "team"]  # fmt: skip
     list_filter = ["os", "enabled", "team"]
     search_fields = ["name", "address"]
-    readonly_fields = ["host_key_approved_at", "host_key_approved_by"]
+    # A pinned key changes only through scan + approve, never by typing.
+    readonly_fields = ["host_key_type", "host_key_fingerprint", "host_key_approved_at", "host_key_approved_by",
+                       "scanned_key_type", "scanned_key_fingerprint", "scanned_at"]  # fmt: skip
+    exclude = ["host_key_b64"]
+    actions = ["scan_host_key", "approve_scanned_key"]
+
+    @admin.action(description="Scan host key (shows the fingerprint to compare)")
+    def scan_host_key(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        for host in queryset:
+            try:
+                key = services.scan_host_key(host)
+            except ssh.SSHError as exc:
+                self.message_user(request, f"{host.name}: {exc}", messages.ERROR)
+            else:
+                self.message_user(request, f"{host.name}: scanned {key.key_type} {key.fingerprint}")
+
+    @admin.action(description="Approve the scanned host key")
+    def approve_scanned_key(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        for host in queryset:
+            if not host.scanned_key_fingerprint:
+                self.message_user(request, f"{host.name}: scan its key first", messages.WARNING)
+                continue
+            services.approve_host_key(host, request.user, host.scanned_key_fingerprint)
+            self.message_user(request, f"{host.name}: pinned {host.host_key_fingerprint}")
 
 
 @admin.register(Disk)

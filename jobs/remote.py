@@ -117,10 +117,14 @@ def launch(conn: Connection, plan: Plan) -> bool:
     return answer == "started"
 
 
-def poll(conn: Connection, run_dir: str, tail_file: str) -> PollResult:
+def poll(conn: Connection, run_dir: str, tail_file: str, *, wait_s: float = 0) -> PollResult:
+    """Read the run's state. With wait_s, first wait on the host (up to that long) for it to finish:
+    near a run's expected end this notices the finish within 0.1 s instead of a poll interval later."""
     d = q(run_dir)
+    tenths = max(0, min(100, int(wait_s * 10)))
     script = f"""d={d}
 if [ ! -d "$d" ]; then echo state=vanished; exit 0; fi
+i=0; while [ $i -lt {tenths} ] && [ ! -f "$d/status" ]; do sleep 0.1; i=$((i+1)); done
 pid=$(cat "$d/pid" 2>/dev/null)
 echo pid=$pid
 echo started=$(cat "$d/started" 2>/dev/null)
@@ -132,7 +136,7 @@ else echo state=unlaunched; fi
 echo ---tail---
 tail -c {TAIL_BYTES} "$d/{tail_file}" 2>/dev/null || true
 """
-    out = conn.run(script, timeout=60).stdout.decode(errors="replace")
+    out = conn.run(script, timeout=60 + wait_s).stdout.decode(errors="replace")
     head, _, tail = out.partition("---tail---\n")
     facts = dict(line.split("=", 1) for line in head.splitlines() if "=" in line)
     state = facts.get("state", "")

@@ -23,6 +23,9 @@ from jobs.tools.summary import ParseError, ParseResult
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL_S = 2.0
+# A poll waits at most this long on the host for a run that is about to finish.
+FINISH_WAIT_S = 5.0
+OVERRUN_WAIT_S = 15.0
 # A run no worker looked at for this long is picked up again by the sweep.
 STALE_AFTER = timedelta(seconds=30)
 # How long a launched wrapper may take to write its pid before it counts as dead.
@@ -243,7 +246,7 @@ def poll(run_id: int) -> str:
                 _cleanup(conn, run)
                 _finish(run, Run.State.CANCELLED, "cancelled: the benchmark was stopped on the host")
                 return run.state
-            status = remote.poll(conn, run.remote_dir, tool.output_file)
+            status = remote.poll(conn, run.remote_dir, tool.output_file, wait_s=_finish_wait(run))
             if status.state in ("running", "starting"):
                 return _still_running(run, status, tool)
             if status.state in ("vanished", "dead", "unlaunched"):
@@ -261,6 +264,22 @@ def poll(run_id: int) -> str:
     return run.state
 
 
+def _seconds_left(run: Run) -> float:
+    started = run.started_at or timezone.now()
+    return runner.expected_seconds(run.parameters) - (timezone.now() - started).total_seconds()
+
+
+def _finish_wait(run: Run) -> float:
+    """How long a poll waits on the host for the finish: only when it is due within a few seconds."""
+    return FINISH_WAIT_S if _near_end(run) else 0.0
+
+
+def _near_end(run: Run) -> bool:
+    # A run far past its expected end (a slow file layout) goes back to plain polling, so it cannot
+    # hold a worker thread in back-to-back waits.
+    return -OVERRUN_WAIT_S < _seconds_left(run) < FINISH_WAIT_S
+
+
 def _still_running(run: Run, status: remote.PollResult, tool: runner.Tool) -> str:
     now = timezone.now()
     started = run.started_at or now
@@ -275,7 +294,8 @@ def _still_running(run: Run, status: remote.PollResult, tool: runner.Tool) -> st
     Run.objects.filter(pk=run.pk, state=Run.State.RUNNING).update(
         progress=progress, heartbeat_at=now, explanation="running"
     )
-    _send("poll", run.pk, countdown=POLL_INTERVAL_S)
+    # Near the end, poll again at once: that poll waits on the host for the finish itself.
+    _send("poll", run.pk, countdown=0 if _near_end(run) else POLL_INTERVAL_S)
     return run.state
 
 

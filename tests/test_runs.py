@@ -260,3 +260,29 @@ def test_the_run_page_shows_progress_and_the_result(fio_installed, sshd, worker,
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Succeeded" in page and "rw=randread" in page
     assert client.get(f"/runs/{run.pk}/progress.json").json()["final"] is True
+
+
+def test_an_ndisk64_run_is_judged_by_its_report_not_its_exit_status(sshd, worker, tmp_path):
+    """ndisk64 cannot run here (AIX binary): a clearly named stand-in prints the real AIX report and exits 1."""
+    standin = Path(__file__).parent / "fixtures" / "ndisk64-standin.sh"
+    team, host = _team_with_host(sshd, ndisk64_path=str(standin))
+    disk = Disk.objects.create(host=host, label="tmp", target_path=_target_dir(tmp_path), disk_type="custom")
+    preset = Profile.objects.get(builtin=True, name="ndisk64: 4k random 50/50, 4 processes")
+    run = _wait_final(services.request_run(disk, preset))
+    assert run.state == Run.State.SUCCEEDED, run.explanation
+    assert run.exit_status == 1
+    assert run.summary["tool"] == "ndisk64"
+    assert run.summary["total"]["iops"] == pytest.approx(20030.0)
+    assert run.summary["total"]["bw_bytes_per_s"] == pytest.approx(80119.94 * 1024)
+    assert run.command.startswith(str(standin)) and "-R -r 50 -M 4 -b 4K -s 32M -t 60 -D -f" in run.command
+    assert "Random" in run.raw_output
+
+
+def test_a_missing_tool_says_how_to_install_it(sshd, worker, tmp_path):
+    team, host = _team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=_target_dir(tmp_path), disk_type="custom")
+    preset = Profile.objects.get(builtin=True, name="ndisk64: 4k random 50/50, 4 processes")
+    run = _wait_final(services.request_run(disk, preset))
+    assert run.state == Run.State.ERROR
+    assert "ndisk64 was not found on loopback" in run.explanation and "PATH" in run.explanation
+    assert list((tmp_path / "bench").iterdir()) == []
