@@ -83,17 +83,26 @@ def request_run(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANU
     return run
 
 
-def claim(run: Run) -> bool:
-    """pending -> queued for one run, if its disk is free; the launch task goes out on commit."""
-    now = timezone.now()
+def claim(run: Run, now: Any = None) -> bool:
+    """pending -> queued for one run, if its disk (and an exclusive host) is free; the launch goes out on commit."""
+    now = now or timezone.now()
     if run.not_before and run.not_before > now:
         return False
-    busy = Run.objects.filter(disk_id=run.disk_id, state__in=Run.ACTIVE_STATES).exclude(pk=run.pk).first()
-    if busy:
-        _explain_if_changed(run, f"waiting: disk busy with run {busy.pk}")
-        return False
+    host = run.disk.host
     try:
         with transaction.atomic():
+            if host.exclusive:
+                # Lock the host row so two disks of one exclusive host are never claimed at once.
+                Host.objects.select_for_update().filter(pk=host.pk).first()
+                other = Run.objects.filter(disk__host_id=host.pk, state__in=Run.ACTIVE_STATES).exclude(pk=run.pk)
+                if first := other.first():
+                    _explain_if_changed(run, f"waiting: host {host.name} runs one benchmark at a time; "
+                                             f"busy with run {first.pk}")  # fmt: skip
+                    return False
+            busy = Run.objects.filter(disk_id=run.disk_id, state__in=Run.ACTIVE_STATES).exclude(pk=run.pk).first()
+            if busy:
+                _explain_if_changed(run, f"waiting: disk busy with run {busy.pk}")
+                return False
             changed = Run.objects.filter(pk=run.pk, state=Run.State.PENDING).update(
                 state=Run.State.QUEUED, queued_at=now, heartbeat_at=now, explanation="queued for a worker"
             )
@@ -110,7 +119,7 @@ def dispatch_due(now: Any = None) -> int:
     """Claim every pending run whose time has come, oldest first. Called by the beat tick."""
     now = now or timezone.now()
     due = Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=now).order_by("not_before", "pk")
-    return sum(claim(run) for run in due.select_related("disk"))
+    return sum(claim(run, now) for run in due.select_related("disk__host"))
 
 
 def _explain_if_changed(run: Run, explanation: str) -> None:

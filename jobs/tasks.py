@@ -7,7 +7,7 @@ import socket
 from celery import shared_task
 from django.db import connection
 
-from jobs import services
+from jobs import dispatcher, services
 from jobs.models import Team
 
 
@@ -29,4 +29,4 @@ def poll_run(run_id: int) -> str:
 
 @shared_task(name="jobs.tick")
 def tick() -> str:
-    return f"claimed {services.dispatch_due()}, re-polled {services.sweep()}"
+    return dispatcher.tick()

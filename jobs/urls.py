@@ -19,4 +19,11 @@ urlpatterns = [
     path("runs/<int:pk>/progress.json", views.run_progress, name="run_progress"),
     path("runs/<int:pk>/cancel", views.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/raw", views.run_raw, name="run_raw"),
+    path("schedules/", views.schedule_list, name="schedule_list"),
+    path("schedules/new/", views.schedule_edit, name="schedule_new"),
+    path("schedules/preview.json", views.schedule_preview, name="schedule_preview"),
+    path("schedules/calendar/", views.calendar, name="calendar"),
+    path("schedules/<int:pk>/", views.schedule_edit, name="schedule_edit"),
+    path("schedules/<int:pk>/toggle", views.schedule_toggle, name="schedule_toggle"),
+    path("schedules/<int:pk>/run-now", views.schedule_run_now, name="schedule_run_now"),
 ]

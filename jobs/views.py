@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
 from django import forms
 from django.conf import settings
 from django.contrib import auth, messages
@@ -11,10 +14,12 @@ from django.db import connection
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import limits, services, ssh, teams
-from jobs.models import Disk, Host, Membership, Profile, Run, Team
+from jobs import dispatcher, limits, scheduling, services, ssh, teams
+from jobs.forms import ScheduleForm
+from jobs.models import Disk, Host, Membership, Profile, Run, Schedule, Team
 
 
 class LoginView(auth_views.LoginView):
@@ -207,3 +212,117 @@ def run_raw(request: HttpRequest, pk: int) -> HttpResponse:
     response = HttpResponse(run.raw_output, content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="benchweb-run-{run.pk}.txt"'
     return response
+
+
+# ----------------------------------------------------------------------------------------- schedules
+
+
+def _schedule_for_user(request: HttpRequest, pk: int) -> Schedule:
+    return get_object_or_404(Schedule, pk=pk, team=_team(request))
+
+
+@login_required
+def schedule_list(request: HttpRequest) -> HttpResponse:
+    team = _team(request)
+    schedules = Schedule.objects.filter(team=team).prefetch_related("targets", "scheduleprofile_set__profile")
+    last = {
+        run.schedule_id: run
+        for run in Run.objects.filter(schedule__team=team, state__in=Run.FINAL_STATES).order_by("finished_at")
+    }
+    rows = [(schedule, last.get(schedule.pk)) for schedule in schedules]
+    return render(request, "jobs/schedule_list.html", {"rows": rows})
+
+
+@login_required
+def schedule_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+    team = _team(request)
+    schedule = _schedule_for_user(request, pk) if pk else None
+    form = ScheduleForm(request.POST or None, instance=schedule, team=team)
+    if request.method == "POST":
+        _require_change(request, team)
+        if form.is_valid():
+            saved = form.save()
+            messages.success(request, f"Schedule {saved.name} saved; next fire {_when(saved.next_fire_at)}.")
+            return redirect("schedule_list")
+    return render(request, "jobs/schedule_form.html", {"form": form, "schedule": schedule})
+
+
+def _when(moment: datetime | None) -> str:
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z") if moment else "none (outside its window)"
+
+
+@login_required
+@require_POST
+def schedule_preview(request: HttpRequest) -> JsonResponse:
+    """The next 10 fires and each target's start, for the form's live preview; errors name the field."""
+    team = _team(request)
+    form = ScheduleForm(request.POST, team=team)
+    if not form.is_valid():
+        return JsonResponse({"errors": {k: [str(m) for m in v] for k, v in form.errors.items()}}, status=400)
+    draft = form.save(commit=False)
+    fires = scheduling.next_fires(draft.rule(), timezone.now(), 10)
+    profiles = form.chosen_profiles()
+    plan = dispatcher.plan_for(list(form.cleaned_data["targets"]), profiles, draft)
+    zone = ZoneInfo(draft.timezone)
+    return JsonResponse(
+        {
+            "fires": [
+                {
+                    "at": timezone.localtime(fire, zone).isoformat(),
+                    "runs": [
+                        {
+                            "disk": str(p.disk),
+                            "profile": p.profile.name,
+                            "offset_s": p.offset_s,
+                            "start": timezone.localtime(fire + timedelta(seconds=p.offset_s), zone).isoformat(),
+                        }
+                        for p in plan
+                    ],
+                }
+                for fire in fires
+            ]
+        }
+    )
+
+
+@login_required
+@require_POST
+def schedule_toggle(request: HttpRequest, pk: int) -> HttpResponse:
+    schedule = _schedule_for_user(request, pk)
+    _require_change(request, schedule.team)
+    schedule.enabled = not schedule.enabled
+    schedule.save()
+    messages.info(request, f"Schedule {schedule.name} {'resumed' if schedule.enabled else 'paused'}.")
+    return redirect("schedule_list")
+
+
+@login_required
+@require_POST
+def schedule_run_now(request: HttpRequest, pk: int) -> HttpResponse:
+    schedule = _schedule_for_user(request, pk)
+    _require_change(request, schedule.team)
+    created = dispatcher.run_schedule_now(schedule, request.user)
+    messages.success(request, f"{created} run(s) created for {schedule.name}, staggered as usual.")
+    return redirect("schedule_list")
+
+
+@login_required
+def calendar(request: HttpRequest) -> HttpResponse:
+    team = _team(request)
+    start = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=12)
+    end = start + timedelta(days=7, hours=12)
+    span = (end - start).total_seconds()
+    lanes = dispatcher.calendar(team, start, end)
+    for lane in lanes:
+        for bar in lane["bars"]:
+            bar.left = _pct(bar.start, start, span)
+            bar.width = max(0.15, _pct(bar.end, start, span) - bar.left)
+    ticks = [start + timedelta(days=d) for d in range(8)]
+    return render(request, "jobs/calendar.html", {
+        "lanes": lanes, "start": start, "end": end, "span": span, "now_pct": _pct(timezone.now(), start, span),
+        "ticks": [(tick, _pct(tick.replace(hour=0), start, span)) for tick in ticks],
+    })  # fmt: skip
+
+
+def _pct(moment: datetime, start: datetime, span: float) -> float:
+    return max(0.0, min(100.0, 100 * (moment - start).total_seconds() / span))

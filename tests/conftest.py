@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -52,6 +55,15 @@ def disk(host) -> Disk:
         spec_iops=4000,
         spec_bytes_per_s=100_000_000,
     )
+
+
+@pytest.fixture
+def fio_installed():
+    if shutil.which("fio") is None:
+        reason = "fio is not installed (apt-get install fio; .ci/run installs it)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
 
 
 from tests.sshd import *  # noqa: E402, F403  (fixtures: sshd, sshd_target, sshd_factory, other_sshd)

@@ -23,7 +23,7 @@ from django.db import connection
 from benchweb.celery import app
 from benchweb.stack import redis_answers
 
-__all__ = ["broker", "worker", "worker_factory"]
+__all__ = ["beat_factory", "broker", "worker", "worker_factory"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -59,6 +59,30 @@ def _database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
+def _env(broker: str) -> dict[str, str]:
+    return dict(
+        os.environ,
+        REDIS_URL=broker,
+        DATABASE_URL=_database_url(),
+        BENCHWEB_VAR_DIR=str(settings.VAR_DIR),
+        BENCHWEB_FIELD_KEYS=",".join(settings.FIELD_KEYS),
+        BENCHWEB_TICK_SECONDS="1",
+    )
+
+
+def _start(argv: list[str], env: dict[str, str], log: Path, ready: bytes) -> Worker:
+    with open(log, "wb") as out:
+        process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
+    worker = Worker(process, log)
+    deadline = time.monotonic() + 60
+    while ready not in log.read_bytes():
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, f"{argv[4]} did not become ready:\n" + log.read_text()
+        time.sleep(0.1)
+    return worker
+
+
 class Worker:
     def __init__(self, process: subprocess.Popen, log: Path) -> None:
         self.process = process
@@ -83,29 +107,13 @@ def worker_factory(broker: str, transactional_db: None, tmp_path: Path) -> Itera
     started: list[Worker] = []
 
     def start(*, queues: str | None = None) -> Worker:
-        log = tmp_path / f"worker-{len(started)}.log"
-        env = dict(
-            os.environ,
-            REDIS_URL=broker,
-            DATABASE_URL=_database_url(),
-            BENCHWEB_VAR_DIR=str(settings.VAR_DIR),
-            BENCHWEB_FIELD_KEYS=",".join(settings.FIELD_KEYS),
-        )
         argv = [sys.executable, "-m", "celery", "-A", "benchweb", "worker", "-l", "INFO", "--pool", "threads",
                 "--concurrency", "4", "--without-mingle", "--without-gossip",
                 "--hostname", f"test{len(started)}-{os.getpid()}@%h"]  # fmt: skip
         if queues:
             argv += ["-Q", queues]
-        with open(log, "wb") as out:
-            process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)  # fmt: skip
-        worker = Worker(process, log)
+        worker = _start(argv, _env(broker), tmp_path / f"worker-{len(started)}.log", b" ready.")
         started.append(worker)
-        deadline = time.monotonic() + 60
-        while b" ready." not in log.read_bytes():
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "worker did not become ready:\n" + log.read_text()
-            time.sleep(0.1)
         return worker
 
     yield start
@@ -116,3 +124,21 @@ def worker_factory(broker: str, transactional_db: None, tmp_path: Path) -> Itera
 @pytest.fixture
 def worker(worker_factory: Callable[..., Worker]) -> Worker:
     return worker_factory()
+
+
+@pytest.fixture
+def beat_factory(broker: str, transactional_db: None, tmp_path: Path) -> Iterator[Callable[[], Worker]]:
+    """Celery beat processes ticking every second (several may run at once, as a misconfigured site would)."""
+    started: list[Worker] = []
+
+    def start() -> Worker:
+        n = len(started)
+        argv = [sys.executable, "-m", "celery", "-A", "benchweb", "beat", "-l", "INFO",
+                "-s", str(tmp_path / f"beat-{n}-schedule"), "--pidfile="]  # fmt: skip
+        beat = _start(argv, _env(broker), tmp_path / f"beat-{n}.log", b"beat: Starting")
+        started.append(beat)
+        return beat
+
+    yield start
+    for beat in started:
+        beat.stop()

@@ -1,0 +1,219 @@
+"""The beat tick: turn schedule fires into runs, then start what is due.
+
+Beat only calls `tick()` every few seconds; the Schedule rows say what fires when (DESIGN.md decision 5).
+Each fire creates one run per (target, profile) keyed unique(schedule, fire_time, disk, profile), so a
+duplicated tick or a second beat process creates nothing twice. A fire missed by more than the schedule's
+grace (beat or the workers were down) is recorded as *skipped* with the reason, never launched late in a pile.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.db import transaction
+from django.utils import timezone
+
+from jobs import limits, runners, scheduling, services
+from jobs.models import Run, Schedule
+
+log = logging.getLogger(__name__)
+
+# Beyond the profiles' own runtime: connecting, laying out test files, collecting.
+RUN_OVERHEAD_S = 30.0
+SEQUENCE_GAP_S = 5.0
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    disk: Any
+    profile: Any
+    offset_s: float
+    slot: int  # 1-based target position
+    slots: int
+
+
+def _durations(profiles: list[Any]) -> list[float]:
+    return [runners.expected_seconds(p.parameters()) + RUN_OVERHEAD_S for p in profiles]
+
+
+def sequence_seconds(profiles: list[Any]) -> float:
+    """How long the profiles take one after another on one target, gaps included."""
+    durations = _durations(profiles)
+    return scheduling.sequence_offsets(durations, gap_s=SEQUENCE_GAP_S)[-1] + durations[-1] if durations else 0.0
+
+
+def plan(schedule: Schedule) -> list[PlannedRun]:
+    """Every (target, profile) of one fire of a saved schedule, with its offset from the fire time."""
+    profiles = [sp.profile for sp in schedule.scheduleprofile_set.select_related("profile").order_by("position")]
+    return plan_for(list(schedule.targets.select_related("host")), profiles, schedule)
+
+
+def plan_for(disks: list[Any], profiles: list[Any], schedule: Schedule) -> list[PlannedRun]:
+    if not profiles or not disks:
+        return []
+    disks = sorted(disks, key=lambda d: (d.host.name, d.label))
+    sequence = scheduling.sequence_offsets(_durations(profiles), gap_s=SEQUENCE_GAP_S)
+    total = sequence_seconds(profiles)
+    targets = [
+        scheduling.Target(key=disk.pk, host=str(disk.host_id), site=disk.host.site or "", duration_s=total)
+        for disk in disks
+    ]
+    offsets = scheduling.stagger_offsets(
+        targets, stagger_s=schedule.stagger_s, auto=schedule.auto_stagger, by_site=schedule.auto_stagger_by_site
+    )
+    return [
+        PlannedRun(disk, profile, offset + sequence[j], i + 1, len(disks))
+        for i, (disk, offset) in enumerate(zip(disks, offsets, strict=True))
+        for j, profile in enumerate(profiles)
+    ]
+
+
+def fire(schedule: Schedule, fire_time: datetime, now: datetime, *, trigger: str = Run.Trigger.SCHEDULE) -> int:
+    """Create the runs of one fire (idempotent). Returns how many were new."""
+    missed = scheduling.misfired(fire_time, now, schedule.misfire_grace_s)
+    rows = []
+    for planned in plan(schedule):
+        not_before = fire_time + timedelta(seconds=planned.offset_s)
+        try:
+            snapshot = planned.disk.limits(block_size=planned.profile.block_size_bytes).as_dict()
+        except limits.SpecError as exc:
+            snapshot = {"error": str(exc)}
+        if missed:
+            state, explanation = (
+                Run.State.SKIPPED,
+                (
+                    f"skipped: this fire at {_local(fire_time, schedule)} was missed by "
+                    f"{(now - fire_time).total_seconds():.0f} s (beat or the workers were down; grace "
+                    f"{schedule.misfire_grace_s} s), so it was not started late"
+                ),
+            )
+        else:
+            state, explanation = Run.State.PENDING, (
+                f"waiting: stagger slot {planned.slot} of {planned.slots} at {_local(not_before, schedule)}"
+                if not_before > now else "waiting to start"
+            )  # fmt: skip
+        rows.append(Run(
+            disk=planned.disk, team_id=planned.disk.team_id, profile=planned.profile,
+            profile_name=planned.profile.name, parameters=planned.profile.parameters(), schedule=schedule,
+            fire_time=fire_time, trigger=trigger, state=state, explanation=explanation, not_before=not_before,
+            limits_snapshot=snapshot, destructive=planned.profile.writes and planned.disk.kind == "block",
+            finished_at=now if missed else None,
+        ))  # fmt: skip
+    before = Run.objects.filter(schedule=schedule, fire_time=fire_time).count()
+    Run.objects.bulk_create(rows, ignore_conflicts=True)
+    return Run.objects.filter(schedule=schedule, fire_time=fire_time).count() - before
+
+
+def _local(moment: datetime, schedule: Schedule) -> str:
+    try:
+        return timezone.localtime(moment, ZoneInfo(schedule.timezone)).strftime("%Y-%m-%d %H:%M:%S %Z")
+    except (ZoneInfoNotFoundError, ValueError):  # an unknown zone is refused on save; old rows fall back to UTC
+        return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def materialise(now: datetime | None = None) -> int:
+    """Create the runs of every fire that came due since the last tick. One indexed query finds them."""
+    now = now or timezone.now()
+    created = 0
+    for schedule in Schedule.objects.filter(enabled=True, next_fire_at__lte=now):
+        rule = schedule.rule()
+        since = schedule.checked_until or (schedule.next_fire_at - timedelta(seconds=1))
+        upcoming = scheduling.next_fires(rule, now, 1)
+        with transaction.atomic():
+            # Claim this stretch of time: a second beat that read the same row changes nothing here.
+            claimed = Schedule.objects.filter(pk=schedule.pk, checked_until=schedule.checked_until).update(
+                checked_until=now, next_fire_at=upcoming[0] if upcoming else None
+            )
+            if not claimed:
+                continue
+            fires = scheduling.fires_between(rule, since, now)
+            for fire_time in fires:
+                created += fire(schedule, fire_time, now)
+            if fires:
+                Schedule.objects.filter(pk=schedule.pk).update(last_fire_at=fires[-1])
+    return created
+
+
+def expire_outside_window(now: datetime | None = None) -> int:
+    """Pending scheduled runs whose window closed while they waited are skipped, with the reason."""
+    now = now or timezone.now()
+    return Run.objects.filter(
+        state=Run.State.PENDING, schedule__window_end__isnull=False, schedule__window_end__lt=now
+    ).update(
+        state=Run.State.SKIPPED,
+        finished_at=now,
+        explanation="skipped: outside the schedule's active window (it ended before the disk was free)",
+    )
+
+
+def run_schedule_now(schedule: Schedule, user: Any = None) -> int:
+    """'Run now' for a schedule: one fire at this moment, staggered as usual."""
+    now = timezone.now().replace(microsecond=0)
+    return fire(schedule, now, now, trigger=Run.Trigger.MANUAL)
+
+
+def tick(now: datetime | None = None) -> str:
+    now = now or timezone.now()
+    created = materialise(now)
+    skipped = expire_outside_window(now)
+    claimed = services.dispatch_due(now)
+    repolled = services.sweep(now)
+    return f"created {created}, skipped {skipped}, claimed {claimed}, re-polled {repolled}"
+
+
+# ----------------------------------------------------------------------------------------- calendar
+
+MAX_BARS_PER_LANE = 400
+
+
+@dataclass
+class Bar:
+    start: datetime
+    end: datetime
+    title: str
+    css: str
+    host_id: int
+    overlaps: bool = False
+
+
+def calendar(team: Any, start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """One lane per disk: planned runs of enabled schedules as bars of their expected duration, plus the
+    runs that happened (coloured by outcome); bars that overlap another on the same host are flagged."""
+    from jobs.models import Disk
+
+    now = timezone.now()
+    disks = list(Disk.objects.filter(team=team).select_related("host").order_by("host__name", "label"))
+    bars: dict[int, list[Bar]] = {disk.pk: [] for disk in disks}
+    for schedule in Schedule.objects.filter(team=team, enabled=True).prefetch_related("scheduleprofile_set__profile"):
+        planned = plan(schedule)
+        for fire_time in scheduling.fires_between(schedule.rule(), max(now, start), end)[:MAX_BARS_PER_LANE]:
+            for p in planned:
+                begin = fire_time + timedelta(seconds=p.offset_s)
+                length = timedelta(seconds=runners.expected_seconds(p.profile.parameters()) + RUN_OVERHEAD_S)
+                bars[p.disk.pk].append(Bar(begin, begin + length, f"{schedule.name}: {p.profile.name}", "planned",
+                                           p.disk.host_id))  # fmt: skip
+    happened = Run.objects.filter(team=team, started_at__lt=end).exclude(finished_at__lt=start)
+    for run in happened.select_related("disk"):
+        finish = run.finished_at or max(now, run.started_at)
+        bars[run.disk_id].append(Bar(run.started_at, finish, f"run {run.pk} {run.profile_name}: {run.state}",
+                                     f"state-{run.state}", run.disk.host_id))  # fmt: skip
+    _flag_host_overlaps([bar for lane in bars.values() for bar in lane])
+    return [{"disk": disk, "bars": sorted(bars[disk.pk], key=lambda b: b.start)[:MAX_BARS_PER_LANE]} for disk in disks]
+
+
+def _flag_host_overlaps(all_bars: list[Bar]) -> None:
+    by_host: dict[int, list[Bar]] = {}
+    for bar in all_bars:
+        by_host.setdefault(bar.host_id, []).append(bar)
+    for host_bars in by_host.values():
+        host_bars.sort(key=lambda b: b.start)
+        latest: Bar | None = None
+        for bar in host_bars:
+            if latest and bar.start < latest.end:
+                bar.overlaps = latest.overlaps = True
+            if latest is None or bar.end > latest.end:
+                latest = bar

@@ -1,0 +1,38 @@
+"""Objects the run and schedule tests share: a team with a host on a test sshd, quick profiles, targets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobs.models import Credential, Host, Profile, Team
+
+
+def team_with_host(sshd, **host_fields) -> tuple[Team, Host]:
+    import tempfile
+
+    team = Team.objects.create(name="bench team")
+    credential = Credential(team=team, name="test key", kind=Credential.Kind.PRIVATE_KEY)
+    credential.set_secret(sshd.private_key)
+    credential.save()
+    key = sshd.host_key
+    fields = {
+        "team": team, "name": "loopback", "address": sshd.address, "port": sshd.port, "username": sshd.username,
+        "credential": credential, "host_key_type": key.key_type, "host_key_b64": key.key_b64,
+        "host_key_fingerprint": key.fingerprint, "run_base_dir": tempfile.mkdtemp(prefix="benchweb-runs-"),
+    } | host_fields  # fmt: skip
+    return team, Host.objects.create(**fields)
+
+
+def quick_profile(team: Team, **fields) -> Profile:
+    defaults = {
+        "team": team, "name": "quick randread", "tool": "fio", "rw": "randread", "block_size_bytes": 4096,
+        "iodepth": 1, "jobs": 1, "runtime_s": 3, "time_based": True, "ioengine": "psync", "direct": False,
+        "size_bytes": 16 * 2**20,
+    }  # fmt: skip
+    return Profile.objects.create(**(defaults | fields))
+
+
+def target_dir(tmp_path: Path) -> str:
+    target = tmp_path / "bench"
+    target.mkdir(parents=True, exist_ok=True)
+    return str(target)

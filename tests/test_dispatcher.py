@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs import dispatcher, services
+from jobs.models import Disk, Host, Profile, Run, Schedule, ScheduleProfile
+
+
+@pytest.fixture
+def quick(team) -> Profile:
+    return Profile.objects.create(team=team, name="quick", rw="randread", runtime_s=10, size_bytes=2**20)
+
+
+@pytest.fixture
+def disks(host) -> list[Disk]:
+    return [Disk.objects.create(host=host, label=f"d{i}", target_path=f"/data/d{i}", disk_type="custom")
+            for i in range(3)]  # fmt: skip
+
+
+def _schedule(team, disks, profiles, **fields) -> Schedule:
+    schedule = Schedule.objects.create(team=team, name=fields.pop("name", "nightly"), **fields)
+    schedule.targets.set(disks)
+    for position, profile in enumerate(profiles):
+        ScheduleProfile.objects.create(schedule=schedule, profile=profile, position=position)
+    return schedule
+
+
+def test_a_fire_creates_one_staggered_run_per_target_and_says_which_slot_it_waits_for(team, disks, quick):
+    start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
+    schedule = _schedule(team, disks, [quick], kind="interval", interval_minutes=60, starts_at=start, stagger_s=30)
+    assert schedule.next_fire_at == start
+    assert dispatcher.materialise(start + timedelta(seconds=1)) == 3
+    runs = list(Run.objects.filter(schedule=schedule).order_by("not_before"))
+    assert [r.not_before for r in runs] == [start, start + timedelta(seconds=30), start + timedelta(seconds=60)]
+    assert [r.disk.label for r in runs] == ["d0", "d1", "d2"]
+    assert runs[1].explanation.startswith("waiting: stagger slot 2 of 3 at ")
+    assert all(r.trigger == Run.Trigger.SCHEDULE and r.state == Run.State.PENDING for r in runs)
+    schedule.refresh_from_db()
+    assert schedule.next_fire_at == start + timedelta(hours=1)
+
+
+def test_a_repeated_tick_or_a_second_beat_creates_nothing_twice(team, disks, quick):
+    start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
+    schedule = _schedule(team, disks, [quick], kind="interval", interval_minutes=60, starts_at=start)
+    stale_copy = Schedule.objects.get(pk=schedule.pk)
+    now = start + timedelta(seconds=2)
+    assert dispatcher.materialise(now) == 3
+    assert dispatcher.materialise(now) == 0
+    # A second beat that read the schedule before the first one updated it still creates nothing new.
+    assert dispatcher.fire(stale_copy, start, now) == 0
+    assert Run.objects.filter(schedule=schedule).count() == 3
+
+
+def test_profiles_run_one_after_another_on_each_target(team, disks, quick):
+    second = Profile.objects.create(team=team, name="second", rw="randwrite", runtime_s=20, size_bytes=2**20)
+    start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
+    schedule = _schedule(team, disks[:1], [quick, second], kind="interval", interval_minutes=60, starts_at=start)
+    dispatcher.materialise(start)
+    first_run, second_run = Run.objects.filter(schedule=schedule).order_by("not_before")
+    assert (first_run.profile, second_run.profile) == (quick, second)
+    gap = (second_run.not_before - first_run.not_before).total_seconds()
+    assert gap == 10 + dispatcher.RUN_OVERHEAD_S + dispatcher.SEQUENCE_GAP_S
+
+
+def test_fires_missed_beyond_the_grace_are_recorded_as_skipped(team, disks, quick):
+    start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
+    schedule = _schedule(team, disks, [quick], kind="interval", interval_minutes=10, starts_at=start,
+                         misfire_grace_s=60)  # fmt: skip
+    # Beat was down for 25 minutes: three fires came and went (the last one within its grace).
+    dispatcher.materialise(start + timedelta(minutes=20, seconds=30))
+    states = {r.fire_time: r.state for r in Run.objects.filter(schedule=schedule)}
+    assert states[start] == states[start + timedelta(minutes=10)] == Run.State.SKIPPED
+    assert states[start + timedelta(minutes=20)] == Run.State.PENDING
+    skipped = Run.objects.filter(schedule=schedule, state=Run.State.SKIPPED).first()
+    assert "missed by" in skipped.explanation and "grace 60 s" in skipped.explanation
+    assert services.dispatch_due(start + timedelta(minutes=21)) == 3  # the on-time fire's three runs
+
+
+def test_a_paused_schedule_creates_nothing(team, disks, quick):
+    start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
+    _schedule(team, disks, [quick], kind="interval", interval_minutes=1, starts_at=start, enabled=False)
+    assert dispatcher.materialise(start + timedelta(minutes=5)) == 0
+    assert not Run.objects.exists()
+
+
+def test_an_exclusive_host_runs_one_benchmark_at_a_time(team, disks, quick):
+    host = disks[0].host
+    host.exclusive = True
+    host.save()
+    first = services.create_run(disks[0], quick)
+    second = services.create_run(disks[1], quick)
+    assert services.claim(first)
+    assert not services.claim(second)
+    second.refresh_from_db()
+    assert second.state == Run.State.PENDING
+    assert second.explanation == f"waiting: host {host.name} runs one benchmark at a time; busy with run {first.pk}"
+
+
+def test_a_shared_host_runs_its_disks_in_parallel(team, disks, quick):
+    assert services.claim(services.create_run(disks[0], quick))
+    assert services.claim(services.create_run(disks[1], quick))
+
+
+def test_a_run_still_waiting_when_its_window_closes_is_skipped(team, disks, quick):
+    now = timezone.now()
+    schedule = _schedule(team, disks[:1], [quick], kind="interval", interval_minutes=60,
+                         window_start=now - timedelta(days=2), window_end=now + timedelta(hours=1))  # fmt: skip
+    run = Run.objects.create(disk=disks[0], profile=quick, schedule=schedule, fire_time=now, state=Run.State.PENDING)
+    assert dispatcher.expire_outside_window(now + timedelta(hours=2)) == 1
+    run.refresh_from_db()
+    assert run.state == Run.State.SKIPPED and "outside the schedule's active window" in run.explanation
+
+
+def test_editing_a_schedule_leaves_finished_runs_alone(team, disks, quick):
+    schedule = _schedule(team, disks[:1], [quick], kind="cron", cron="30 2 * * *")
+    done = Run.objects.create(disk=disks[0], profile=quick, schedule=schedule, state=Run.State.SUCCEEDED,
+                              fire_time=timezone.now() - timedelta(days=1), summary={"total": {"iops": 1}})  # fmt: skip
+    schedule.cron = "0 3 * * *"
+    schedule.save()
+    done.refresh_from_db()
+    assert (done.state, done.summary, done.schedule_id) == (Run.State.SUCCEEDED, {"total": {"iops": 1}}, schedule.pk)
+
+
+def test_auto_stagger_keeps_runs_on_one_host_apart_and_lets_other_hosts_start_together(team, disks, quick, credential):
+    other_host = Host.objects.create(team=team, name="vm2", address="10.0.0.9", username="b", credential=credential)
+    elsewhere = Disk.objects.create(host=other_host, label="e", target_path="/e", disk_type="custom")
+    start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
+    schedule = _schedule(team, [*disks[:2], elsewhere], [quick], kind="interval", interval_minutes=60,
+                         starts_at=start, auto_stagger=True)  # fmt: skip
+    offsets = {p.disk.label: p.offset_s for p in dispatcher.plan(schedule)}
+    assert offsets["e"] == 0 and min(offsets["d0"], offsets["d1"]) == 0
+    assert abs(offsets["d0"] - offsets["d1"]) >= 10 + dispatcher.RUN_OVERHEAD_S
