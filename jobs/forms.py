@@ -66,6 +66,14 @@ class ScheduleForm(forms.ModelForm):
             "name", "kind", "cron", "interval_minutes", "starts_at", "timezone", "window_start", "window_end",
             "stagger_s", "auto_stagger", "auto_stagger_by_site", "blackouts", "misfire_grace_s", "enabled", "targets",
         ]  # fmt: skip
+        labels = {
+            "stagger_s": "Stagger (seconds)",
+            "misfire_grace_s": "Misfire grace (seconds)",
+            "interval_minutes": "Every N minutes",
+            "auto_stagger_by_site": "Auto-stagger by site",
+            "auto_stagger": "Auto-stagger",
+            "timezone": "Time zone",
+        }
         widgets = {
             "starts_at": forms.DateTimeInput(attrs={"type": "datetime-local"}),
             "window_start": forms.DateTimeInput(attrs={"type": "datetime-local"}),

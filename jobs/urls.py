@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from jobs import views
 
@@ -26,4 +26,6 @@ urlpatterns = [
     path("schedules/<int:pk>/", views.schedule_edit, name="schedule_edit"),
     path("schedules/<int:pk>/toggle", views.schedule_toggle, name="schedule_toggle"),
     path("schedules/<int:pk>/run-now", views.schedule_run_now, name="schedule_run_now"),
+    path("", include("jobs.chart_urls")),
+    path("", include("jobs.manage_urls")),
 ]

@@ -317,10 +317,11 @@ def calendar(request: HttpRequest) -> HttpResponse:
         for bar in lane["bars"]:
             bar.left = _pct(bar.start, start, span)
             bar.width = max(0.15, _pct(bar.end, start, span) - bar.left)
-    ticks = [start + timedelta(days=d) for d in range(8)]
+    midnights = [(start + timedelta(days=d)).replace(hour=0) for d in range(9)]
+    ticks = [tick for tick in midnights if start <= tick <= end]
     return render(request, "jobs/calendar.html", {
         "lanes": lanes, "start": start, "end": end, "span": span, "now_pct": _pct(timezone.now(), start, span),
-        "ticks": [(tick, _pct(tick.replace(hour=0), start, span)) for tick in ticks],
+        "ticks": [(tick, _pct(tick, start, span)) for tick in ticks],
     })  # fmt: skip
 
 

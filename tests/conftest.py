@@ -66,5 +66,6 @@ def fio_installed():
         pytest.skip(reason)
 
 
+from tests.browser import *  # noqa: E402, F403  (fixtures: browser, page, screenshot)
 from tests.sshd import *  # noqa: E402, F403  (fixtures: sshd, sshd_target, sshd_factory, other_sshd)
 from tests.workers import *  # noqa: E402, F403  (fixtures: broker, worker_factory, worker)
