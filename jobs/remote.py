@@ -56,17 +56,64 @@ class PollResult:
     started_epoch: float | None
 
 
-def resolve_base(conn: Connection, base: str) -> str:
-    """Expand a leading ~ on the target (the worker's home means nothing there)."""
+def base_expression(base: str) -> str:
+    """The run directory base as a shell expression; a leading ~ means the login user's home on the target."""
     base = base or DEFAULT_BASE
-    if base == "~" or base.startswith("~/"):
-        home = conn.run('printf %s "$HOME"', timeout=15).stdout.decode().strip()
-        if not home.startswith("/"):
-            raise RemoteError(f"the login user's home on the host is not an absolute path ({home!r})")
-        base = home + base[1:]
-    if not base.startswith("/"):
-        raise RemoteError(f"the run directory base must be absolute or start with ~/ (got {base!r})")
-    return base.rstrip("/")
+    if base == "~":
+        return '"$HOME"'
+    if base.startswith("~/"):
+        return '"$HOME"/' + q(base[2:].rstrip("/"))
+    if base.startswith("/"):
+        return q(base.rstrip("/") or "/")
+    raise RemoteError(
+        f"the run directory base must be absolute or start with ~/ (got {base!r}); fix it on the host page"
+    )
+
+
+@dataclass(frozen=True)
+class Preflight:
+    base: str
+    run_dir: str
+    launched: bool
+    tool_status: int | None
+    tool_output: str
+    safety_report: str
+
+
+def preflight(conn: Connection, base: str, run_uuid: str, tool_check: str, safety_script: str) -> Preflight:
+    """One round trip before a launch: make the run directory, say whether this UUID was already launched,
+    check the tool, and run the read-only safety probe (every shell start costs ~0.1-0.3 s on a busy host)."""
+    script = f"""base={base_expression(base)}
+case "$base" in /*) ;; *) echo "benchweb_error=the login user's home is not an absolute path ($base)"; exit 0;; esac
+d="$base"/{q(run_uuid)}
+if ! mkdir -p "$d" "$base/../locks" 2>/dev/null; then echo "benchweb_error=cannot create $d"; exit 0; fi
+echo "benchweb_base=$base"
+echo "benchweb_run_dir=$d"
+if [ -d "$d/launched" ]; then echo benchweb_launched=yes; else echo benchweb_launched=no; fi
+echo ---benchweb-tool---
+( {tool_check} ) 2>&1
+echo "---benchweb-tool-status=$?---"
+(
+{safety_script}
+)
+"""
+    out = conn.run(script, timeout=120).stdout.decode(errors="replace")
+    head, _, rest = out.partition("---benchweb-tool---\n")
+    facts = dict(line.split("=", 1) for line in head.splitlines() if line.startswith("benchweb_") and "=" in line)
+    if "benchweb_error" in facts:
+        raise RemoteError(facts["benchweb_error"])
+    if "benchweb_run_dir" not in facts:
+        raise RemoteError(f"the preflight on the host answered {out[:300]!r}")
+    tool_output, marker, safety_report = rest.partition("---benchweb-tool-status=")
+    status, _, safety_report = safety_report.partition("---\n")
+    return Preflight(
+        base=facts["benchweb_base"],
+        run_dir=facts["benchweb_run_dir"],
+        launched=facts.get("benchweb_launched") == "yes",
+        tool_status=_int_or_none(status) if marker else None,
+        tool_output=tool_output,
+        safety_report=safety_report,
+    )
 
 
 def lock_path_for(base: str, target_path: str) -> str:
@@ -93,21 +140,13 @@ echo $? > status.tmp && mv status.tmp status
 """
 
 
-def is_launched(conn: Connection, run_dir: str) -> bool:
-    return bool(conn.run(f"test -d {q(run_dir)}/launched && echo yes || true", timeout=30).stdout.strip())
-
-
 def launch(conn: Connection, plan: Plan) -> bool:
-    """Start the run detached; False when this UUID was already launched (nothing is started twice)."""
-    d = q(plan.run_dir)
-    lock_dir = q(plan.lock_path.rsplit("/", 1)[0])
-    conn.run(f"mkdir -p {d} {lock_dir}", timeout=30)
-    if is_launched(conn, plan.run_dir):
-        return False
+    """Upload the files (SFTP starts no shell) and start the run detached; False when this UUID was already
+    launched: the atomic mkdir makes a second launch a no-op, never a second benchmark."""
     for name, data in plan.files.items():
         conn.put_file(f"{plan.run_dir}/{name}", data, mode=0o700 if name.endswith(".sh") else 0o600)
     result = conn.run(
-        f"cd {d} && if mkdir launched 2>/dev/null; then "
+        f"cd {q(plan.run_dir)} && if mkdir launched 2>/dev/null; then "
         f"setsid sh run.sh </dev/null >wrapper.log 2>&1 & echo started; else echo already; fi",
         timeout=30,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from jobs.remote import LOCK_BUSY_STATUS, WATCHDOG_STATUS
 from jobs.tools import fio, ndisk
@@ -23,10 +23,6 @@ LAYOUT_BYTES_PER_S = 50 * 2**20
 
 class ToolUnavailable(Exception):
     """The tool cannot run on the target; the message says how to install or point to it."""
-
-
-class Runs(Protocol):
-    def run(self, command: str, *, timeout: float = 60, stdin: bytes | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -76,10 +72,13 @@ class FioRunner:
     output_file = "result.json"
     collect_files = ("result.json", "stdout", "stderr")
 
-    def check_installed(self, conn: Runs, host: Any) -> str:
-        result = conn.run("command -v fio >/dev/null 2>&1 && fio --version", timeout=30)
-        version = _text(result.stdout).strip()
-        if result.exit_status != 0 or not version.startswith("fio-"):
+    def check_command(self, host: Any) -> str:
+        return "command -v fio >/dev/null 2>&1 && fio --version"
+
+    def check_result(self, output: str, status: int | None, host: Any) -> str:
+        """fio's version, or ToolUnavailable saying how to install it."""
+        version = output.strip()
+        if status != 0 or not version.startswith("fio-"):
             raise ToolUnavailable(
                 f"fio is not installed on {host.name}: install it there (Debian/Ubuntu: sudo apt-get install fio; "
                 "RHEL/Fedora: sudo dnf install fio) and run again"
@@ -139,15 +138,17 @@ class NdiskRunner:
     output_file = "stdout"
     collect_files = ("stdout", "stderr")
 
-    def check_installed(self, conn: Runs, host: Any) -> str:
+    def check_command(self, host: Any) -> str:
+        return f"command -v {shlex.quote(host.ndisk64_path or 'ndisk64')}"
+
+    def check_result(self, output: str, status: int | None, host: Any) -> str:
         path = host.ndisk64_path or "ndisk64"
-        result = conn.run(f"command -v {shlex.quote(path)}", timeout=30)
-        if result.exit_status != 0:
+        if status != 0:
             raise ToolUnavailable(
                 f"ndisk64 was not found on {host.name} ({path}): copy IBM nstress's ndisk64 there and put it on "
                 "the login user's PATH, or set its full path on the host page"
             )
-        self._path = _text(result.stdout).strip() or path
+        self._path = output.strip().splitlines()[-1] if output.strip() else path
         return ""
 
     def build(

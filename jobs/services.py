@@ -184,56 +184,63 @@ def launch(run_id: int) -> str:
         return run.state
     if not _move(run, (Run.State.QUEUED, Run.State.LAUNCHING), Run.State.LAUNCHING, explanation="connecting"):
         return run.state
+    tool = runner.for_parameters(run.parameters)
+    disk = run.disk
     try:
-        with _connect(run.disk.host) as conn:
-            base = remote.resolve_base(conn, run.disk.host.run_base_dir)
-            run_dir = f"{base}/{run.uuid}"
-            if remote.is_launched(conn, run_dir):
-                started = True  # a worker died after launching: re-attach, never start twice
-            else:
-                plan = _prepare(conn, run, base, run_dir)
+        with _connect(disk.host) as conn:
+            pre = remote.preflight(
+                conn,
+                disk.host.run_base_dir,
+                str(run.uuid),
+                tool.check_command(disk.host),
+                safety.check_script(disk.target_path, disk.kind, writes=runner.writes(run.parameters)),
+            )
+            run_dir = pre.run_dir
+            # Already launched: a worker died after launching. Re-attach; never start twice.
+            if not pre.launched:
+                try:
+                    plan = _prepare(run, tool, pre)
+                except runner.ToolUnavailable:
+                    remote.cleanup(conn, run_dir, None)
+                    raise
                 if plan is None:
+                    remote.cleanup(conn, run_dir, None)
                     return run.state
                 remote.launch(conn, plan)
-                started = True
     except (ssh.SSHError, remote.RemoteError, runner.ToolUnavailable) as exc:
         _finish(run, Run.State.ERROR, f"could not start: {exc}")
         return run.state
-    if started:
-        _move(
-            run,
-            (Run.State.LAUNCHING,),
-            Run.State.RUNNING,
-            remote_dir=run_dir,
-            started_at=run.started_at or timezone.now(),
-            explanation="running",
-        )
-        _send("poll", run.pk, countdown=1)
+    _move(
+        run,
+        (Run.State.LAUNCHING,),
+        Run.State.RUNNING,
+        remote_dir=run_dir,
+        started_at=run.started_at or timezone.now(),
+        explanation="running",
+    )
+    _send("poll", run.pk, countdown=1)
     return run.state
 
 
-def _prepare(conn: ssh.Connection, run: Run, base: str, run_dir: str) -> remote.Plan | None:
-    """Preflight on the target (tool, safety, space), then the plan; None when the run was refused."""
+def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight) -> remote.Plan | None:
+    """Judge the preflight (tool, safety, space), then the plan; None when the run was refused."""
     disk, params = run.disk, run.parameters
-    tool = runner.for_parameters(params)
-    version = tool.check_installed(conn, run.disk.host)
-    writes = runner.writes(params)
-    report = conn.run(safety.check_script(disk.target_path, disk.kind, writes=writes), timeout=60)
+    version = tool.check_result(pre.tool_output, pre.tool_status, disk.host)
     verdict = safety.judge(
-        report.stdout.decode(errors="replace"),
+        pre.safety_report,
         kind=disk.kind,
-        writes=writes,
+        writes=runner.writes(params),
         allow_destructive=disk.allow_destructive,
         needed_bytes=runner.needed_bytes(params, disk.kind),
     )
     if not verdict.ok:
         _finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons))
         return None
-    argv, files, command_text = tool.build(params, disk.target_path, disk.kind, run_dir, str(run.uuid))
+    argv, files, command_text = tool.build(params, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
     plan = remote.Plan(
         run_uuid=str(run.uuid),
-        run_dir=run_dir,
-        lock_path=remote.lock_path_for(base, disk.target_path),
+        run_dir=pre.run_dir,
+        lock_path=remote.lock_path_for(pre.base, disk.target_path),
         argv=argv,
         limit_s=runner.watchdog_seconds(params),
         files=files,
@@ -267,8 +274,10 @@ def poll(run_id: int) -> str:
                 return run.state
             _collect(conn, run, tool, status.exit_status)
     except (ssh.SSHError, remote.RemoteError) as exc:
-        # The run goes on on the host whatever happened to our connection; try again later.
-        Run.objects.filter(pk=run.pk).update(explanation=f"{run.state}; last poll failed: {exc}")
+        # The run goes on on the host whatever happened to our connection; try again later. The heartbeat
+        # moves too: this chain of polls is alive, so the sweep must not start a second one.
+        Run.objects.filter(pk=run.pk).update(explanation=f"{run.state}; last poll failed: {exc}",
+                                             heartbeat_at=timezone.now())  # fmt: skip
         _send("poll", run.pk, countdown=POLL_INTERVAL_S * 3)
     return run.state
 

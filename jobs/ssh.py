@@ -110,7 +110,11 @@ def _timed_out(where: str, budget: _Budget, step: str) -> SSHError:
 def _tcp_connect(address: str, port: int, budget: _Budget) -> socket.socket:
     where = _where(address, port)
     try:
-        return socket.create_connection((address, port), timeout=max(budget.remaining(), 0.001))
+        sock = socket.create_connection((address, port), timeout=max(budget.remaining(), 0.001))
+        # Each SSH channel request is a small write waiting for a small answer: without NODELAY, Nagle and
+        # delayed ACKs add ~40 ms to every command (measured by bench/run_overhead.py).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
     except socket.gaierror as exc:
         raise SSHError(
             "unreachable", f"The host name {address!r} could not be resolved ({exc.strerror}): check the address."
