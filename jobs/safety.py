@@ -6,7 +6,7 @@ it printed and decides. The probe prints one `key=value` per line between `bench
 
     benchweb_safety=1            header; anything printed before it (a login banner) is ignored
     kind=block | directory       writes=yes | no
-    target=<path as given>       invalid=relative | control   (only for an unusable path, then end)
+    target=<path as given>       invalid=relative | control | separator   (only for an unusable path, then end)
     user=<login>                 missing_tool=<name>
     realpath=<resolved path>     symlink=yes | no             link=<readlink of the target>
     type=missing | directory | block | character | regular | other
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ KINDS = ("directory", "block")
 # A device benchweb cannot fully inspect is not safe to overwrite.
 REQUIRED_TOOLS = ("lsblk", "blkid", "wipefs")
 CANNOT_CHECK = "benchweb refuses to write to a device it cannot check."
+LINE_SEPARATORS = "\u2028\u2029"
 TEST_FILE_PREFIX = "benchweb-"
 _OWNED_NAME = re.compile(r"benchweb-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\.[0-9]+)*")
 
@@ -243,11 +245,22 @@ def check_script(target_path: str, kind: str, *, writes: bool) -> str:
     return head + f"t={shlex.quote(target_path)}\n" + _BODY
 
 
+# What _path_problem finds, as a refusal says it.
+_PATH_PROBLEMS = {
+    "relative": "is not absolute",
+    "control": "contains a control character",
+    "separator": "contains a Unicode line separator",
+}
+
+
 def _path_problem(target_path: str) -> str:
     if not target_path.startswith("/"):
         return "relative"
-    if any(ord(c) < 32 or ord(c) == 127 for c in target_path):
+    # Control characters include U+0085 (NEL), which Python, unlike sh, reads as a line break.
+    if any(unicodedata.category(c) == "Cc" for c in target_path):
         return "control"
+    if any(c in LINE_SEPARATORS for c in target_path):
+        return "separator"
     return ""
 
 
@@ -255,7 +268,9 @@ def parse_report(text: str) -> tuple[dict[str, list[str]], bool]:
     """Values by key, in order, and whether the report was complete (header and end marker seen)."""
     values: dict[str, list[str]] = {}
     started = ended = False
-    for line in text.splitlines():
+    # Only "\n" ends a line, as for sh and printf: str.splitlines() also breaks at U+0085, U+2028 and U+2029,
+    # so a value holding one could forge a line of the report.
+    for line in text.split("\n"):
         if not started:
             started = line == "benchweb_safety=1"
             continue
@@ -295,7 +310,7 @@ def judge(
         )
     invalid = _one(values, "invalid")
     if invalid:
-        why = "is not absolute" if invalid == "relative" else "contains a control character"
+        why = _PATH_PROBLEMS.get(invalid, "cannot be checked")
         return _refuse(facts, f"the target path '{target}' {why}; fix the disk's target path.")
 
     real = _one(values, "realpath") or target
@@ -525,7 +540,7 @@ def _merge_lsblk(values: dict[str, list[str]], layout: _Layout, name: str, majmi
     """lsblk reads the same kernel tables another way; anything it sees that sysfs did not still counts."""
     for line in values.get("lsblk", []):
         fields = line.split()
-        if len(fields) < 3 or not re.fullmatch(r"\d+:\d+", fields[2]):
+        if len(fields) < 3 or not re.fullmatch(r"[0-9]+:[0-9]+", fields[2]):
             continue
         kname, dev_type, majmin = fields[0], fields[1], fields[2]
         mountpoint = _unescape_hex(fields[3]) if len(fields) > 3 else ""

@@ -6,6 +6,7 @@ import json
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,9 @@ def test_a_directory_target_needs_a_size() -> None:
         ("cpus_allowed", "0;1"),
         ("rate_iops", True),
         ("group_reporting", "yes"),
+        ("fsync", "\u0661\u0662"),  # Arabic-Indic 12: \d takes it, fio does not
+        ("cpus_allowed", "\u0660-\u0663"),
+        ("rate", "\u0664k"),
     ],
 )
 def test_dangerous_unknown_or_malformed_extra_options_are_refused(name: str, value: object) -> None:
@@ -492,6 +496,110 @@ def test_broken_json_is_refused_with_its_line_number() -> None:
         fio.parse_fio_json(text)
 
 
+def randrw_doc() -> dict:
+    return json.loads(read("fio-3.33-randrw.json"))
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda doc: doc["jobs"][0].update(read=1), 'job 1: "read" should be a JSON object, not a number'),
+        (lambda doc: doc["jobs"][0]["job options"].update(bs=4096), "'bs' should be a string, not a number"),
+        (lambda doc: doc["jobs"][0].update({"job options": [1]}), '"job options" should be a JSON object'),
+        (lambda doc: doc.update({"global options": [1]}), '"global options" should be a JSON object, not an array'),
+        (lambda doc: doc["jobs"][0]["read"]["clat_ns"].update(percentile=[]), '"read" "clat_ns" "percentile"'),
+        (lambda doc: doc["jobs"][0].update(groupid=[0]), '"groupid" should be a whole number'),
+        (lambda doc: doc["jobs"][0].update(error="ENOSPC"), '"error" should be an errno'),
+    ],
+)
+def test_json_of_another_shape_than_fio_prints_is_refused_naming_the_key(change, named: str) -> None:
+    doc = randrw_doc()
+    change(doc)
+
+    with pytest.raises(ParseError) as refused:
+        fio.parse_fio_json(json.dumps(doc))
+
+    assert named in str(refused.value)
+
+
+def test_an_earlier_status_document_of_the_wrong_shape_is_refused_naming_it() -> None:
+    status = json.loads(read("fio-3.33-randrw.json")) | {"jobs": 1}
+
+    with pytest.raises(ParseError, match='fio JSON document 1 of 2 has no "jobs" list'):
+        fio.parse_fio_json(json.dumps(status) + read("fio-3.33-randrw.json"))
+
+
+@pytest.mark.parametrize(("key", "value"), [("io_bytes", -1), ("total_ios", -5), ("runtime", -3001), ("iops", "-1.5")])
+def test_a_negative_count_or_time_in_json_is_refused_naming_where(key: str, value: object) -> None:
+    doc = randrw_doc()
+    doc["jobs"][0]["read"][key] = value
+    if key == "iops":
+        del doc["jobs"][0]["read"]["total_ios"]
+
+    with pytest.raises(ParseError, match=f'job 1: "read" "{key}" is -'):
+        fio.parse_fio_json(json.dumps(doc))
+
+
+def test_a_negative_latency_in_json_is_refused() -> None:
+    doc = randrw_doc()
+    doc["jobs"][0]["read"]["clat_ns"]["mean"] = -1.0
+
+    with pytest.raises(ParseError, match='"read" "clat_ns" "mean" is -1'):
+        fio.parse_fio_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "key"),
+    [
+        ("numjobs", "-2", "processes"),
+        ("numjobs", "1.5", "processes"),
+        ("numjobs", "\u0662", "processes"),
+        ("rwmixread", "150", "read_percent"),
+        ("rwmixread", "-30", "read_percent"),
+        ("kb_base", "7", "block_size_bytes"),
+        ("bs", "\u0664k", "block_size_bytes"),
+    ],
+)
+def test_an_option_value_fio_would_refuse_leaves_its_summary_field_unknown(option: str, value: str, key: str) -> None:
+    doc = randrw_doc()
+    doc["jobs"][0]["job options"][option] = value
+
+    assert fio.parse_fio_json(json.dumps(doc)).summary[key] is None
+
+
+def test_totals_that_overflow_to_infinity_are_refused_as_implausible() -> None:
+    doc = randrw_doc()
+    doc["jobs"][0]["read"] |= {"total_ios": 1e306, "runtime": 1}
+
+    with pytest.raises(ParseError, match=r"implausible value inf for total\.iops"):
+        fio.parse_fio_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    ("tail", "why"),
+    [('"x": ' + "1" * 4301 + "}", "holds a number too long to read"), ('"x": ' + "[" * 100_000, "nests too deeply")],
+)
+def test_json_that_python_cannot_read_is_refused_with_its_line(tail: str, why: str) -> None:
+    with pytest.raises(ParseError, match=f"line 2: the fio JSON document starting here {why}"):
+        fio.parse_fio_json('warning\n{"fio version": "fio-3.33", "jobs": [], ' + tail)
+
+
+@pytest.mark.parametrize("key", ["\u00b2", "\u0661", "1" + "0" * 309, "-5", "5.5"])
+def test_a_json_plus_bin_that_is_not_a_latency_in_ns_is_refused(key: str) -> None:
+    doc = json.loads(read("fio-3.33-randread-jsonplus.json"))
+    doc["jobs"][0]["read"]["clat_ns"]["bins"][key] = 1
+
+    with pytest.raises(ParseError, match='job 1: "read" "clat_ns" "bins"'):
+        fio.parse_fio_json(json.dumps(doc))
+
+
+def test_a_json_error_beyond_float_range_is_refused_not_read_as_no_error() -> None:
+    text = read("fio-3.33-randrw.json").replace('"error" : 0', '"error" : 1' + "0" * 309, 1)
+
+    with pytest.raises(ParseError, match='job 1: "error" should be an errno'):
+        fio.parse_fio_json(text)
+
+
 # --- JSON 2.x ---------------------------------------------------------------------------------------------
 
 
@@ -589,6 +697,44 @@ def test_text_without_job_headers_is_refused() -> None:
         fio.parse_fio_text("Jobs: 1 (f=1): [r(1)][50.0%][r=94.3MiB/s][eta 00m:01s]")
 
 
+def test_a_job_header_with_digits_of_another_script_is_not_a_header() -> None:
+    with pytest.raises(ParseError, match="found none"):
+        fio.parse_fio_text("j: (groupid=0, jobs=\u0661): err= 0")
+
+
+def test_a_text_number_too_long_for_an_int_is_refused_naming_the_job() -> None:
+    with pytest.raises(ParseError, match=r"job 1 \('j'\): jobs=: .* has 4301 digits"):
+        fio.parse_fio_text("j: (groupid=0, jobs=" + "1" * 4301 + "): err= 0")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("BW=66.4MiB/s", "BW=" + "9" * 400 + "MiB/s"),
+        ("BW=66.4MiB/s", "BW=" + "9" * 300 + "EiB/s"),
+        ("bs=(R) 4096B-4096B", "bs=(R) 4096B-" + "9" * 400 + "B"),
+    ],
+)
+def test_a_text_number_beyond_float_range_is_refused(old: str, new: str) -> None:
+    text = read("fio-3.33-randrw.txt")
+    assert old in text
+
+    with pytest.raises(ParseError, match="too large to be a number"):
+        fio.parse_fio_text(text.replace(old, new, 1))
+
+
+def test_a_long_pasted_line_is_read_in_linear_time() -> None:
+    report = " ".join(read("fio-3.33-randrw.txt").split())
+    started = time.perf_counter()
+
+    summary = fio.parse_fio_text("x" * 1_000_000 + " " + report).summary
+    with pytest.raises(ParseError):
+        fio.parse_fio_text("x" * 1_000_000)
+
+    assert time.perf_counter() - started < 1.0
+    assert summary == fio.parse_fio_text(report).summary
+
+
 # --- terse ------------------------------------------------------------------------------------------------
 
 
@@ -620,3 +766,17 @@ def test_terse_lines_of_another_version_or_cut_short_are_refused() -> None:
         fio.parse_fio_terse("4" + line[1:])
     with pytest.raises(ParseError, match=r"line 2: .* has 30"):
         fio.parse_fio_terse("hello\n" + ";".join(line.split(";")[:30]))
+
+
+@pytest.mark.parametrize(("field", "value"), [(6, "-1"), (8, "-0.5"), (9, "\u0663"), (6, "1_000")])
+def test_a_terse_field_that_is_negative_or_not_an_ascii_number_is_refused(field: int, value: str) -> None:
+    fields = read("fio-3.33-randrw.terse").strip().split(";")
+    fields[field - 1] = value
+
+    with pytest.raises(ParseError, match=f"line 1: terse field {field} should be a number that is not negative"):
+        fio.parse_fio_terse(";".join(fields))
+
+
+def test_terse_totals_that_overflow_to_infinity_are_refused_as_implausible() -> None:
+    with pytest.raises(ParseError, match="implausible value inf"):
+        fio.parse_fio_terse("3;fio-3.33;j;0;0;1e306;0;1;1" + ";0" * 80)

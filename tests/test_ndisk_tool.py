@@ -205,3 +205,44 @@ def test_the_read_write_header_is_read_in_words_or_as_a_ratio(words: str, percen
     text = text.replace(" -r 50 ", " ")
 
     assert ndisk.parse_ndisk(text).summary["read_percent"] == percent
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("No. of processes = 4", "No. of processes = \u00b2"), ("Block size       = 4096", "Block size = \u0664")],
+)
+def test_a_header_value_in_digits_int_cannot_read_is_not_read(old: str, new: str) -> None:
+    result = ndisk.parse_ndisk(REAL.replace(old, new))
+
+    assert result.summary["processes"] == 4
+    assert result.summary["block_size_bytes"] == 4096  # from "Running test with block Size=4096"
+    assert result.diagnostics == []
+
+
+@pytest.mark.parametrize("flag", ["\u00b2", "150", "-5"])
+def test_a_read_flag_ndisk64_would_refuse_leaves_the_read_share_unknown(flag: str) -> None:
+    text = REAL.replace("Equal read and write", "?").replace("- Random procs=  4 read= 50% bs=  4KB\n", "")
+
+    assert ndisk.parse_ndisk(text.replace(" -r 50 ", f" -r {flag} ")).summary["read_percent"] is None
+
+
+def test_a_row_with_a_number_that_is_not_one_is_not_a_row() -> None:
+    text = REAL.replace("   5013.3 |", "  5013.3.1 |")
+
+    result = ndisk.parse_ndisk(text)
+
+    assert result.diagnostics[0].startswith("1 -    300800  5013.3.1 |")
+    assert result.summary["processes"] == 3
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ("   1 -    300800", "1" * 4301 + " -    300800", "line 24: process number: .* has 4301 digits"),
+        ("20053.28", "9" * 400, "line 24: KB/sec: .* too large"),
+        ("TOTALS   1201798  20030.0", "TOTALS   1201798  " + "9" * 400, "line 28: TOTALS IO/sec: .* too large"),
+    ],
+)
+def test_a_number_too_long_to_be_one_ndisk64_printed_is_refused_naming_its_line(old: str, new: str, why: str) -> None:
+    with pytest.raises(ParseError, match=why):
+        ndisk.parse_ndisk(REAL.replace(old, new, 1))

@@ -438,6 +438,41 @@ def test_a_target_path_with_a_newline_cannot_forge_report_lines(tmp_path: Path) 
     ]
 
 
+@pytest.mark.parametrize(
+    ("separator", "why"),
+    [
+        ("\x85", "contains a control character"),
+        ("\u2028", "contains a Unicode line separator"),
+        ("\u2029", "contains a Unicode line separator"),
+    ],
+)
+def test_a_target_path_with_a_unicode_line_break_is_refused(tmp_path: Path, separator: str, why: str) -> None:
+    target = separator.join([f"{tmp_path}/x", "type=directory", "writable=yes", "statfs=99999999 4096"])
+
+    verdict = check(target, "directory", needed_bytes=1)
+
+    assert not verdict.ok
+    escaped = target.encode("unicode_escape").decode("ascii")
+    assert verdict.reasons == [f"the target path '{escaped}' {why}; fix the disk's target path."]
+
+
+def test_a_symlink_to_a_name_with_unicode_line_separators_cannot_forge_report_lines(tmp_path: Path) -> None:
+    forged = "\u2028".join(["gone", "type=directory", "writable=yes", "statfs=99999999 4096"])
+    (tmp_path / "link").symlink_to(tmp_path / forged)
+
+    verdict = check(tmp_path / "link", "directory", needed_bytes=1)
+
+    assert not verdict.ok
+    assert verdict.facts["type"] == "missing"
+    assert verdict.reasons[0].startswith(f"{tmp_path}/link does not exist on the host")
+
+
+def test_only_a_newline_ends_a_report_line() -> None:
+    report = "benchweb_safety=1\nlink=a\x85b=1\u2028c=2\u2029d=3\r\ntype=missing\nend=1\n"
+
+    assert safety.parse_report(report) == ({"link": ["a\x85b=1\u2028c=2\u2029d=3\r"], "type": ["missing"]}, True)
+
+
 def test_a_relative_target_path_is_refused() -> None:
     assert check("data/bench", "directory").reasons == [
         "the target path 'data/bench' is not absolute; fix the disk's target path."

@@ -16,11 +16,15 @@ PARSERS: dict[str, Callable[[str], ParseResult]] = {
     "fio-text": parse_fio_text,
 }
 # Checked in this order: JSON first, because a job's description inside it could look like anything else.
+# [^\S\n]* rather than \s* after ^: \s* also crosses newlines, so every line of a long blank stretch would rescan
+# the rest of it. [0-9] rather than \d, which also takes other scripts' digits.
 _SIGNS = {
     "fio-json": re.compile(r'\{\s*"fio version"\s*:'),
-    "ndisk64": re.compile(r"^\s*TOTALS\s+\d+|^\s*Proc\s*-\s*<-+Disk IO|^\s*No\. of processes\s*=", re.MULTILINE),
-    "fio-terse": re.compile(r"^\s*\d+;fio-[^;]*;", re.MULTILINE),
-    "fio-text": re.compile(r"\(groupid=\d+, jobs=\d+\): err="),
+    "ndisk64": re.compile(
+        r"^[^\S\n]*TOTALS\s+[0-9]+|^[^\S\n]*Proc\s*-\s*<-+Disk IO|^[^\S\n]*No\. of processes\s*=", re.MULTILINE
+    ),
+    "fio-terse": re.compile(r"^[^\S\n]*[0-9]+;fio-[^;]*;", re.MULTILINE),
+    "fio-text": re.compile(r"\(groupid=[0-9]+, jobs=[0-9]+\): err="),
 }
 
 

@@ -8,6 +8,7 @@ lines. /work/shared/docs/fio-reference.md is the specification; section numbers 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -27,11 +28,14 @@ from jobs.tools.summary import (
     DirectionStats,
     ParseError,
     ParseResult,
+    amount,
     excerpt,
     finite,
     make_summary,
     merge_direction,
+    real,
     same_or_none,
+    whole,
 )
 
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw")
@@ -141,6 +145,13 @@ _DOC_START = re.compile(r'\{\s*"fio version"\s*:')
 _NON_FINITE = re.compile(r'"(?:[^"\\]|\\.)*"|(?<=[:\[,\s])-?(?:nan|inf(?:inity)?)\b', re.IGNORECASE)
 _DECODER = json.JSONDecoder(strict=False)  # strict=False: fio does not escape control characters
 MIN_SAMPLE_MS = 250
+DIRECTION_KEYS = ("read", "write", "trim", "mixed")
+# json+ bin keys are latencies in ns and their values counts of I/Os, both fio uint64 counters (§1.6).
+_BIN_KEY = re.compile(r"[0-9]{1,20}")
+_UINT64_END = 2**64
+_KB_BASES = {"1024": 1024, "1000": 1000}
+_ERRNO = re.compile(r"\berr=\s*([0-9]{1,9})/")
+_ERROR_MESSAGE = re.compile(r"\berror=(.+)$")
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -152,6 +163,8 @@ def _decode(text: str, start: int, limit: int) -> tuple[dict[str, Any], int]:
         return _DECODER.raw_decode(text, start)
     except json.JSONDecodeError:
         pass
+    except (ValueError, RecursionError) as exc:
+        raise _undecodable(text, start, exc) from exc
     shifts: list[tuple[int, int]] = []
 
     def to_null(match: re.Match[str]) -> str:
@@ -168,12 +181,23 @@ def _decode(text: str, start: int, limit: int) -> tuple[dict[str, Any], int]:
             f"line {_line_of(text, start)}: the fio JSON document starting here is invalid: {exc.msg} "
             f"at its line {exc.lineno}, column {exc.colno}."
         ) from exc
+    except (ValueError, RecursionError) as exc:
+        raise _undecodable(text, start, exc) from exc
     moved = 0
     for position, shift in shifts:
         if position + moved >= end:
             break
         moved += shift
     return doc, start + end - moved
+
+
+def _undecodable(text: str, start: int, exc: Exception) -> ParseError:
+    """Valid JSON that json still cannot read: an integer of more than 4300 digits (int() refuses it) or nesting
+    deeper than Python's recursion limit. fio prints neither."""
+    why = "nests too deeply" if isinstance(exc, RecursionError) else "holds a number too long to read"
+    return ParseError(
+        f"line {_line_of(text, start)}: the fio JSON document starting here {why}; fio never prints one like it."
+    )
 
 
 def fio_json_documents(text: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -199,10 +223,67 @@ def fio_json_documents(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     return docs, [line.strip() for chunk in other for line in chunk.splitlines() if line.strip()]
 
 
-def _option_bytes(value: str | None, kb_base: int) -> int | None:
-    """fio's reading of a size option: with kb_base=1024, k/KB are 1024 and KiB is 1000 (§2.7)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmgtpe]?)(i?)b?\s*", value or "", re.IGNORECASE)
-    if not match:
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    return {str: "a string", list: "an array"}.get(type(value), "an object")
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    """An object fio may leave out: {} when it is missing or null, ParseError when it is anything else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParseError(f"{where} should be a JSON object, not {_json_type(value)}.")
+    return value
+
+
+def _options(value: Any, where: str) -> dict[str, str]:
+    """ "job options" or "global options": fio prints every option as the string that was typed (§1.2)."""
+    options = _object(value, where)
+    for name, setting in options.items():
+        if not isinstance(setting, str):
+            raise ParseError(f"{where}: {excerpt(name, 40)} should be a string, not {_json_type(setting)}.")
+    return options
+
+
+def _checked_jobs(doc: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """doc's jobs, once everything the parser walks through has the shape fio prints.
+
+    An object or list of another type is a ParseError naming its key; one fio may leave out (a direction, the
+    options, a percentile map) may be missing or null. Numbers are read with finite()/amount(), so a number
+    that is missing, null, nan or not a number is None, never a guess, and a negative one is a ParseError.
+    """
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list):
+        hint = " This is fio client/server output (client_stats), which is not read." if "client_stats" in doc else ""
+        raise ParseError(f'{where} has no "jobs" list.{hint}')
+    for number, job in enumerate(jobs, 1):
+        label = f"{where}, job {number}"
+        if not isinstance(job, dict):
+            raise ParseError(f"{label} should be a JSON object, not {_json_type(job)}.")
+        _options(job.get("job options"), f'{label}: "job options"')
+        group = job.get("groupid")
+        if group is not None and (isinstance(group, bool) or not isinstance(group, int)):
+            raise ParseError(f'{label}: "groupid" should be a whole number, not {_json_type(group)}.')
+        for direction in DIRECTION_KEYS:
+            data = _object(job.get(direction), f'{label}: "{direction}"')
+            for latency in ("clat_ns", "clat"):
+                clat = _object(data.get(latency), f'{label}: "{direction}" "{latency}"')
+                for key in ("percentile", "bins"):
+                    _object(clat.get(key), f'{label}: "{direction}" "{latency}" "{key}"')
+    return jobs
+
+
+def _option_bytes(value: str | None, kb_base: int | None) -> int | None:
+    """fio's reading of a size option: with kb_base=1024, k/KB are 1024 and KiB is 1000 (§2.7). None when it
+    is not one fixed size (4k,8k or 4k:8k) or longer than any size fio takes."""
+    match = re.fullmatch(r"\s*([0-9]{1,20})\s*([kmgtpe]?)(i?)b?\s*", value or "", re.IGNORECASE)
+    if not match or kb_base is None:
         return None
     base = kb_base if not match[3] else {1024: 1000, 1000: 1024}.get(kb_base, kb_base)
     return int(match[1]) * base ** "_kmgtpe".index(match[2].lower() or "_")
@@ -217,42 +298,46 @@ def _mode_read_percent(rw: str | None, options: dict[str, str] | None) -> float 
         return 0.0
     if mode not in MIXED_MODES or options is None:
         return None
+    # fio refuses a mix outside 0-100, so such a value was not what ran: unknown rather than a guess.
     if "rwmixread" in options:
-        return finite(options["rwmixread"])
+        read = finite(options["rwmixread"])
+        return read if read is not None and 0 <= read <= 100 else None
     if "rwmixwrite" in options:
         write = finite(options["rwmixwrite"])
-        return None if write is None else 100.0 - write
+        return 100.0 - write if write is not None and 0 <= write <= 100 else None
     return 50.0
 
 
-def _json_direction(data: Any) -> DirectionStats | None:
-    if not isinstance(data, dict):
+def _json_direction(data: dict[str, Any], where: str) -> DirectionStats | None:
+    """One direction of a job whose shape _checked_jobs has checked; None when the job has no such direction."""
+    if not data:
         return None
-    runtime = finite(data.get("runtime")) or 0.0
-    ios = finite(data.get("total_ios"))
-    io_bytes = finite(data.get("io_bytes"))
+    runtime = amount(data.get("runtime"), f'{where} "runtime"') or 0.0
+    ios = amount(data.get("total_ios"), f'{where} "total_ios"')
+    io_bytes = amount(data.get("io_bytes"), f'{where} "io_bytes"')
     if io_bytes is not None and "io_kbytes" not in data and "clat_ns" not in data:
         io_bytes *= 1024  # io_bytes held KiB up to fio 2.20 (§1.4)
     if runtime > 0 and ios is not None:
         iops = ios * 1000 / runtime
     else:
-        iops = finite(data.get("iops")) or 0.0
+        iops = amount(data.get("iops"), f'{where} "iops"') or 0.0
     bw = io_bytes * 1000 / runtime if runtime > 0 and io_bytes is not None else 0.0
     stats = DirectionStats(iops, bw, ios if ios is not None else iops * runtime / 1000)
-    clat, per_us = data.get("clat_ns"), 1000.0
-    if not isinstance(clat, dict):
-        clat, per_us = data.get("clat"), 1.0  # fio 2.x: microseconds
-    if not isinstance(clat, dict) or not _has_latency(clat):
+    clat, per_us, latency = data.get("clat_ns"), 1000.0, "clat_ns"
+    if clat is None:
+        clat, per_us, latency = data.get("clat"), 1.0, "clat"  # fio 2.x: microseconds
+    if not clat or not _has_latency(clat):
         return stats
-    mean, peak = finite(clat.get("mean")), finite(clat.get("max"))
+    where = f'{where} "{latency}"'
+    mean, peak = amount(clat.get("mean"), f'{where} "mean"'), amount(clat.get("max"), f'{where} "max"')
     stats.clat_mean_us = None if mean is None else mean / per_us
     stats.clat_max_us = None if peak is None else peak / per_us
     for key, value in (clat.get("percentile") or {}).items():
-        percent, number = finite(key), finite(value)
-        if percent and number is not None:  # skips 2.x's bogus "0.00": 0 (§2.5)
+        percent, number = finite(key), amount(value, f'{where} "percentile" {excerpt(key, 20)}')
+        if percent is not None and 0 < percent <= 100 and number is not None:  # skips 2.x's "0.00": 0 (§2.5)
             stats.percentiles_us[percent] = number / per_us
     if per_us != 1.0:
-        stats.bins_ns = _bins(clat) or None
+        stats.bins_ns = _bins(clat, where) or None
     return stats
 
 
@@ -262,22 +347,36 @@ def _has_latency(clat: dict[str, Any]) -> bool:
     return bool(finite(clat.get("max")) or finite(clat.get("mean")))
 
 
-def _bins(clat: dict[str, Any]) -> dict[int, int]:
-    bins = clat.get("bins")
-    if not isinstance(bins, dict):
-        return {}
-    return {int(key): int(count) for key, count in bins.items() if str(key).isdigit() and finite(count)}
+def _bins(clat: dict[str, Any], where: str) -> dict[int, int]:
+    """json+ bins as {ns: count}; a key or count fio could not have printed is a ParseError."""
+    result = {}
+    for key, count in (clat.get("bins") or {}).items():
+        number = finite(count)
+        if (
+            not _BIN_KEY.fullmatch(key)
+            or int(key) >= _UINT64_END
+            or number is None
+            or not 0 <= number < _UINT64_END
+            or not number.is_integer()
+        ):
+            raise ParseError(
+                f'{where} "bins": {excerpt(key, 30)}: {excerpt(str(count), 30)} should be a latency in ns '
+                "mapped to a count of I/Os."
+            )
+        if number:
+            result[int(key)] = int(number)
+    return result
 
 
-def latency_bins(doc: dict[str, Any]) -> dict[str, dict[int, int]]:
+def latency_bins(doc: dict[str, Any], where: str = "the fio JSON document") -> dict[str, dict[int, int]]:
     """json+ completion-latency histograms of one document: {"read": {ns: count}, "write": ...}, summed
     over its jobs. Directions without bins are left out, so plain json gives {}. (fio 3.x keys only; 2.x
     json+ keyed bins in µs or bucket indices, §1.6.)"""
     result: dict[str, dict[int, int]] = {}
-    for job in doc.get("jobs") or []:
+    for index, job in enumerate(_checked_jobs(doc, where), 1):
         for direction in DIRECTIONS:
-            clat = (job.get(direction) or {}).get("clat_ns")
-            for value, count in (_bins(clat) if isinstance(clat, dict) else {}).items():
+            clat = (job.get(direction) or {}).get("clat_ns") or {}
+            for value, count in _bins(clat, f'{where}, job {index}: "{direction}" "clat_ns"').items():
                 merged = result.setdefault(direction, {})
                 merged[value] = merged.get(value, 0) + count
     return result
@@ -291,23 +390,30 @@ def _clock_ms(entries: list[tuple[Any, float]]) -> float:
     return sum(groups.values())
 
 
-def _job_clock_entries(jobs: list[dict[str, Any]]) -> list[tuple[Any, float]]:
+def _job_clock_entries(jobs: list[dict[str, Any]], where: str) -> list[tuple[Any, float]]:
     return [
-        (job.get("groupid"), finite((job.get(direction) or {}).get("runtime")) or 0.0)
-        for job in jobs
-        for direction in ("read", "write", "trim", "mixed")
+        (job.get("groupid"), _job_amount(job, direction, "runtime", f"{where}, job {index}") or 0.0)
+        for index, job in enumerate(jobs, 1)
+        for direction in DIRECTION_KEYS
     ]
 
 
-def _samples(docs: list[dict[str, Any]], wanted: dict[str, bool]) -> list[dict[str, float | None]]:
-    """Per-interval IOPS from cumulative status documents: Δtotal_ios ÷ Δruntime (§3)."""
+def _job_amount(job: dict[str, Any], direction: str, key: str, where: str) -> float | None:
+    return amount((job.get(direction) or {}).get(key), f'{where}: "{direction}" "{key}"')
+
+
+def _samples(docs: list[dict[str, Any]], labels: list[str], wanted: dict[str, bool]) -> list[dict[str, float | None]]:
+    """Per-interval IOPS from cumulative status documents (already checked): Δtotal_ios ÷ Δruntime (§3)."""
     if len(docs) < 2:
         return []
     points = []
-    for doc in docs:
-        jobs = doc.get("jobs") or []
-        counts = [sum(finite((job.get(d) or {}).get("total_ios")) or 0 for job in jobs) for d in DIRECTIONS]
-        points.append((_clock_ms(_job_clock_entries(jobs)), *counts, finite(doc.get("timestamp_ms"))))
+    for doc, label in zip(docs, labels, strict=True):
+        jobs = doc["jobs"]
+        counts = [
+            sum(_job_amount(job, d, "total_ios", f"{label}, job {i}") or 0 for i, job in enumerate(jobs, 1))
+            for d in DIRECTIONS
+        ]
+        points.append((_clock_ms(_job_clock_entries(jobs, label)), *counts, finite(doc.get("timestamp_ms"))))
     kept: list[tuple[float, float, float]] = []
     previous = None
     for point in points:
@@ -355,20 +461,32 @@ def _processes(jobs: list[dict[str, Any]], options: list[dict[str, str]]) -> int
         if len(members) > 1:
             total += len(members)
         else:
-            numjobs = finite(options[members[0]].get("numjobs", "1"))
-            if numjobs is None:
+            # fio takes a whole numjobs of at least 1; anything else was not what ran, so the count is unknown.
+            numjobs = re.fullmatch(r"\s*([0-9]{1,9})\s*", options[members[0]].get("numjobs", "1"))
+            if not numjobs or int(numjobs[1]) < 1:
                 return None
-            total += int(numjobs)
+            total += int(numjobs[1])
     return total
+
+
+def _errno(job: dict[str, Any], where: str) -> int:
+    """The job's errno, 0 when it has none (§2.4)."""
+    value = job.get("error")
+    number = finite(value)
+    if value is not None and (number is None or not number.is_integer() or abs(number) >= 2**31):
+        raise ParseError(f'{where}: "error" should be an errno, a whole number, not {excerpt(str(value), 30)}.')
+    return int(number or 0)
 
 
 def _errno_messages(lines: list[str]) -> dict[int, str]:
     """errno -> fio's own wording, from lines like "fio: pid=7647, err=28/file:io_u.c:1876, ..., error=No space"."""
     messages: dict[int, str] = {}
     for line in lines:
-        match = re.search(r"\berr=\s*(\d+)/.*?\berror=(.+)$", line)
-        if match:
-            messages.setdefault(int(match[1]), match[2].strip())
+        # Two searches, not one "err=.*?error=", which rescans the rest of the line from every "err=".
+        errno = _ERRNO.search(line)
+        message = _ERROR_MESSAGE.search(line, errno.end()) if errno else None
+        if errno and message:
+            messages.setdefault(int(errno[1]), message[1].strip())
     return messages
 
 
@@ -379,72 +497,87 @@ def parse_fio_json(text: str) -> ParseResult:
             f"Expected fio JSON output (a '{{' followed by a \"fio version\" key); found none in "
             f"{len(text.splitlines())} lines starting {excerpt(text)}."
         )
-    final = docs[-1]
-    jobs = final.get("jobs")
-    if not isinstance(jobs, list) or not all(isinstance(job, dict) for job in jobs):
-        hint = " This is fio client/server output (client_stats), which is not read." if "client_stats" in final else ""
-        raise ParseError(f'The last fio JSON document has no "jobs" list.{hint}')
-    global_options = final.get("global options") or {}
+    labels = [f"fio JSON document {n} of {len(docs)}" for n in range(1, len(docs) + 1)]
+    labels[-1] = "the fio JSON document" if len(docs) == 1 else "the last fio JSON document"
+    for doc, label in zip(docs[:-1], labels, strict=False):
+        _checked_jobs(doc, label)
+    final, where = docs[-1], labels[-1]
+    jobs = _checked_jobs(final, where)
+    global_options = _options(final.get("global options"), f'{where}: "global options"')
     options = [{**global_options, **(job.get("job options") or {})} for job in jobs]
     messages = _errno_messages(diagnostics)
     job_errors = [
-        {"job": job.get("jobname"), "index": index, "errno": int(errno), "message": messages.get(int(errno))}
+        {"job": job.get("jobname"), "index": index, "errno": errno, "message": messages.get(errno)}
         for index, job in enumerate(jobs)
-        if (errno := finite(job.get("error")))
+        if (errno := _errno(job, f"{where}, job {index + 1}"))
     ]
-    merged = {d: merge_direction([s for job in jobs if (s := _json_direction(job.get(d)))]) for d in DIRECTIONS}
-    total = None
-    if not merged["read"] and not merged["write"]:
+
+    def merged(direction: str) -> dict[str, Any] | None:
+        return merge_direction(
+            [
+                stats
+                for index, job in enumerate(jobs, 1)
+                if (stats := _json_direction(job.get(direction) or {}, f'{where}, job {index}: "{direction}"'))
+            ]
+        )
+
+    read, write, total = merged("read"), merged("write"), None
+    if not read and not write and (mixed := merged("mixed")):
         # unified_rw_reporting=mixed reports one "mixed" direction instead of read and write.
-        mixed = merge_direction([s for job in jobs if (s := _json_direction(job.get("mixed")))])
-        if mixed:
-            total = {"iops": mixed["iops"], "bw_bytes_per_s": mixed["bw_bytes_per_s"]}
+        total = {"iops": mixed["iops"], "bw_bytes_per_s": mixed["bw_bytes_per_s"]}
 
-    def agreed(read: Any) -> Any:
-        return same_or_none([read(opts) for opts in options])
+    def agreed(pick: Any) -> Any:
+        return same_or_none([pick(opts) for opts in options])
 
-    kb_base = agreed(lambda o: int(finite(o.get("kb_base")) or 1024))
-    block_size = agreed(lambda o: _option_bytes(o.get("bs", o.get("blocksize")), kb_base or 1024))
+    # fio takes only these two kb_base values; under another, what ran is unknown, and so is the size.
+    block_size = agreed(
+        lambda o: _option_bytes(o.get("bs", o.get("blocksize")), _KB_BASES.get(o.get("kb_base", "1024").strip()))
+    )
     if not any(name in opts for opts in options for name in ("bs", "blocksize", "bsrange", "bssplit")):
         block_size = 4096  # fio's default block size when none is set
     direct = agreed(lambda o: o["direct"] not in ("0", "false") if "direct" in o else None)
     summary = make_summary(
         tool="fio",
         tool_version=str(final.get("fio version", "")).removeprefix("fio-") or None,
-        read=merged["read"],
-        write=merged["write"],
+        read=read,
+        write=write,
         total=total,
         processes=_processes(jobs, options) if jobs else None,
         block_size_bytes=block_size,
         read_percent=agreed(lambda o: _mode_read_percent(o.get("rw", o.get("readwrite")), o)),
         direct=direct,
-        runtime_s=_clock_ms(_job_clock_entries(jobs)) / 1000 if jobs else None,
-        samples=_samples(docs, {d: merged[d] is not None for d in DIRECTIONS}),
+        runtime_s=_clock_ms(_job_clock_entries(jobs, where)) / 1000 if jobs else None,
+        samples=_samples(docs, labels, {"read": read is not None, "write": write is not None}),
     )
-    settings = {str(k): str(v) for k, v in (options[0] if options else global_options).items()}
-    return ParseResult("fio-json", summary, diagnostics, job_errors, settings, latency_bins(final) or None)
+    settings = dict(options[0] if options else global_options)
+    return ParseResult("fio-json", summary, diagnostics, job_errors, settings, latency_bins(final, where) or None)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Text report (§4). Everything is matched across whitespace, never by line, so a report pasted from a web
 # page with its newlines collapsed into spaces still parses.
 
-_NUM = r"\d+(?:\.\d+)?"
+# Digits are [0-9], never \d, which also takes '١٢' and other scripts' digits that no fio prints.
+_NUM = r"[0-9]+(?:\.[0-9]+)?"
+# A name is the whole run of non-blanks before ": (groupid=". The lookbehind lets a match start only where
+# such a run starts: without it, a long run of non-blanks was searched again from each of its characters.
+# The other spans are bounded for the same reason: fio's texts there are short.
 _TEXT_JOB = re.compile(  # "full: (groupid=0, jobs=1): err=28 (file:io_u.c:1876, ..., error=No space left on device)"
-    r"(?P<name>\S+): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>\d+)"
-    r"(?: \([^)]*?\berror=(?P<message>[^)]*)\))?"
+    r"(?<!\S)(?P<name>\S+): \(groupid=(?P<group>[0-9]+), jobs=(?P<jobs>[0-9]+)\): err=\s*(?P<err>[0-9]+)"
+    r"(?: \([^)]{0,300}?\berror=(?P<message>[^)]{0,300})\))?"
 )
 _TEXT_DESC = re.compile(
-    r"(?P<name>\S+): \(g=\d+\): rw=(?P<rw>\w+), bs=(?P<bs>.*?), ioengine=(?P<ioengine>[\w:/.-]+), "
-    r"iodepth=(?P<iodepth>\d+)"
+    r"(?<!\S)(?P<name>\S+): \(g=[0-9]+\): rw=(?P<rw>\w+), bs=(?P<bs>[^\n]{0,1000}?), "
+    r"ioengine=(?P<ioengine>[\w:/.-]+), iodepth=(?P<iodepth>[0-9]+)"
 )
 _TEXT_DIR_3 = re.compile(  # 3.x and 2.17+: "read: IOPS=17.0k, BW=66.4MiB/s (69.6MB/s)(199MiB/3001msec)"
     rf"\b(?P<dir>read|write|trim|mixed)\s*:\s*IOPS=(?P<iops>{_NUM}[kMGTPE]?),\s*"
-    rf"BW=(?P<bw>{_NUM})(?P<bw_unit>[kKMGTPE]?i?B)/s\s*\([^)]*\)\s*\({_NUM}[kKMGTPE]?i?B/(?P<runtime>\d+)msec\)"
+    rf"BW=(?P<bw>{_NUM})(?P<bw_unit>[kKMGTPE]?i?B)/s\s*\([^)]{{0,100}}\)\s*\({_NUM}[kKMGTPE]?i?B/"
+    r"(?P<runtime>[0-9]+)msec\)"
 )
 _TEXT_DIR_2 = re.compile(  # 2.x: "read : io=323972KB, bw=107955KB/s, iops=26988, runt=  3001msec"
     rf"\b(?P<dir>read|write|trim|mixed)\s*:\s*io=\s*{_NUM}\s*[KMGTPE]?B,\s*bw=\s*(?P<bw>{_NUM})\s*"
-    rf"(?P<bw_unit>[KMGTPE]?B)/s,\s*iops=\s*(?P<iops>{_NUM}[kKMGTPE]?)\s*,\s*runt=\s*(?P<runtime>\d+)\s*msec"
+    rf"(?P<bw_unit>[KMGTPE]?B)/s,\s*iops=\s*(?P<iops>{_NUM}[kKMGTPE]?)\s*,\s*runt=\s*(?P<runtime>[0-9]+)\s*msec"
 )
 _TEXT_CLAT = re.compile(
     rf"\bclat \((?P<unit>[num]sec)\)\s*:\s*min=\s*{_NUM}[kKMG]?,\s*max=\s*(?P<max>{_NUM}[kKMG]?),\s*"
@@ -452,28 +585,37 @@ _TEXT_CLAT = re.compile(
 )
 _TEXT_PERCENTILES = re.compile(r"\bclat percentiles \((?P<unit>[num]sec)\)\s*:")
 _TEXT_PERCENTILE = re.compile(rf"[\s|,]*(?P<percent>{_NUM})th=\[\s*(?P<value>{_NUM}[kKMG]?)\s*\]")
-_TEXT_ISSUED = re.compile(r"issued rwts\s*:\s*total=(\d+),(\d+),(\d+)|issued\s*:\s*total=r=(\d+)/w=(\d+)/[dt]=(\d+)")
-_TEXT_VERSION = re.compile(r"(?<![\w.-])fio-(\d+\.\d+[\w.+-]*)")
-_RUN_STATUS = re.compile(r"Run status group \d+")
+_TEXT_ISSUED = re.compile(
+    r"issued rwts\s*:\s*total=([0-9]+),([0-9]+),([0-9]+)|issued\s*:\s*total=r=([0-9]+)/w=([0-9]+)/[dt]=([0-9]+)"
+)
+_TEXT_VERSION = re.compile(r"(?<![\w.-])fio-([0-9]+\.[0-9]+[\w.+-]*)")
+_RUN_STATUS = re.compile(r"Run status group [0-9]+")
 _PREFIXES = "KMGTPE"
 _UNITS_PER_US = {"nsec": 1000.0, "usec": 1.0, "msec": 0.001}
 
 
-def _count(token: str) -> float:
+def _count(token: str, where: str) -> float:
     """A num2str number: a trailing k/M/G... is a power of 1000 (IOPS, latencies)."""
     if token[-1].isalpha():
-        return float(token[:-1]) * 1000 ** (_PREFIXES.index(token[-1].upper()) + 1)
-    return float(token)
+        return _scaled(token[:-1], 1000 ** (_PREFIXES.index(token[-1].upper()) + 1), where)
+    return real(token, where)
 
 
-def _bytes(number: str, unit: str, legacy: bool) -> float:
+def _bytes(number: str, unit: str, legacy: bool, where: str) -> float:
     """3.x prints KiB (1024) and kB (1000); 2.x's KB and MB were 1024-based (§4)."""
     prefix = unit.rstrip("B").rstrip("i")
     base = 1024 if legacy or unit.endswith("iB") else 1000
-    return float(number) * base ** (_PREFIXES.index(prefix.upper()) + 1 if prefix else 0)
+    return _scaled(number, base ** (_PREFIXES.index(prefix.upper()) + 1 if prefix else 0), where)
 
 
-def _text_block_size(bs: str) -> int | None:
+def _scaled(number: str, factor: int, where: str) -> float:
+    value = real(number, where) * factor
+    if math.isinf(value):
+        raise ParseError(f"{where}: {excerpt(number, 30)} times {factor} is too large to be a number fio printed.")
+    return value
+
+
+def _text_block_size(bs: str, where: str) -> int | None:
     """The block size when reads and writes use one fixed size: "(R) 4096B-4096B, (W) ..." or 2.x "4K-4K/4K-4K/..."."""
     legacy = "(R)" not in bs
     if legacy:
@@ -486,17 +628,17 @@ def _text_block_size(bs: str) -> int | None:
         if not match:
             return None
         unit = match[2].upper().replace("I", "i")
-        sizes.add(round(_bytes(match[1], unit if unit.endswith("B") else unit + "B", legacy)))
+        sizes.add(round(_bytes(match[1], unit if unit.endswith("B") else unit + "B", legacy, where)))
     return sizes.pop() if len(sizes) == 1 else None
 
 
-def _text_percentiles(body: str) -> dict[float, float]:
+def _text_percentiles(body: str, where: str) -> dict[float, float]:
     head = _TEXT_PERCENTILES.search(body)
     if not head:
         return {}
     per_us, pos, result = _UNITS_PER_US[head["unit"]], head.end(), {}
     while match := _TEXT_PERCENTILE.match(body, pos):
-        result[float(match["percent"])] = _count(match["value"]) / per_us
+        result[real(match["percent"], where)] = _count(match["value"], f"{where} {match['percent']}th") / per_us
         pos = match.end()
     return result
 
@@ -513,33 +655,38 @@ def parse_fio_text(text: str) -> ParseResult:
     job_errors = []
     diagnostics = [line.strip() for line in text.splitlines() if line.strip().startswith("fio:")]
     messages = _errno_messages(diagnostics)
+    processes = 0
     for index, header in enumerate(headers):
+        job = f"job {index + 1} ({excerpt(header['name'], 40)})"
+        processes += whole(header["jobs"], f"{job}: jobs=")
         end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
         section = text[header.end() : end]
         if run_status := _RUN_STATUS.search(section):
             section = section[: run_status.start()]
-        if int(header["err"]):
-            errno = int(header["err"])
+        if errno := whole(header["err"], f"{job}: err="):
             message = header["message"] or messages.get(errno)
             job_errors.append({"job": header["name"], "index": index, "errno": errno, "message": message})
         legacy = not _TEXT_DIR_3.search(section)
         found = list((_TEXT_DIR_2 if legacy else _TEXT_DIR_3).finditer(section))
         issued = _TEXT_ISSUED.search(section)
-        counts = [int(n) for n in issued.groups() if n is not None] if issued else []
+        counts = [whole(n, f"{job}: issued total=") for n in issued.groups() if n is not None] if issued else []
         for number, match in enumerate(found):
             body = section[match.end() : found[number + 1].start() if number + 1 < len(found) else len(section)]
-            runtime = int(match["runtime"])
-            clock.append((header["group"], runtime))
             direction = match["dir"]
+            where = f"{job}, {direction}"
+            runtime = whole(match["runtime"], f"{where}: runtime")
+            clock.append((header["group"], runtime))
             ios: float | None = None
             if counts and direction != "trim":
                 ios = sum(counts) if direction == "mixed" else counts[DIRECTIONS.index(direction)]
-            iops = ios * 1000 / runtime if ios is not None and runtime else _count(match["iops"])
-            stats = DirectionStats(iops, _bytes(match["bw"], match["bw_unit"], legacy), ios or iops * runtime / 1000)
+            iops = ios * 1000 / runtime if ios is not None and runtime else _count(match["iops"], f"{where}: IOPS")
+            bw = _bytes(match["bw"], match["bw_unit"], legacy, f"{where}: BW")
+            stats = DirectionStats(iops, bw, ios or iops * runtime / 1000)
             if clat := _TEXT_CLAT.search(body):
                 per_us = _UNITS_PER_US[clat["unit"]]
-                stats.clat_mean_us, stats.clat_max_us = _count(clat["avg"]) / per_us, _count(clat["max"]) / per_us
-            stats.percentiles_us = _text_percentiles(body)
+                stats.clat_mean_us = _count(clat["avg"], f"{where}: clat avg") / per_us
+                stats.clat_max_us = _count(clat["max"], f"{where}: clat max") / per_us
+            stats.percentiles_us = _text_percentiles(body, f"{where}: clat percentile")
             if direction in parts:
                 parts[direction].append(stats)
     descriptions = list(_TEXT_DESC.finditer(text))
@@ -552,8 +699,10 @@ def parse_fio_text(text: str) -> ParseResult:
         read=read,
         write=write,
         total=None if read or write or not mixed else {k: mixed[k] for k in ("iops", "bw_bytes_per_s")},
-        processes=sum(int(header["jobs"]) for header in headers),
-        block_size_bytes=same_or_none([_text_block_size(d["bs"]) for d in descriptions]),
+        processes=processes,
+        block_size_bytes=same_or_none(
+            [_text_block_size(d["bs"], f"{excerpt(d['name'], 40)}: bs=") for d in descriptions]
+        ),
         read_percent=same_or_none([_mode_read_percent(d["rw"], None) for d in descriptions]),
         runtime_s=_clock_ms(clock) / 1000 if clock else None,
     )
@@ -571,9 +720,13 @@ _TERSE_MIN_FIELDS = 87
 
 
 def _terse_number(fields: list[str], index: int, lineno: int) -> float:
+    """Every field the parser reads is a count, size, time, rate, latency or errno: never negative."""
     value = finite(fields[index].rstrip("%"))
-    if value is None:
-        raise ParseError(f"line {lineno}: terse field {index + 1} should be a number, not {fields[index]!r}.")
+    if value is None or value < 0:
+        raise ParseError(
+            f"line {lineno}: terse field {index + 1} should be a number that is not negative, "
+            f"not {excerpt(fields[index], 30)}."
+        )
     return value
 
 
@@ -582,10 +735,12 @@ def _terse_direction(fields: list[str], start: int, lineno: int) -> DirectionSta
     stats = DirectionStats(iops, io_kib * 1024 * 1000 / runtime if runtime else 0.0, iops * runtime / 1000)
     stats.clat_max_us = _terse_number(fields, start + 9, lineno)
     stats.clat_mean_us = _terse_number(fields, start + 10, lineno)
-    for field in fields[start + 12 : start + 32]:
-        percent, _, value = field.partition("%=")
-        if finite(percent) and finite(value) is not None:
-            stats.percentiles_us[float(percent)] = float(value)
+    for index in range(start + 12, start + 32):
+        percent, _, value = fields[index].partition("%=")
+        if (share := finite(percent)) and 0 < share <= 100 and (latency := finite(value)) is not None:
+            if latency < 0:
+                raise ParseError(f"line {lineno}: terse field {index + 1} holds a negative latency, {latency:g}.")
+            stats.percentiles_us[share] = latency
     return stats
 
 
@@ -597,7 +752,7 @@ def parse_fio_terse(text: str) -> ParseResult:
     rows, diagnostics = [], []
     for lineno, line in enumerate(text.splitlines(), 1):
         fields = line.strip().split(";")
-        if len(fields) < 3 or not fields[0].isdigit() or not fields[1].startswith("fio-"):
+        if len(fields) < 3 or not (fields[0].isascii() and fields[0].isdigit()) or not fields[1].startswith("fio-"):
             if line.strip():
                 diagnostics.append(line.strip())
             continue

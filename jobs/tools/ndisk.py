@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from jobs.tools.options import ToolOptionError, bool_param, int_param, run_id_of, safe_path
-from jobs.tools.summary import ParseError, ParseResult, excerpt, make_summary
+from jobs.tools.summary import ParseError, ParseResult, excerpt, make_summary, real, whole
 
 PATTERNS = {"random": "-R", "sequential": "-S"}
 
@@ -68,14 +68,18 @@ def build_ndisk_argv(params: dict[str, Any], target_path: str, target_kind: str,
     return [*argv, "-f", *files]
 
 
+# A number as ndisk64 prints it (%d or %.2f): ASCII digits, at most one point. \d would also take other
+# scripts' digits, and [\d.]+ took '1.2.3'.
+_NUM = r"[0-9]+(?:\.[0-9]+)?"
 # "   1 -    300800   5013.3 |     19.58     20053.28  60.00": process, I/Os, IO/sec | MB/sec, KB/sec, seconds
-_ROW = re.compile(r"(\d+)\s*-\s*(\d+)\s+([\d.]+)\s*\|\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)")
+_ROW = re.compile(rf"([0-9]+)\s*-\s*([0-9]+)\s+({_NUM})\s*\|\s*({_NUM})\s+({_NUM})\s+({_NUM})")
 # "TOTALS   1201798  20030.0 |     78.24     80119.94": I/Os, IO/sec | MB/sec[, KB/sec]
-_TOTALS = re.compile(r"TOTALS\s+(\d+)\s+([\d.]+)\s*\|\s*([\d.]+)(?:\s+([\d.]+))?")
+_TOTALS = re.compile(rf"TOTALS\s+([0-9]+)\s+({_NUM})\s*\|\s*({_NUM})(?:\s+({_NUM}))?")
 # "- Random procs=  4 read= 50% bs=  4KB"
-_FOOTER = re.compile(r"-\s*\w+\s+procs=\s*\d+\s+read=\s*(?P<read>\d+)%\s+bs=\s*(?P<bs>\d+)\s*(?P<unit>[KMG]?)B")
-_BLOCK_MARK = re.compile(r"-+>\s*Running test with block Size=(\d+)")
-_LABEL = re.compile(r"([^=]+?)\s*=\s*(.*)")
+_FOOTER = re.compile(
+    r"-\s*\w+\s+procs=\s*[0-9]+\s+read=\s*(?P<read>[0-9]+)%\s+bs=\s*(?P<bs>[0-9]+)\s*(?P<unit>[KMG]?)B"
+)
+_BLOCK_MARK = re.compile(r"-+>\s*Running test with block Size=([0-9]+)")
 _NOISE = re.compile(r"(start|stop)\s+randomise|Proc\s*-|Num\s*-")
 KIB = 1024
 
@@ -85,11 +89,13 @@ def _read_percent(words: str) -> float | None:
     words = words.lower()
     if "equal" in words:
         return 50.0
-    if ratio := re.search(r"(\d+)\s*:\s*(\d+)", words):
-        reads, writes = int(ratio[1]), int(ratio[2])
+    # The lookbehinds start a number only where its digits start: a long run of digits is not retried from
+    # each of them.
+    if ratio := re.search(r"(?<![0-9])([0-9]+)\s*:\s*([0-9]+)", words):
+        reads, writes = whole(ratio[1], "Read-Write"), whole(ratio[2], "Read-Write")
         return 100.0 * reads / (reads + writes) if reads + writes else None
-    if percent := re.search(r"(\d+(?:\.\d+)?)\s*%\s*read", words):
-        return float(percent[1])
+    if percent := re.search(rf"(?<![0-9.])({_NUM})\s*%\s*read", words):
+        return real(percent[1], "Read-Write")
     if re.search(r"\bread only\b|\bonly read", words):
         return 100.0
     if re.search(r"\bwrite only\b|\bonly write", words):
@@ -124,7 +130,7 @@ def parse_ndisk(text: str) -> ParseResult:
             settings["command"] = line.removeprefix("Command:").strip()
             command = settings["command"].split()
         elif match := _BLOCK_MARK.match(line):
-            marks.append((lineno, int(match[1])))
+            marks.append((lineno, whole(match[1], f"line {lineno}: block Size")))
         elif match := _TOTALS.match(line):
             totals.append((lineno, match))
         elif match := _ROW.match(line):
@@ -133,8 +139,9 @@ def parse_ndisk(text: str) -> ParseResult:
             footer = match
         elif _NOISE.match(line):
             continue
-        elif in_header and (match := _LABEL.fullmatch(line)):
-            settings[" ".join(match[1].lower().split())] = match[2].strip()
+        elif in_header and "=" in line and not line.startswith("="):
+            label, _, value = line.partition("=")
+            settings[" ".join(label.lower().split())] = value.strip()
         elif in_header and settings and "title" not in settings:
             settings["title"] = line  # "Synchronous Disk test (regular read/write)"
         else:
@@ -149,19 +156,20 @@ def parse_ndisk(text: str) -> ParseResult:
         raise ParseError(f"line {marks[1][0]}: a second block size; benchweb reads one block size per ndisk64 run.")
     if len(totals) > 1:
         raise ParseError(f"line {totals[1][0]}: a second TOTALS row; expected one per run.")
-    numbers = [int(match[1]) for _, match in rows]
+    numbers = [whole(match[1], f"line {lineno}: process number") for lineno, match in rows]
     if len(set(numbers)) != len(numbers):
         raise ParseError(f"line {rows[-1][0]}: process numbers repeat ({numbers}); expected one row per process.")
 
-    row_iops = sum(float(match[3]) for _, match in rows)
-    row_kib = sum(float(match[5]) for _, match in rows)
+    row_iops = sum(real(match[3], f"line {lineno}: IO/sec") for lineno, match in rows)
+    row_kib = sum(real(match[5], f"line {lineno}: KB/sec") for lineno, match in rows)
     if totals:
         lineno, match = totals[0]
-        iops = float(match[2])
-        bw = float(match[4]) * KIB if match[4] else float(match[3]) * KIB * KIB
+        iops = real(match[2], f"line {lineno}: TOTALS IO/sec")
+        total_kib = real(match[4], f"line {lineno}: TOTALS KB/sec") if match[4] else None
+        bw = total_kib * KIB if total_kib is not None else real(match[3], f"line {lineno}: TOTALS MB/sec") * KIB * KIB
         # Each row is rounded to 0.1 IO/s and 0.01 KB/s, so their sum may drift by that much per row.
         if abs(iops - row_iops) > 0.05 * len(rows) + 0.05 or (
-            match[4] and abs(float(match[4]) - row_kib) > 0.01 * len(rows)
+            total_kib is not None and abs(total_kib - row_kib) > 0.01 * len(rows)
         ):
             diagnostics.append(
                 f"line {lineno}: TOTALS ({iops} IO/s) differs from the sum of the process rows ({row_iops:.1f})."
@@ -171,23 +179,28 @@ def parse_ndisk(text: str) -> ParseResult:
         if len(rows) > 1:
             diagnostics.append("No TOTALS row; the total is the sum of the process rows.")
 
-    configured = settings.get("no. of processes")
-    if configured and configured.isdigit() and int(configured) != len(rows):
+    # Header values are checked with [0-9]: str.isdigit() also takes '²', which int() refuses.
+    configured = settings.get("no. of processes", "")
+    if re.fullmatch(r"[0-9]{1,20}", configured) and int(configured) != len(rows):
         diagnostics.append(f"{configured} processes were configured but {len(rows)} reported.")
 
     block_size = settings.get("block size", "")
-    if block_size.isdigit():
-        block_size_bytes: int | None = int(block_size)
+    if re.fullmatch(r"[0-9]+", block_size):
+        block_size_bytes: int | None = whole(block_size, "Block size")
     elif marks:
         block_size_bytes = marks[0][1]
     elif footer:
-        block_size_bytes = int(footer["bs"]) * KIB ** "_KMG".index(footer["unit"] or "_")
+        block_size_bytes = whole(footer["bs"], "the last line's bs=") * KIB ** "_KMG".index(footer["unit"] or "_")
     else:
         block_size_bytes = None
 
-    read_percent = float(footer["read"]) if footer else _read_percent(settings.get("read-write", ""))
+    if footer:
+        read_percent = real(footer["read"], "the last line's read=")
+    else:
+        read_percent = _read_percent(settings.get("read-write", ""))
     if read_percent is None and (flag := _flag_value(command, "-r")):
-        read_percent = float(flag) if flag.isdigit() else None
+        # ndisk64 refuses -r outside 0-100, so another value is not what ran.
+        read_percent = float(flag) if re.fullmatch(r"[0-9]{1,3}", flag) and int(flag) <= 100 else None
 
     mode = settings.get("file open() mode", "").lower()
     if "direct" in mode or "cio" in mode or "concurrent" in mode:
@@ -199,7 +212,7 @@ def parse_ndisk(text: str) -> ParseResult:
     else:
         direct = None
 
-    run_time = re.match(r"(\d+)", settings.get("run time", ""))
+    run_time = re.match(r"[0-9]+", settings.get("run time", ""))
     summary = make_summary(
         tool="ndisk64",
         tool_version=None,  # ndisk64 prints no version
@@ -210,6 +223,7 @@ def parse_ndisk(text: str) -> ParseResult:
         block_size_bytes=block_size_bytes,
         read_percent=read_percent,
         direct=direct,
-        runtime_s=max(float(match[6]) for _, match in rows) or (float(run_time[1]) if run_time else None),
+        runtime_s=max(real(match[6], f"line {lineno}: Seconds") for lineno, match in rows)
+        or (real(run_time[0], "Run time") if run_time else None),
     )
     return ParseResult("ndisk64", summary, diagnostics, [], settings)

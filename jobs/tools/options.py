@@ -12,9 +12,9 @@ from typing import Any
 
 IOENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio"})
 
-# option -> regex its value must match in full.
-NUMBER = r"\d+"
-SIZE = r"\d+[kKmMgGtT]?"
+# option -> regex its value must match in full. Digits are [0-9]: \d also takes '١٢', which fio refuses.
+NUMBER = r"[0-9]+"
+SIZE = r"[0-9]+[kKmMgGtT]?"
 BOOL = r"[01]"
 EXTRA_OPTIONS: dict[str, str] = {
     "group_reporting": BOOL,
@@ -34,9 +34,9 @@ EXTRA_OPTIONS: dict[str, str] = {
     "thinktime": NUMBER,
     "offset": SIZE,
     "offset_increment": SIZE,
-    "random_distribution": r"(random|zipf:[\d.]+|pareto:[\d.]+|normal:[\d.]+)",
+    "random_distribution": r"(random|zipf:[0-9.]+|pareto:[0-9.]+|normal:[0-9.]+)",
     "percentage_random": NUMBER,
-    "bssplit": r"(\d+[kKmM]?/\d+:?)+",
+    "bssplit": r"([0-9]+[kKmM]?/[0-9]+:?)+",
     "blockalign": SIZE,
     "zero_buffers": BOOL,
     "invalidate": BOOL,
@@ -44,12 +44,12 @@ EXTRA_OPTIONS: dict[str, str] = {
     "fixedbufs": BOOL,
     "registerfiles": BOOL,
     "sqthread_poll": BOOL,
-    "cpus_allowed": r"[\d,\-]+",
+    "cpus_allowed": r"[0-9,\-]+",
     "cpus_allowed_policy": r"(shared|split)",
-    "numa_cpu_nodes": r"[\d,\-]+",
+    "numa_cpu_nodes": r"[0-9,\-]+",
     "lat_percentiles": BOOL,
     "clat_percentiles": BOOL,
-    "percentile_list": r"[\d.:]+",
+    "percentile_list": r"[0-9.:]+",
     "unified_rw_reporting": r"(none|mixed|both|0|1)",
     "nrfiles": NUMBER,
     "file_service_type": r"(random|roundrobin|sequential)",

@@ -1,17 +1,24 @@
 """The canonical result summary every parser returns, and the arithmetic the parsers share (pure: no Django).
 
 Units are settled here so no caller has to ask: bytes per second and microseconds. A value the tool did not
-report is None, never an estimate.
+report is None, never an estimate. Every number in a summary is finite and not negative: a measured value
+that is negative, or a result that overflows to infinity, is a ParseError saying where, since no run reports
+one; a setting the tool would have refused (numjobs=-2, rwmixread=150) leaves its field None.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 # The percentiles a summary carries: (key, percent).
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p99_9", 99.9))
+# A number as the tools print it. ASCII only: float() also takes '١٢' and '1_000', which no tool prints.
+_NUMBER = re.compile(r"\s*[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*")
+# fio's widest integers are unsigned 64-bit; a longer run of digits is not a number a tool printed.
+MAX_DIGITS = 20
 
 
 class ParseError(ValueError):
@@ -50,14 +57,44 @@ class DirectionStats:
 
 
 def finite(value: Any) -> float | None:
-    """A float, or None for what is missing, not a number, or infinite (fio can print nan and inf)."""
-    if value is None or isinstance(value, bool):
+    """A float, or None for what is missing, not a number, or infinite (fio can print nan and inf).
+
+    An integer beyond float range (a JSON 10**309) counts as infinite.
+    """
+    if value is None or isinstance(value, bool) or (isinstance(value, str) and not _NUMBER.fullmatch(value)):
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return number if math.isfinite(number) else None
+
+
+def amount(value: Any, where: str) -> float | None:
+    """A count, size, time, rate or latency as finite() reads it; ParseError when it is negative, as no tool
+    prints a negative one, so the output was cut or edited."""
+    number = finite(value)
+    if number is not None and number < 0:
+        raise ParseError(f"{where} is {number:g}; expected a number that is not negative.")
+    return number
+
+
+def real(token: str, where: str) -> float:
+    """A number the parser's pattern matched in text ([0-9] and '.'); ParseError when it overflows to inf."""
+    number = float(token)
+    if not math.isfinite(number):
+        raise ParseError(f"{where}: {excerpt(token, 30)} is too large to be a number the tool printed.")
+    return number
+
+
+def whole(token: str, where: str) -> int:
+    """A run of ASCII digits the parser's pattern matched, as an int; ParseError past MAX_DIGITS digits (int()
+    would refuse more than 4300 anyway)."""
+    if len(token) > MAX_DIGITS:
+        raise ParseError(
+            f"{where}: {excerpt(token, 30)} has {len(token)} digits; no tool prints more than {MAX_DIGITS}."
+        )
+    return int(token)
 
 
 def percentiles_from_bins(bins: dict[int, int], percents: list[float]) -> dict[float, float]:
@@ -146,7 +183,7 @@ def make_summary(
             "iops": float(sum(d["iops"] for d in directions)),
             "bw_bytes_per_s": float(sum(d["bw_bytes_per_s"] for d in directions)),
         }
-    return {
+    summary = {
         "tool": tool,
         "tool_version": tool_version,
         "total": total,
@@ -159,6 +196,30 @@ def make_summary(
         "runtime_s": runtime_s,
         "samples": samples or [],
     }
+    _check_plausible(summary, "summary")
+    if summary["read_percent"] is not None and summary["read_percent"] > 100:
+        raise _implausible("read_percent", summary["read_percent"], "no run reads more than 100%")
+    return summary
+
+
+def _check_plausible(value: Any, where: str) -> None:
+    """Every number in a summary is finite and not negative; finite inputs can still overflow (1e306 KiB in 1 ms)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_plausible(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_plausible(item, f"{where}[{index}]")
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    elif value < 0 or (isinstance(value, float) and not math.isfinite(value)):
+        raise _implausible(
+            where.removeprefix("summary."), value, "no run reports a negative, infinite or undefined one"
+        )
+
+
+def _implausible(what: str, value: float, why: str) -> ParseError:
+    return ParseError(f"implausible value {value!r} for {what}: {why}. Check that the output is complete and unedited.")
 
 
 def same_or_none(values: list[Any]) -> Any:
