@@ -45,6 +45,9 @@ class Plan:
     argv: list[str]
     limit_s: int
     files: dict[str, bytes]
+    # Epoch seconds the tool should start at: runs are claimed and launched a little early, and the
+    # wrapper waits on the host, so the start does not depend on how long SSH and the preflight took.
+    start_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,9 @@ def wrapper_script(plan: Plan) -> str:
 # benchweb run {plan.run_uuid}: started detached; see jobs/remote.py for the protocol.
 cd {q(plan.run_dir)} || exit 97
 echo $$ > pid.tmp && mv pid.tmp pid
-date +%s > started
+{_wait_until(plan.start_at)}now=$(date +%s.%N 2>/dev/null)
+case "$now" in *N*|'') now=$(date +%s);; esac
+echo "$now" > started
 wd=""
 command -v timeout >/dev/null 2>&1 && wd={q(watchdog)}
 if command -v flock >/dev/null 2>&1; then
@@ -137,6 +142,18 @@ else
   $wd {command} > stdout 2> stderr
 fi
 echo $? > status.tmp && mv status.tmp status
+"""
+
+
+def _wait_until(start_at: float | None) -> str:
+    if start_at is None:
+        return ""
+    # date +%N is GNU; elsewhere the wait is to the whole second. The wait is capped so a wrong clock
+    # on the host cannot park a run for long.
+    return f"""now=$(date +%s.%N 2>/dev/null); case "$now" in *N*|'') now=$(date +%s);; esac
+delay=$(awk -v t={start_at:.3f} -v n="$now" \\
+  'BEGIN {{ d = t - n; if (d < 0) d = 0; if (d > 120) d = 120; printf "%.3f", d }}')
+sleep "$delay" 2>/dev/null || sleep "${{delay%.*}}"
 """
 
 
@@ -186,7 +203,7 @@ tail -c {TAIL_BYTES} "$d/{tail_file}" 2>/dev/null || true
         exit_status=_int_or_none(facts.get("exit")),
         tail=tail,
         pid=_int_or_none(facts.get("pid")),
-        started_epoch=_int_or_none(facts.get("started")),
+        started_epoch=_float_or_none(facts.get("started")),
     )
 
 
@@ -223,6 +240,13 @@ def cleanup(conn: Connection, run_dir: str, test_files_glob: str | None) -> None
             raise RemoteError(f"refusing to remove files that are not benchweb's own: {test_files_glob!r}")
         parts.append(f"rm -f {q(directory)}/{pattern}")
     conn.run(" ; ".join(parts), timeout=120)
+
+
+def _float_or_none(value: str | None) -> float | None:
+    try:
+        return float(value) if value not in (None, "") else None
+    except ValueError:
+        return None
 
 
 def _int_or_none(value: str | None) -> int | None:

@@ -8,7 +8,8 @@ a no-op rather than a second benchmark.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+import os
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -28,6 +29,9 @@ FINISH_WAIT_S = 5.0
 OVERRUN_WAIT_S = 15.0
 # A run no worker looked at for this long is picked up again by the sweep.
 STALE_AFTER = timedelta(seconds=30)
+# Runs are claimed and launched this long before their not_before; the wrapper waits on the host until
+# then, so neither the beat tick's period nor the SSH launch delays the start.
+CLAIM_LEAD = timedelta(seconds=float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")) + 10)
 # How long a launched wrapper may take to write its pid before it counts as dead.
 START_GRACE = timedelta(seconds=60)
 
@@ -86,7 +90,7 @@ def request_run(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANU
 def claim(run: Run, now: Any = None) -> bool:
     """pending -> queued for one run, if its disk (and an exclusive host) is free; the launch goes out on commit."""
     now = now or timezone.now()
-    if run.not_before and run.not_before > now:
+    if run.not_before and run.not_before > now + CLAIM_LEAD:
         return False
     host = run.disk.host
     try:
@@ -118,7 +122,8 @@ def claim(run: Run, now: Any = None) -> bool:
 def dispatch_due(now: Any = None) -> int:
     """Claim every pending run whose time has come, oldest first. Called by the beat tick."""
     now = now or timezone.now()
-    due = Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=now).order_by("not_before", "pk")
+    due = Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=now + CLAIM_LEAD)
+    due = due.order_by("not_before", "pk")
     return sum(claim(run, now) for run in due.select_related("disk__host"))
 
 
@@ -215,7 +220,8 @@ def launch(run_id: int) -> str:
         (Run.State.LAUNCHING,),
         Run.State.RUNNING,
         remote_dir=run_dir,
-        started_at=run.started_at or timezone.now(),
+        # Until the host reports the real start, the planned one (the wrapper waits for not_before).
+        started_at=run.started_at or max(timezone.now(), run.not_before or timezone.now()),
         explanation="running",
     )
     _send("poll", run.pk, countdown=1)
@@ -244,6 +250,7 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight) -> remote.Plan 
         argv=argv,
         limit_s=runner.watchdog_seconds(params),
         files=files,
+        start_at=run.not_before.timestamp() if run.not_before else None,
     )
     files["run.sh"] = remote.wrapper_script(plan).encode()
     Run.objects.filter(pk=run.pk).update(command=command_text, summary={"tool_version": version})
@@ -304,8 +311,13 @@ def _still_running(run: Run, status: remote.PollResult, tool: runner.Tool) -> st
     if status.state == "starting" and now - started > START_GRACE:
         _finish(run, Run.State.LOST, "the run's wrapper never started on the host")
         return run.state
+    if status.started_epoch:
+        # The host says when the tool really started (after waiting for not_before): trust it.
+        started = datetime.fromtimestamp(status.started_epoch, tz=UTC)
+        Run.objects.filter(pk=run.pk).exclude(started_at=started).update(started_at=started)
+        run.started_at = started
     progress = tool.progress(status.tail, run.parameters)
-    elapsed = (now - started).total_seconds()
+    elapsed = max(0.0, (now - started).total_seconds())
     expected = runner.expected_seconds(run.parameters)
     progress |= {"elapsed_s": round(elapsed, 1), "eta_s": max(0.0, round(expected - elapsed, 1)),
                  "expected_s": expected}  # fmt: skip
