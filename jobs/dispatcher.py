@@ -48,8 +48,9 @@ def sequence_seconds(profiles: list[Any]) -> float:
 
 def plan(schedule: Schedule) -> list[PlannedRun]:
     """Every (target, profile) of one fire of a saved schedule, with its offset from the fire time."""
-    profiles = [sp.profile for sp in schedule.scheduleprofile_set.select_related("profile").order_by("position")]
-    return plan_for(list(schedule.targets.select_related("host")), profiles, schedule)
+    # .all() so that prefetched targets and profiles (materialise loads them in bulk) are used.
+    profiles = [sp.profile for sp in sorted(schedule.scheduleprofile_set.all(), key=lambda sp: sp.position)]
+    return plan_for(list(schedule.targets.all()), profiles, schedule)
 
 
 def plan_for(disks: list[Any], profiles: list[Any], schedule: Schedule) -> list[PlannedRun]:
@@ -103,9 +104,10 @@ def fire(schedule: Schedule, fire_time: datetime, now: datetime, *, trigger: str
             limits_snapshot=snapshot, destructive=planned.profile.writes and planned.disk.kind == "block",
             finished_at=now if missed else None,
         ))  # fmt: skip
-    before = Run.objects.filter(schedule=schedule, fire_time=fire_time).count()
+    # ignore_conflicts makes a repeated fire a no-op (the unique key); materialise's conditional UPDATE of
+    # checked_until already keeps two beats from firing the same stretch, so the rows are counted, not re-read.
     Run.objects.bulk_create(rows, ignore_conflicts=True)
-    return Run.objects.filter(schedule=schedule, fire_time=fire_time).count() - before
+    return len(rows)
 
 
 def _local(moment: datetime, schedule: Schedule) -> str:
@@ -119,22 +121,25 @@ def materialise(now: datetime | None = None) -> int:
     """Create the runs of every fire that came due since the last tick. One indexed query finds them."""
     now = now or timezone.now()
     created = 0
-    for schedule in Schedule.objects.filter(enabled=True, next_fire_at__lte=now):
+    due = Schedule.objects.filter(enabled=True, next_fire_at__lte=now).prefetch_related(
+        "targets__host", "scheduleprofile_set__profile"
+    )
+    for schedule in due:
         rule = schedule.rule()
         since = schedule.checked_until or (schedule.next_fire_at - timedelta(seconds=1))
         upcoming = scheduling.next_fires(rule, now, 1)
+        fires = scheduling.fires_between(rule, since, now)
         with transaction.atomic():
             # Claim this stretch of time: a second beat that read the same row changes nothing here.
             claimed = Schedule.objects.filter(pk=schedule.pk, checked_until=schedule.checked_until).update(
-                checked_until=now, next_fire_at=upcoming[0] if upcoming else None
+                checked_until=now,
+                next_fire_at=upcoming[0] if upcoming else None,
+                last_fire_at=fires[-1] if fires else schedule.last_fire_at,
             )
             if not claimed:
                 continue
-            fires = scheduling.fires_between(rule, since, now)
             for fire_time in fires:
                 created += fire(schedule, fire_time, now)
-            if fires:
-                Schedule.objects.filter(pk=schedule.pk).update(last_fire_at=fires[-1])
     return created
 
 

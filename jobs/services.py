@@ -103,7 +103,12 @@ def claim(run: Run, now: Any = None) -> bool:
                     _explain_if_changed(run, f"waiting: host {host.name} runs one benchmark at a time; "
                                              f"busy with run {first.pk}")  # fmt: skip
                     return False
-            busy = Run.objects.filter(disk_id=run.disk_id, state__in=Run.ACTIVE_STATES).exclude(pk=run.pk).first()
+            busy = (
+                Run.objects.filter(disk_id=run.disk_id, state__in=Run.ACTIVE_STATES)
+                .exclude(pk=run.pk)
+                .order_by()
+                .first()
+            )
             if busy:
                 _explain_if_changed(run, f"waiting: disk busy with run {busy.pk}")
                 return False
@@ -123,8 +128,30 @@ def dispatch_due(now: Any = None) -> int:
     """Claim every pending run whose time has come, oldest first. Called by the beat tick."""
     now = now or timezone.now()
     due = Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=now + CLAIM_LEAD)
-    due = due.order_by("not_before", "pk")
-    return sum(claim(run, now) for run in due.select_related("disk__host"))
+    due = due.order_by("not_before", "pk").select_related("disk__host")
+    # Busy disks and exclusive hosts are read once per tick; claim() still checks and the constraint
+    # still guards, so this only saves the queries of runs that would wait anyway.
+    active = Run.objects.filter(state__in=Run.ACTIVE_STATES).order_by()
+    busy_disks = dict(active.values_list("disk_id", "pk"))
+    busy_hosts = dict(active.filter(disk__host__exclusive=True).values_list("disk__host_id", "pk"))
+    claimed = 0
+    for run in due:
+        host = run.disk.host
+        if run.disk_id in busy_disks:
+            reason = f"waiting: disk busy with run {busy_disks[run.disk_id]}"
+        elif host.exclusive and host.pk in busy_hosts:
+            reason = f"waiting: host {host.name} runs one benchmark at a time; busy with run {busy_hosts[host.pk]}"
+        elif claim(run, now):
+            claimed += 1
+            busy_disks[run.disk_id] = run.pk
+            if host.exclusive:
+                busy_hosts[host.pk] = run.pk
+            continue
+        else:
+            continue
+        if run.explanation != reason:
+            _explain_if_changed(run, reason)
+    return claimed
 
 
 def _explain_if_changed(run: Run, explanation: str) -> None:
