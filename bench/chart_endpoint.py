@@ -1,0 +1,460 @@
+"""How fast the all-time disk chart endpoint answers for a disk with 100,000 runs, on SQLite and PostgreSQL.
+
+    .venv/bin/python bench/chart_endpoint.py [--db sqlite|postgres|both] [--runs 100000] [--requests 20]
+        [--samples-per-run 60] [--database-url postgres://postgres@127.0.0.1:5432/benchweb_chartbench]
+
+Each database gets a fresh, migrated benchweb database (SQLite in a temporary directory; on PostgreSQL the
+database named in --database-url is created, and dropped again at the end) holding one team, one custom
+disk (8 x 5,000 IOPS striped: 40,000 IOPS, burst 50,000) and --runs finished runs of six profiles spread
+over two years, bulk-created with summaries shaped like the fio parser's: read/write/total IOPS and
+bandwidth, completion-latency percentiles, --samples-per-run per-second samples inside the summary (as a
+60 s fio run with --status-interval=1 stores them), json+ latency bins on one profile, and the limits
+snapshot a run takes. Every twentieth run of a profile is a noisy-neighbour dip.
+
+Then a logged-in Django test Client asks GET /disks/<pk>/series.json?range=all --requests times (after
+--warmup untimed requests), through the whole middleware stack, and the script reports the median and p95
+wall time, the query count, the payload size and the largest series. Target: median <= 150 ms with
+<= 2,000 points per series. Exit status: 0 met, 1 missed, 2 the measurement failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/benchweb_chartbench"
+TARGET_MEDIAN_MS = 150.0
+MAX_POINTS = 2000
+# (name, rw, block size, read share, typical total IOPS)
+PROFILES = (
+    ("4k randread QD64", "randread", 4096, 1.0, 23_500.0),
+    ("4k randwrite QD64", "randwrite", 4096, 0.0, 21_000.0),
+    ("64k randread QD64", "randread", 65536, 1.0, 17_000.0),
+    ("64k seq write", "write", 65536, 0.0, 17_800.0),
+    ("4k randrw 70/30 QD32", "randrw", 4096, 0.7, 19_000.0),
+    ("1M seq read", "read", 2**20, 1.0, 1_060.0),
+)
+
+
+class BenchError(Exception):
+    """The measurement could not be made; the message says what failed."""
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------------------- setting up
+
+
+def _pg_admin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if parts.scheme not in ("postgres", "postgresql") or not name.replace("_", "").isalnum():
+        raise BenchError(f"--database-url must be postgres://user@host:port/name (letters, digits, _), got {url!r}")
+    return urlunsplit(("postgresql", parts.netloc, "/postgres", "", "")), name
+
+
+def _pg_execute(admin_url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql)
+
+
+def configure_django(tmp: Path, db: str, database_url: str) -> str | None:
+    """Environment first, then django.setup(), then a fresh migrated database; the PG name to drop, if any."""
+    var = tmp / "var"
+    var.mkdir()
+    pg_name = None
+    if db == "postgres":
+        admin_url, pg_name = _pg_admin(database_url)
+        _pg_execute(admin_url, f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
+        _pg_execute(admin_url, f'CREATE DATABASE "{pg_name}"')
+        url = database_url
+    else:
+        url = f"sqlite:///{var / 'benchweb.sqlite3'}"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchweb.settings"
+    os.environ["BENCHWEB_VAR_DIR"] = str(var)
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("BENCHWEB_LOG_LEVEL", "WARNING")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return pg_name
+
+
+def _direction(rng: random.Random, iops: float, block_size: int, scale: float) -> dict[str, Any]:
+    p50 = rng.uniform(900, 1300) * scale
+    return {
+        "iops": iops,
+        "bw_bytes_per_s": iops * block_size,
+        "clat_us": {
+            "mean": p50 * 1.1, "max": p50 * rng.uniform(20, 60), "p50": p50, "p90": p50 * 1.8, "p95": p50 * 2.2,
+            "p99": p50 * rng.uniform(3, 5), "p99_9": p50 * rng.uniform(8, 15),
+        },
+    }  # fmt: skip
+
+
+def _summary(rng: random.Random, profile: tuple, index: int, samples: int) -> dict[str, Any]:
+    _, rw, block_size, read_share, typical = profile
+    # A noisy neighbour every twentieth run, otherwise a few per cent of jitter.
+    total = typical * (rng.uniform(0.3, 0.6) if index % 20 == 7 else rng.uniform(0.95, 1.05))
+    scale = typical / total
+    read_iops, write_iops = total * read_share, total * (1 - read_share)
+    summary: dict[str, Any] = {
+        "tool": "fio", "tool_version": "fio-3.33",
+        "total": {"iops": total, "bw_bytes_per_s": total * block_size},
+        "read": _direction(rng, read_iops, block_size, scale) if read_share > 0 else None,
+        "write": _direction(rng, write_iops, block_size, scale) if read_share < 1 else None,
+        "processes": 8, "block_size_bytes": block_size, "read_percent": 100 * read_share, "direct": True,
+        "runtime_s": 60.0,
+        "samples": [
+            {"t_s": float(t + 1),
+             "read_iops": round(read_iops * rng.uniform(0.9, 1.1), 1) if read_share > 0 else None,
+             "write_iops": round(write_iops * rng.uniform(0.9, 1.1), 1) if read_share < 1 else None}
+            for t in range(samples)
+        ],
+    }  # fmt: skip
+    if rw == "randrw":
+        # json+ on this profile: fio's ~1,856 possible bins, of which a run fills a hundred or so.
+        summary["latency_bins_ns"] = {
+            d: {str(int(1000 * 1.07**k)): rng.randint(1, 5000) for k in range(100, 200)} for d in ("read", "write")
+        }
+    return summary
+
+
+def build(n_runs: int, samples: int, raw_bytes: int, seed: int) -> tuple[Any, int]:
+    """The team's user and the disk's pk, with n_runs finished runs spread over two years."""
+    from django.contrib.auth.models import User
+    from django.utils import timezone
+
+    from jobs import teams
+    from jobs.models import Disk, Host, Profile, Run
+
+    rng = random.Random(seed)
+    user = User.objects.create_user("bench")
+    team = teams.place_new_user(user).team
+    host = Host.objects.create(team=team, name="ultra-vm", address="10.0.0.5", username="bench")
+    disk = Disk.objects.create(
+        host=host, label="lvm-8x-ultra", target_path="/dev/vg0/bench", kind="block", disk_type="custom",
+        spec_iops=40_000, spec_bytes_per_s=8 * 140_000_000, spec_burst_iops=50_000,
+    )  # fmt: skip
+    profiles = [
+        Profile.objects.create(team=team, name=name, rw=rw, block_size_bytes=bs, iodepth=64, jobs=8, runtime_s=60)
+        for name, rw, bs, _, _ in PROFILES
+    ]
+    snapshots = [disk.limits(block_size=p.block_size_bytes).as_dict() for p in profiles]
+    now = timezone.now()
+    step = timedelta(days=730) / n_runs
+    raw_output = ("{fio JSON stand-in} " * (raw_bytes // 20 + 1))[:raw_bytes]
+    batch: list[Run] = []
+    started = time.monotonic()
+    for i in range(n_runs):
+        which = i % len(PROFILES)
+        finished = now - step * (n_runs - i)
+        batch.append(Run(
+            disk=disk, team=team, profile=profiles[which], profile_name=profiles[which].name,
+            parameters=profiles[which].parameters(), state=Run.State.SUCCEEDED, trigger=Run.Trigger.SCHEDULE,
+            started_at=finished - timedelta(seconds=61), finished_at=finished,
+            summary=_summary(rng, PROFILES[which], i // len(PROFILES), samples), limits_snapshot=snapshots[which],
+            command="[global]\nioengine=libaio\n...", raw_output=raw_output,
+        ))  # fmt: skip
+        if len(batch) == 2000:
+            Run.objects.bulk_create(batch)
+            batch.clear()
+            say(f"  {i + 1:,} runs ({time.monotonic() - started:.0f} s)")
+    Run.objects.bulk_create(batch)
+    _analyze()
+    return user, disk.pk
+
+
+def _analyze() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+
+# ----------------------------------------------------------------------------------------- measuring
+
+
+def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    pg_name = configure_django(tmp, args.db, args.database_url)
+    try:
+        from django.db import connection
+        from django.test import Client
+        from django.test.utils import CaptureQueriesContext
+
+        say(f"[{args.db}] creating {args.runs:,} runs with {args.samples_per_run} samples each ...")
+        user, disk_pk = build(args.runs, args.samples_per_run, args.raw_bytes, args.seed)
+        client = Client(HTTP_HOST="localhost")
+        client.force_login(user)
+        url = f"/disks/{disk_pk}/series.json?range=all"
+
+        def ask() -> tuple[float, bytes]:
+            began = time.perf_counter()
+            response = client.get(url)
+            elapsed = (time.perf_counter() - began) * 1000
+            if response.status_code != 200:
+                raise BenchError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
+            return elapsed, response.content
+
+        for _ in range(args.warmup):
+            ask()
+        times = []
+        for _ in range(args.requests):
+            elapsed, body = ask()
+            times.append(elapsed)
+        with CaptureQueriesContext(connection) as queries:
+            _, body = ask()
+        data = json.loads(body)
+        query_ms = [_time_query(disk_pk) for _ in range(min(5, args.requests))]
+        narrow_ms = _what_if_narrow(disk_pk, min(10, args.requests))
+        buckets_ms = _what_if_buckets(disk_pk, min(10, args.requests))
+        lengths = [
+            len(points["x"])
+            for series in data["series"]
+            for points in [*series["iops"].values(), *(p for d in series["latency_us"].values() for p in d.values())]
+            if points["x"]
+        ]
+        return {
+            "db": args.db,
+            "server": connection.vendor + " " + _server_version(connection),
+            "runs": data["runs"],
+            "profiles": len(data["series"]),
+            "series": len(lengths),
+            "max_points_per_series": max(lengths),
+            "payload_bytes": len(body),
+            "queries": len(queries),
+            "times_ms": times,
+            "query_ms": query_ms,
+            "narrow_ms": narrow_ms,
+            "buckets_ms": buckets_ms,
+            "load_average": os.getloadavg(),
+            "cpus": os.cpu_count(),
+        }
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if pg_name:
+            with contextlib.suppress(Exception):
+                _pg_execute(_pg_admin(args.database_url)[0], f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
+
+
+def _series_rows(disk_pk: int, vendor: str) -> Any:
+    from jobs.chart_views import run_columns
+    from jobs.models import Run
+
+    expressions, _ = run_columns(vendor)
+    finished = Run.objects.filter(disk_id=disk_pk, state=Run.State.SUCCEEDED, finished_at__isnull=False)
+    return finished.order_by("profile_id", "profile_name", "finished_at", "pk").values_list(*expressions)
+
+
+def _time_query(disk_pk: int) -> float:
+    """The endpoint's main query alone: the rows it reads, without the Python that draws the series."""
+    from django.db import connection
+
+    began = time.perf_counter()
+    list(_series_rows(disk_pk, connection.vendor))
+    return (time.perf_counter() - began) * 1000
+
+
+def _what_if_narrow(disk_pk: int, repeat: int) -> list[float]:
+    """What a denormalised copy would cost: the same numbers in a narrow table of their own (one row per run,
+    plain columns, indexed by disk), read and turned into the same JSON by the view's own code."""
+    from django.db import connection
+    from django.http import JsonResponse
+
+    from jobs.chart_views import run_columns, series_payload
+    from jobs.models import Disk
+
+    # The plain-column layout (SQLite's), whatever the database.
+    _, names = run_columns("sqlite")
+    sql, params = _series_rows(disk_pk, "sqlite").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS bench_run_point")
+        cursor.execute(f"CREATE TABLE bench_run_point AS {sql}", params)
+        cursor.execute("SELECT * FROM bench_run_point WHERE 1 = 0")
+        quoted = [connection.ops.quote_name(c[0]) for c in cursor.description]
+        cursor.execute(f"ALTER TABLE bench_run_point ADD COLUMN disk_id bigint DEFAULT {int(disk_pk)}")
+        cursor.execute(f"CREATE INDEX bench_run_point_disk ON bench_run_point (disk_id, {quoted[2]}, {quoted[3]}, "
+                       f"{quoted[1]})")  # fmt: skip
+    _analyze()
+    disk = Disk.objects.get(pk=disk_pk)
+    # The names come from the database's own description of the table, quoted by Django.
+    select = (f"SELECT {', '.join(quoted)} FROM bench_run_point WHERE disk_id = %s "  # noqa: S608
+              f"ORDER BY {quoted[2]}, {quoted[3]}, {quoted[1]}, {quoted[0]}")  # fmt: skip
+    times = []
+    for _ in range(repeat + 1):
+        began = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute(select, [disk_pk])
+            rows = cursor.fetchall()
+        JsonResponse(series_payload(disk, rows, names, None, MAX_POINTS))
+        times.append((time.perf_counter() - began) * 1000)
+    return times[1:]
+
+
+def _what_if_buckets(disk_pk: int, repeat: int) -> list[float]:
+    """What the narrow table plus downsampling in the database would cost: one GROUP BY returns, per profile
+    and per one of 1,000 time buckets, the lowest and highest value of every series (so at most 2,000 points
+    per series leave the database), and Python only lays them out as JSON."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM bench_run_point WHERE 1 = 0")
+        quoted = [connection.ops.quote_name(c[0]) for c in cursor.description]
+    _, x, profile_id, profile_name, *values = quoted[: len(quoted) - 1]
+    aggregates = ", ".join(f"MIN({v}), MAX({v})" for v in values[:9])
+    bucket = f"FLOOR(({x} - %s) * 1000.0 / (%s - %s + 1))"
+    times = []
+    for _ in range(repeat + 1):
+        began = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT MIN({x}), MAX({x}) FROM bench_run_point WHERE disk_id = %s", [disk_pk])  # noqa: S608
+            low, high = cursor.fetchone()
+            cursor.execute(
+                f"SELECT {profile_id}, {profile_name}, {bucket} AS b, MIN({x}), MAX({x}), COUNT(*), {aggregates} "  # noqa: S608
+                f"FROM bench_run_point WHERE disk_id = %s GROUP BY {profile_id}, {profile_name}, b "
+                f"ORDER BY {profile_id}, {profile_name}, b",
+                [low, high, low, disk_pk],
+            )
+            rows = cursor.fetchall()
+        series: dict[Any, list[list[Any]]] = {}
+        for row in rows:
+            points = series.setdefault((row[0], row[1]), [[] for _ in range(9)])
+            for k in range(9):
+                points[k].append([row[3], row[6 + 2 * k]])
+                points[k].append([row[4], row[7 + 2 * k]])
+        json.dumps({str(key): value for key, value in series.items()})
+        times.append((time.perf_counter() - began) * 1000)
+    return times[1:]
+
+
+def _server_version(connection: Any) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sqlite_version()" if connection.vendor == "sqlite" else "SHOW server_version")
+        return str(cursor.fetchone()[0])
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def report(results: list[dict[str, Any]]) -> bool:
+    met = True
+    print(f"GET /disks/<pk>/series.json?range=all   target: median <= {TARGET_MEDIAN_MS:.0f} ms, "
+          f"<= {MAX_POINTS:,} points per series")  # fmt: skip
+    for r in results:
+        median, p95 = statistics.median(r["times_ms"]), _p95(r["times_ms"])
+        ok = median <= TARGET_MEDIAN_MS and r["max_points_per_series"] <= MAX_POINTS
+        met = met and ok
+        print(f"  {r['server']:<22} {r['runs']:>7,} runs, {r['profiles']} profiles, {r['series']} series: "
+              f"median {median:6.1f} ms, p95 {_p95(r['times_ms']):6.1f} ms, min {min(r['times_ms']):6.1f} ms "
+              f"({len(r['times_ms'])} requests); {r['queries']} queries; largest series "
+              f"{r['max_points_per_series']:,} points; {r['payload_bytes'] / 1e6:.2f} MB JSON  "
+              f"{'MET' if ok else 'MISSED'}")  # fmt: skip
+        print(f"  {'':<22} of which the main query alone: median {statistics.median(r['query_ms']):6.1f} ms; "
+              f"what-if the numbers had a narrow table of their own (query + the view's Python + JSON, "
+              f"no middleware): median {statistics.median(r['narrow_ms']):6.1f} ms; what-if the narrow table "
+              f"were also downsampled in the database (GROUP BY 1,000 time buckets, min and max): median "
+              f"{statistics.median(r['buckets_ms']):6.1f} ms")  # fmt: skip
+        print(f"  {'':<22} load average during the run {r['load_average'][0]:.1f} on {r['cpus']} CPUs")
+        del p95
+    return met
+
+
+def run_one(args: argparse.Namespace) -> tuple[int, dict[str, Any] | None]:
+    tmp = Path(tempfile.mkdtemp(prefix=f"benchweb-chart-{args.db}-"))
+    try:
+        return 0, measure(args, tmp)
+    except KeyboardInterrupt:
+        return 130, None
+    except Exception as exc:
+        if not isinstance(exc, BenchError):
+            traceback.print_exc()
+        say(f"chart_endpoint [{args.db}]: the measurement failed: {exc}")
+        return 2, None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
+    parser.add_argument("--database-url", default=DEFAULT_PG_URL,
+                        help=f"PostgreSQL database to create and drop (default {DEFAULT_PG_URL})")  # fmt: skip
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--samples-per-run", type=int, default=60, help="per-second samples in each summary")
+    parser.add_argument(
+        "--raw-bytes",
+        type=int,
+        default=20_000,
+        help="raw tool output stored with each run (default 20,000; real fio JSON is often more)",
+    )
+    parser.add_argument("--requests", type=int, default=20, help="timed requests (default 20)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed requests first (default 2)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    if args.runs < 1 or args.requests < 1 or args.warmup < 0:
+        parser.error("need --runs >= 1, --requests >= 1, --warmup >= 0")
+    if args.db == "both":
+        # Each database in a child process of its own: Django's database settings are fixed at setup.
+        results = []
+        for db in ("sqlite", "postgres"):
+            child = [sys.executable, str(Path(__file__).resolve()), *_without_db(argv), "--db", db, "--json"]
+            done = subprocess.run(child, cwd=ROOT, stdout=subprocess.PIPE, check=False)
+            if done.returncode == 2 or done.returncode == 130 or not done.stdout.strip():
+                return done.returncode or 2
+            results.extend(json.loads(done.stdout))
+    else:
+        status, result = run_one(args)
+        if result is None:
+            return status
+        results = [result]
+    if args.json and args.db != "both":
+        print(json.dumps(results))
+        return 0
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0 if report(results) else 1
+
+
+def _without_db(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--db":
+            skip = True
+        elif not arg.startswith("--db=") and arg != "--json":
+            out.append(arg)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

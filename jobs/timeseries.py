@@ -1,0 +1,121 @@
+"""Chart series and their downsampling (pure: no Django).
+
+A point is a tuple whose first two items are x and y; anything after them (a run id, an efficiency) rides
+along untouched. Both downsamplers return a subset of the input in its order, never synthetic averages, so
+every point drawn is a real measurement that can be hovered and opened.
+
+Which one the endpoints use, and why:
+- `minmax` for a disk's runs over time. The questions asked of that chart are about extremes (the 3 a.m.
+  dip a noisy neighbour caused, the one slow run after a change), and min/max buckets keep the lowest and
+  highest point of every bucket by construction, whatever else is dropped.
+- `lttb` for a run's per-second samples. They are a dense, continuous signal, where min/max buckets turn
+  into a zigzag between neighbouring extremes; largest-triangle-three-buckets keeps the visual shape with
+  one point per bucket, and still keeps isolated spikes and dips because they span the largest triangles.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+MAX_POINTS = 2000
+
+Point = tuple[Any, ...]
+
+
+def minmax(points: Sequence[Point], limit: int = MAX_POINTS) -> list[Point]:
+    """At most `limit` points: the first, the last, and the lowest and highest y of each bucket between."""
+    return [points[i] for i in minmax_indices([p[1] for p in points], limit)]
+
+
+def minmax_indices(ys: Sequence[float], limit: int = MAX_POINTS) -> list[int]:
+    """The indices `minmax` keeps, in order. Works on the y values alone so that a caller holding columns
+    (100,000 runs) builds tuples only for the points it keeps; min() and max() over slices run in C."""
+    if limit < 4:
+        raise ValueError(f"minmax needs a limit of at least 4 points; got {limit}.")
+    count = len(ys)
+    if count <= limit:
+        return list(range(count))
+    buckets = (limit - 2) // 2
+    inner = count - 2
+    out = [0]
+    for bucket in range(buckets):
+        start = 1 + bucket * inner // buckets
+        end = 1 + (bucket + 1) * inner // buckets
+        segment = ys[start:end]
+        low = start + segment.index(min(segment))
+        high = start + segment.index(max(segment))
+        out.extend((low, high) if low < high else (high, low) if high < low else (low,))
+    out.append(count - 1)
+    return out
+
+
+def lttb(points: Sequence[Point], limit: int = MAX_POINTS) -> list[Point]:
+    """Largest-triangle-three-buckets (Steinarsson 2013): at most `limit` points, the first and last kept.
+
+    1. Split the points between the first and the last into `limit - 2` buckets of equal count.
+    2. Walk the buckets in order; in each, keep the point that makes the largest triangle with the point
+       kept from the bucket before and the average point of the bucket after.
+    """
+    if limit < 3:
+        raise ValueError(f"lttb needs a limit of at least 3 points; got {limit}.")
+    count = len(points)
+    if count <= limit:
+        return list(points)
+    size = (count - 2) / (limit - 2)
+    out = [points[0]]
+    kept = 0
+    for bucket in range(limit - 2):
+        start = int(bucket * size) + 1
+        end = int((bucket + 1) * size) + 1
+        next_end = min(int((bucket + 2) * size) + 1, count)
+        following = points[end:next_end] or points[-1:]
+        avg_x = sum(p[0] for p in following) / len(following)
+        avg_y = sum(p[1] for p in following) / len(following)
+        ax, ay = points[kept][0], points[kept][1]
+        best, best_area = start, -1.0
+        for index in range(start, end):
+            x, y = points[index][0], points[index][1]
+            # Twice the triangle's area; only the comparison matters.
+            area = abs((ax - avg_x) * (y - ay) - (ax - x) * (avg_y - ay))
+            if area > best_area:
+                best, best_area = index, area
+        out.append(points[best])
+        kept = best
+    out.append(points[-1])
+    return out
+
+
+def series(rows: Iterable[Sequence[Any]], x: int, y: int, *extra: int) -> list[Point]:
+    """Points (row[x], row[y], *row[extra]) of the rows whose y is a finite number; rows in x order."""
+    out: list[Point] = []
+    for row in rows:
+        value = row[y]
+        # JSON may hold null, or (from a hand-edited import) a string: only finite numbers are drawn.
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            continue
+        out.append((row[x], value, *(row[e] for e in extra)))
+    return out
+
+
+def log_edges(low: float, high: float, bins: int = 40) -> list[float]:
+    """`bins + 1` log-spaced edges from low to high (both > 0); one bin when they are equal."""
+    if low <= 0 or high < low:
+        raise ValueError(f"log_edges needs 0 < low <= high; got {low} and {high}.")
+    if high == low:
+        return [low, high]
+    ratio = math.log(high / low)
+    return [low * math.exp(ratio * i / bins) for i in range(bins)] + [high]
+
+
+def histogram(counts: Mapping[float, int], edges: Sequence[float]) -> list[int]:
+    """Counts keyed by value, summed into the bins between `edges`. Values below the first edge join the
+    first bin and values above the last join the last, so no count is lost; an edge belongs to the bin above
+    it, except the last edge, which closes the last bin."""
+    totals = [0] * (len(edges) - 1)
+    for value, n in counts.items():
+        index = bisect.bisect_right(edges, value) - 1
+        totals[min(max(index, 0), len(totals) - 1)] += n
+    return totals

@@ -1,0 +1,408 @@
+// The disk page: IOPS of every finished run over time beside the theoretical limits, and their latency.
+// Data from /disks/<pk>/series.json (downsampled on the server); the filters refetch it.
+(function () {
+  "use strict";
+  const root = document.getElementById("disk-charts");
+  if (!root || !window.Chart || !window.benchCharts) return;
+  const { fmt, logTick, palette, limitLines, getJSON, baseOptions, fitHeight } = window.benchCharts;
+
+  const form = document.getElementById("chart-filters");
+  const profileSelect = document.getElementById("chart-profile");
+  const rangeSelect = document.getElementById("chart-range");
+  const custom = document.getElementById("chart-custom");
+  const fromInput = document.getElementById("chart-from");
+  const toInput = document.getElementById("chart-to");
+  const status = document.getElementById("chart-status");
+  const empty = document.getElementById("chart-empty");
+  const drawn = document.getElementById("chart-drawn");
+  const resetButton = root.querySelector('[data-zoom="reset"]');
+  const charts = {};
+  let request = 0;
+
+  // ------------------------------------------------------------------ filters, kept in the page's URL
+
+  const params = new URLSearchParams(window.location.search);
+  if (params.get("range")) rangeSelect.value = params.get("range");
+  if (params.get("from")) fromInput.value = toLocalInput(params.get("from"));
+  if (params.get("to")) toInput.value = toLocalInput(params.get("to"));
+  const wantedProfile = params.get("profile") || "";
+  if (wantedProfile) {
+    // A placeholder until the first answer brings the profiles' names.
+    profileSelect.append(new Option(wantedProfile, wantedProfile));
+    profileSelect.value = wantedProfile;
+  }
+  custom.hidden = rangeSelect.value !== "custom";
+
+  function toLocalInput(iso) {
+    const d = new Date(iso);
+    if (isNaN(d)) return "";
+    const pad = (n) => String(n).padStart(2, "0");
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" + pad(d.getMinutes());
+  }
+
+  function query() {
+    const q = new URLSearchParams({ range: rangeSelect.value });
+    if (profileSelect.value) q.set("profile", profileSelect.value);
+    if (rangeSelect.value === "custom") {
+      // datetime-local is the reader's local time; the server gets an exact instant.
+      if (fromInput.value) q.set("from", new Date(fromInput.value).toISOString());
+      if (toInput.value) q.set("to", new Date(toInput.value).toISOString());
+    }
+    return q;
+  }
+
+  rangeSelect.addEventListener("change", () => {
+    custom.hidden = rangeSelect.value !== "custom";
+    if (rangeSelect.value === "custom") fromInput.focus();
+    else load();
+  });
+  profileSelect.addEventListener("change", () => load());
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    load();
+  });
+
+  // ------------------------------------------------------------------ zoom and pan (both charts together)
+
+  function sync(source) {
+    const { min, max } = source.scales.x;
+    for (const chart of Object.values(charts)) {
+      if (chart === source) continue;
+      chart.zoomScale("x", { min, max }, "none");
+    }
+    resetButton.disabled = !source.isZoomedOrPanned();
+  }
+
+  root.querySelectorAll("[data-zoom]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const chart = charts.iops;
+      if (!chart) return;
+      const width = chart.chartArea.right - chart.chartArea.left;
+      const action = button.dataset.zoom;
+      if (action === "in") chart.zoom({ x: 1.5 }, "none");
+      if (action === "out") chart.zoom({ x: 1 / 1.5 }, "none");
+      if (action === "earlier") chart.pan({ x: width / 3 }, undefined, "none");
+      if (action === "later") chart.pan({ x: -width / 3 }, undefined, "none");
+      if (action === "reset") {
+        Object.values(charts).forEach((c) => c.resetZoom("none"));
+        resetButton.disabled = true;
+        return;
+      }
+      sync(chart);
+    });
+  });
+
+  // Without hammer.js the zoom plugin cannot pan by dragging; Shift-drag does it here instead.
+  function shiftDragPan(chart) {
+    if (window.Hammer) return;
+    chart.canvas.addEventListener("pointerdown", (event) => {
+      if (!event.shiftKey || event.button !== 0) return;
+      event.preventDefault();
+      let last = event.clientX;
+      const move = (e) => {
+        chart.pan({ x: e.clientX - last }, undefined, "none");
+        last = e.clientX;
+      };
+      const up = () => {
+        window.removeEventListener("pointermove", move);
+        window.removeEventListener("pointerup", up);
+        sync(chart);
+      };
+      window.addEventListener("pointermove", move);
+      window.addEventListener("pointerup", up);
+    });
+  }
+
+  function zoomOptions() {
+    const done = ({ chart }) => sync(chart);
+    return {
+      limits: { x: { min: "original", max: "original", minRange: 60 * 1000 } },
+      pan: { enabled: true, mode: "x", modifierKey: "shift", onPanComplete: done },
+      zoom: {
+        mode: "x",
+        wheel: { enabled: true, modifierKey: "ctrl" },
+        pinch: { enabled: true },
+        drag: { enabled: true, threshold: 8, backgroundColor: "rgba(31,111,235,.12)", borderColor: "#1f6feb", borderWidth: 1 },
+        onZoomComplete: done,
+      },
+    };
+  }
+
+  // ------------------------------------------------------------------ data -> datasets
+
+  function points(series, extra) {
+    const out = new Array(series.x.length);
+    for (let i = 0; i < series.x.length; i++) {
+      const p = { x: series.x[i], y: series.y[i], run: series.run[i] };
+      if (extra) {
+        p.efficiency = series.efficiency[i];
+        p.limit = series.limit[i];
+      }
+      out[i] = p;
+    }
+    return out;
+  }
+
+  function line(label, data, colour, dash, width, meta) {
+    return {
+      label,
+      data,
+      borderColor: colour,
+      backgroundColor: colour,
+      borderWidth: width,
+      borderDash: dash,
+      pointRadius: data.length > 150 ? 0 : 2.5,
+      pointHoverRadius: 5,
+      pointHitRadius: 6,
+      tension: 0,
+      spanGaps: true,
+      meta,
+    };
+  }
+
+  function iopsDatasets(data) {
+    const sets = [];
+    data.series.forEach((s, index) => {
+      const colour = palette[index % palette.length];
+      const name = s.profile.name;
+      const both = s.iops.read.x.length && s.iops.write.x.length;
+      const meta = { profile: name, blockSize: s.block_size_bytes, kind: "total" };
+      sets.push(line(both ? name + " · total" : name, points(s.iops.total, true), colour, [], 2, meta));
+      if (both) {
+        sets.push(line(name + " · read", points(s.iops.read), colour, [6, 3], 1.5, { ...meta, kind: "read" }));
+        sets.push(line(name + " · write", points(s.iops.write), colour, [2, 3], 1.5, { ...meta, kind: "write" }));
+      }
+    });
+    return sets;
+  }
+
+  function latencyDatasets(data) {
+    const sets = [];
+    const dashes = { p50: [], p99: [6, 3], p99_9: [2, 3] };
+    const names = { p50: "p50", p99: "p99", p99_9: "p99.9" };
+    data.series.forEach((s, index) => {
+      const colour = palette[index % palette.length];
+      const directions = ["read", "write"].filter((d) => s.latency_us[d].p50.x.length || s.latency_us[d].p99.x.length);
+      for (const d of directions) {
+        for (const p of ["p50", "p99", "p99_9"]) {
+          const label = s.profile.name + (directions.length > 1 ? " · " + d : "") + " " + names[p];
+          const width = p === "p50" ? 2 : 1.5;
+          sets.push(line(label, points(s.latency_us[d][p]), d === "write" ? shade(colour) : colour, dashes[p], width, {}));
+        }
+      }
+    });
+    return sets;
+  }
+
+  // Writes in a darker tone of their profile's colour, so read and write curves of a profile part.
+  function shade(hex) {
+    const n = parseInt(hex.slice(1), 16);
+    const c = [(n >> 16) & 255, (n >> 8) & 255, n & 255].map((v) => Math.round(v * 0.6));
+    return "rgb(" + c.join(",") + ")";
+  }
+
+  function limitsOf(data) {
+    const lines = [];
+    for (const s of data.series) {
+      const tag = s.block_size_bytes ? fmt.bytes(s.block_size_bytes) : s.profile.name;
+      lines.push({ kind: "baseline", value: s.limits.baseline_iops, tag });
+      lines.push({ kind: "burst", value: s.limits.burst_iops, tag });
+    }
+    return lines;
+  }
+
+  function runUrl(id) {
+    return root.dataset.runUrl.replace(/0\/$/, id + "/");
+  }
+
+  function openRun(event, elements, chart) {
+    if (!elements.length) return;
+    const point = chart.data.datasets[elements[0].datasetIndex].data[elements[0].index];
+    if (point && point.run) window.location.assign(runUrl(point.run));
+  }
+
+  // The axis spans the range asked for, not just the runs in it: a week with runs on two days shows so.
+  function timeAxis(data) {
+    const axis = {
+      type: "time",
+      time: { tooltipFormat: "yyyy-MM-dd HH:mm" },
+      title: { display: true, text: "run finished (your local time)" },
+      ticks: { maxRotation: 0, autoSkipPadding: 16 },
+    };
+    if (data.range.from) axis.min = Date.parse(data.range.from);
+    if (data.range.to) axis.max = Date.parse(data.range.to);
+    else if (data.range.from) axis.max = Date.now();
+    return axis;
+  }
+
+  // ------------------------------------------------------------------ charts
+
+  function drawIops(data) {
+    const datasets = iopsDatasets(data);
+    const lines = limitLines(limitsOf(data));
+    const highest = Math.max(0, ...Object.values(lines).map((l) => l.yMin));
+    const options = baseOptions();
+    options.scales = {
+      x: timeAxis(data),
+      y: {
+        beginAtZero: true,
+        // Room above the highest limit, so its line and label show even when runs stay far below it.
+        suggestedMax: highest * 1.08,
+        title: { display: true, text: "IOPS (I/O operations per second)" },
+        ticks: { callback: fmt.iopsTick },
+      },
+    };
+    options.plugins.annotation = { annotations: lines };
+    options.plugins.zoom = zoomOptions();
+    options.plugins.tooltip.callbacks = {
+      label(ctx) {
+        const p = ctx.raw;
+        const meta = ctx.dataset.meta;
+        let text = ctx.dataset.label + ": " + fmt.iops(p.y);
+        if (meta.kind === "total" && p.limit) text += " · " + fmt.percent(p.efficiency) + " of " + fmt.exact(p.limit);
+        return text;
+      },
+      afterLabel(ctx) {
+        const meta = ctx.dataset.meta;
+        return meta.blockSize ? fmt.bytesPerS(ctx.raw.y * meta.blockSize) + " at " + fmt.bytes(meta.blockSize) + " blocks" : "";
+      },
+      footer(items) {
+        return items.length && items[0].raw.run ? "run #" + items[0].raw.run + " · click to open" : "";
+      },
+    };
+    options.onClick = openRun;
+    options.onHover = (event, elements) => {
+      event.native.target.style.cursor = elements.length ? "pointer" : "default";
+    };
+    const canvas = document.getElementById("iops-chart");
+    fitHeight(canvas, 360, datasets.length);
+    return replace("iops", canvas, { type: "line", data: { datasets }, options });
+  }
+
+  function drawLatency(data) {
+    const datasets = latencyDatasets(data);
+    const options = baseOptions();
+    options.scales = {
+      x: timeAxis(data),
+      y: {
+        type: "logarithmic",
+        title: { display: true, text: "completion latency (log scale: µs, ms, s)" },
+        ticks: { callback: logTick(fmt.micros), autoSkip: false },
+        // Head room on a log axis, so the slowest point is not cut in half by the chart's edge.
+        afterDataLimits(scale) {
+          scale.max *= 1.5;
+          scale.min /= 1.5;
+        },
+      },
+    };
+    options.plugins.zoom = zoomOptions();
+    options.plugins.tooltip.callbacks = {
+      label: (ctx) => ctx.dataset.label + ": " + fmt.micros(ctx.raw.y),
+      footer: (items) => (items.length && items[0].raw.run ? "run #" + items[0].raw.run + " · click to open" : ""),
+    };
+    options.onClick = openRun;
+    const canvas = document.getElementById("latency-chart");
+    fitHeight(canvas, 300, datasets.length);
+    return replace("latency", canvas, { type: "line", data: { datasets }, options });
+  }
+
+  function replace(name, canvas, config) {
+    if (charts[name]) charts[name].destroy();
+    charts[name] = new Chart(canvas, config);
+    shiftDragPan(charts[name]);
+    return charts[name];
+  }
+
+  // ------------------------------------------------------------------ loading
+
+  function fillProfiles(profiles) {
+    const chosen = profileSelect.value || wantedProfile;
+    profileSelect.replaceChildren(new Option("All profiles", ""));
+    for (const p of profiles) {
+      const runs = p.runs === 1 ? "1 run" : p.runs.toLocaleString("en-US") + " runs";
+      profileSelect.append(new Option(p.name + " (" + runs + ")", p.key));
+    }
+    if ([...profileSelect.options].some((o) => o.value === chosen)) profileSelect.value = chosen;
+  }
+
+  function showEmpty(data) {
+    const filtered = data.range.name !== "all" || data.profile;
+    empty.replaceChildren();
+    const message = document.createElement("p");
+    if (!data.profiles.length) {
+      message.textContent = "No finished runs on this disk yet — choose a profile under Run now and press Run now, or import results.";
+    } else {
+      message.textContent = "No finished runs in this range — run a profile or widen the range.";
+      const shown = data.profile ? data.profiles.filter((p) => p.key === data.profile) : data.profiles;
+      const last = shown.map((p) => p.last_finished_at).sort().pop();
+      if (last) message.textContent += " The latest run finished " + fmt.when(new Date(last)) + ".";
+    }
+    empty.append(message);
+    if (data.profiles.length && filtered) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "secondary";
+      button.textContent = "Show all runs of all time";
+      button.addEventListener("click", () => {
+        rangeSelect.value = "all";
+        profileSelect.value = "";
+        custom.hidden = true;
+        load();
+      });
+      empty.append(button);
+    }
+    empty.hidden = false;
+    drawn.hidden = true;
+  }
+
+  function describe(data) {
+    const runs = data.runs.toLocaleString("en-US") + (data.runs === 1 ? " finished run" : " finished runs");
+    const thinned = data.series.some((s) => s.downsampled)
+      ? " Long series are thinned to at most " + data.max_points.toLocaleString("en-US") + " points each, keeping every low and high."
+      : "";
+    const summary = data.series.map((s) => s.profile.name + ": " + latest(s)).join("; ");
+    return runs + (summary ? " — latest " + summary + "." : ".") + thinned;
+  }
+
+  function latest(s) {
+    const t = s.iops.total;
+    const i = t.x.length - 1;
+    const limit = t.limit[i];
+    return fmt.iops(t.y[i]) + (limit ? " (" + fmt.percent(t.efficiency[i]) + " of " + fmt.exact(limit) + ")" : "");
+  }
+
+  async function load() {
+    const mine = ++request;
+    const q = query();
+    window.history.replaceState(null, "", "?" + q.toString());
+    status.textContent = "Loading…";
+    root.setAttribute("aria-busy", "true");
+    let data;
+    try {
+      data = await getJSON(root.dataset.seriesUrl + "?" + q.toString());
+    } catch (err) {
+      if (mine !== request) return;
+      status.textContent = "Could not load the chart data: " + err.message + ". Change the filters or reload the page.";
+      root.removeAttribute("aria-busy");
+      return;
+    }
+    if (mine !== request) return; // a newer request is on its way
+    root.removeAttribute("aria-busy");
+    fillProfiles(data.profiles);
+    if (!data.series.length) {
+      status.textContent = "";
+      Object.values(charts).forEach((c) => c.destroy());
+      for (const key of Object.keys(charts)) delete charts[key];
+      showEmpty(data);
+      return;
+    }
+    empty.hidden = true;
+    drawn.hidden = false;
+    status.textContent = describe(data);
+    drawIops(data);
+    drawLatency(data);
+    resetButton.disabled = true;
+  }
+
+  load();
+})();

@@ -1,0 +1,51 @@
+// Compare page: grouped bars, measured (solid) beside theoretical (pale), from the json_script data.
+(function () {
+  "use strict";
+  const canvas = document.getElementById("compare-chart");
+  const source = document.getElementById("compare-data");
+  if (!canvas || !source || typeof Chart === "undefined") return;
+  const data = JSON.parse(source.textContent);
+  const palette = ["#1f6feb", "#d97706", "#059669", "#9333ea", "#dc2626", "#0891b2", "#65a30d", "#db2777"];
+  const fmt = (n) => (n == null ? "—" : n >= 1e6 ? (n / 1e6).toPrecision(3) + "M" : n >= 1000 ? (n / 1000).toPrecision(3) + "k" : Math.round(n).toString());
+
+  const datasets = data.datasets.map((set) => {
+    const colour = palette[set.series % palette.length];
+    const theoretical = set.kind === "theoretical";
+    return {
+      label: set.label,
+      data: set.data,
+      backgroundColor: theoretical ? colour + "33" : colour,
+      borderColor: colour,
+      borderWidth: theoretical ? 1.5 : 0,
+      borderDash: theoretical ? [4, 3] : [],
+      kind: set.kind,
+      series: set.series,
+    };
+  });
+
+  function efficiency(ctx) {
+    const partner = datasets.find((d) => d.series === ctx.dataset.series && d.kind !== ctx.dataset.kind);
+    if (!partner) return "";
+    const measured = ctx.dataset.kind === "measured" ? ctx.raw : partner.data[ctx.dataIndex];
+    const limit = ctx.dataset.kind === "measured" ? partner.data[ctx.dataIndex] : ctx.raw;
+    return measured != null && limit ? " — efficiency " + Math.round((100 * measured) / limit) + " %" : "";
+  }
+
+  new Chart(canvas, {
+    type: "bar",
+    data: { labels: data.labels, datasets: datasets },
+    options: {
+      responsive: true,
+      maintainAspectRatio: false,
+      animation: false,
+      scales: {
+        y: { beginAtZero: true, title: { display: true, text: "IOPS" }, ticks: { callback: (v) => fmt(v) } },
+        x: { ticks: { autoSkip: false, maxRotation: 30 } },
+      },
+      plugins: {
+        legend: { position: "bottom", labels: { boxWidth: 14 } },
+        tooltip: { callbacks: { label: (ctx) => ctx.dataset.label + ": " + fmt(ctx.raw) + " IOPS" + efficiency(ctx) } },
+      },
+    },
+  });
+})();

@@ -1,0 +1,324 @@
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from jobs import teams
+from jobs.models import Disk, Profile, Run, RunSample
+
+MAX_POINTS = 2000
+
+
+def _summary(total: float, *, write: float | None = None, p99: float = 900.0, **extra: Any) -> dict:
+    def direction(iops: float | None) -> dict | None:
+        if iops is None:
+            return None
+        clat = {"mean": 200.0, "max": 9000.0, "p50": 150.0, "p90": 400.0, "p95": 500.0, "p99": p99, "p99_9": 2500.0}
+        return {"iops": iops, "bw_bytes_per_s": iops * 4096, "clat_us": clat}
+
+    read = total - (write or 0.0)
+    return {
+        "tool": "fio", "tool_version": "fio-3.33", "total": {"iops": total, "bw_bytes_per_s": total * 4096},
+        "read": direction(read if read else None), "write": direction(write), "processes": 1,
+        "block_size_bytes": 4096, "read_percent": 100.0 if write is None else 50.0, "direct": True,
+        "runtime_s": 60.0, "samples": [],
+    } | extra  # fmt: skip
+
+
+def _runs(disk: Disk, count: int, *, profile: Profile | None = None, name: str = "4k randread", **fields: Any):
+    """`count` succeeded runs a minute apart, the last one finished now, bulk-created like an import would."""
+    now = timezone.now()
+    snapshot = disk.limits(block_size=4096).as_dict()
+    runs = []
+    for i in range(count):
+        finished = now - timedelta(minutes=count - i)
+        values = {
+            "state": Run.State.SUCCEEDED, "started_at": finished - timedelta(seconds=60), "finished_at": finished,
+            "summary": _summary(1000.0 + (i * 37) % 1000), "limits_snapshot": snapshot,
+        } | fields  # fmt: skip
+        runs.append(Run(disk=disk, team_id=disk.team_id, profile=profile,
+                        profile_name=profile.name if profile else name, **values))  # fmt: skip
+    return Run.objects.bulk_create(runs)
+
+
+def _get(client: Client, url: str, status: int = 200) -> dict:
+    response = client.get(url)
+    assert response.status_code == status, response.content[:500]
+    return response.json()
+
+
+@pytest.fixture
+def stranger_client(db) -> Client:
+    user = User.objects.create_user("mallory", password="a-long-test-password-2")
+    teams.place_new_user(user)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+# ----------------------------------------------------------------------------------------- disk series
+
+
+def test_the_disk_series_has_iops_latency_limits_and_units(owner_client, disk):
+    profile = Profile.objects.create(team=disk.team, name="4k randrw", rw="randrw")
+    _runs(disk, 3, profile=profile, summary=_summary(3000.0, write=1000.0))
+    data = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all")
+
+    assert data["units"]["iops"] == "IO/s" and data["units"]["latency"].startswith("µs")
+    assert data["units"]["x"].startswith("ms since the Unix epoch")
+    assert data["limits"]["baseline_iops"] == 4000
+    assert data["profiles"] == [
+        {"key": str(profile.pk), "id": profile.pk, "name": "4k randrw", "runs": 3,
+         "last_finished_at": data["profiles"][0]["last_finished_at"]},
+    ]  # fmt: skip
+    (series,) = data["series"]
+    assert series["profile"] == {"key": str(profile.pk), "id": profile.pk, "name": "4k randrw"}
+    assert series["limits"] == {"baseline_iops": 4000, "burst_iops": None}
+    total = series["iops"]["total"]
+    assert set(total) == {"x", "y", "run", "efficiency", "limit"}
+    assert (total["y"][0], total["efficiency"][0], total["limit"][0]) == (3000.0, 0.75, 4000)
+    finished = Run.objects.get(pk=total["run"][0]).finished_at
+    assert finished.timestamp() * 1000 == pytest.approx(total["x"][0], abs=1)
+    assert total["x"] == sorted(total["x"]) and len(set(total["run"])) == 3
+    assert series["iops"]["read"]["y"] == [2000.0] * 3
+    assert series["iops"]["write"]["y"] == [1000.0] * 3
+    assert series["latency_us"]["read"]["p99"]["y"] == [900.0] * 3
+    assert series["latency_us"]["write"]["p99_9"]["y"] == [2500.0] * 3
+    assert series["latency_us"]["write"]["p50"]["x"] == total["x"]
+
+
+def test_efficiency_is_measured_total_over_the_runs_effective_limit(owner_client, disk):
+    # A custom disk of 4,000 IOPS and a run of 3,000: 75 %.
+    _runs(disk, 1, summary=_summary(3000.0))
+    (series,) = _get(owner_client, f"/disks/{disk.pk}/series.json")["series"]
+    total = series["iops"]["total"]
+    assert (total["efficiency"], total["limit"]) == ([0.75], [4000])
+
+
+def test_efficiency_uses_the_limit_snapshotted_on_the_run_not_todays(owner_client, disk):
+    _runs(disk, 1, summary=_summary(3000.0), limits_snapshot={"iops": 6000.0, "effective_iops": 5000.0})
+    (series,) = _get(owner_client, f"/disks/{disk.pk}/series.json")["series"]
+    total = series["iops"]["total"]
+    assert (total["efficiency"], total["limit"]) == ([0.6], [5000.0])
+    assert series["limits"]["baseline_iops"] == 5000.0
+
+
+def test_a_run_without_a_snapshot_is_compared_with_the_disks_limits_at_its_block_size(owner_client, disk):
+    # 100 MB/s at 64 KiB is 1,525.9 IOPS: the throughput binds before the 4,000 IOPS.
+    _runs(disk, 1, summary=_summary(1000.0, block_size_bytes=65536), limits_snapshot={"error": "spec changed"})
+    (series,) = _get(owner_client, f"/disks/{disk.pk}/series.json")["series"]
+    limit = 100_000_000 / 65536
+    assert series["iops"]["total"]["limit"][0] == pytest.approx(limit)
+    assert series["iops"]["total"]["efficiency"][0] == round(1000.0 / limit, 4)
+
+
+def test_burst_limits_are_drawn_when_the_disk_has_them(owner_client, disk):
+    disk.spec_burst_iops = 12000
+    disk.save()
+    _runs(disk, 2)
+    data = _get(owner_client, f"/disks/{disk.pk}/series.json")
+    assert data["limits"]["burst_iops"] == 12000
+    assert data["series"][0]["limits"]["burst_iops"] == 12000
+
+
+def test_thousands_of_runs_come_back_as_at_most_2000_points_per_series_with_extremes_kept(owner_client, disk):
+    runs = _runs(disk, 5000)
+    lowest, highest = runs[1234], runs[4321]
+    Run.objects.filter(pk=lowest.pk).update(summary=_summary(3.0, p99=1.0))
+    Run.objects.filter(pk=highest.pk).update(summary=_summary(99_999.0, p99=1e6))
+    data = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all")
+    (series,) = data["series"]
+    assert series["runs"] == 5000 and series["downsampled"] is True
+    total = series["iops"]["total"]
+    for points in [total, series["iops"]["read"], *series["latency_us"]["read"].values()]:
+        assert 1000 < len(points["x"]) <= MAX_POINTS
+        assert len(points["x"]) == len(points["y"]) == len(points["run"])
+    assert len(total["efficiency"]) == len(total["limit"]) == len(total["x"])
+    assert series["iops"]["write"] == {"x": [], "y": [], "run": []}
+    assert {lowest.pk, highest.pk, runs[0].pk, runs[-1].pk} <= set(total["run"])
+    assert (min(total["y"]), max(total["y"])) == (3.0, 99_999.0)
+    p99 = series["latency_us"]["read"]["p99"]["y"]
+    assert (min(p99), max(p99)) == (1.0, 1e6)
+    assert (
+        len(_get(owner_client, f"/disks/{disk.pk}/series.json?range=all&points=100")["series"][0]["iops"]["total"])
+        <= 100
+    )
+
+
+def test_the_time_range_and_profile_filters_pick_runs(owner_client, disk):
+    profile = Profile.objects.create(team=disk.team, name="64k seq read", rw="read", block_size_bytes=65536)
+    recent = _runs(disk, 3, profile=profile)
+    old = _runs(disk, 2, name="import: old.json")
+    Run.objects.filter(pk__in=[r.pk for r in old]).update(finished_at=timezone.now() - timedelta(days=10))
+    Run.objects.filter(pk=recent[0].pk).update(finished_at=timezone.now() - timedelta(hours=30))
+
+    def runs(query: str) -> dict[str, int]:
+        data = _get(owner_client, f"/disks/{disk.pk}/series.json?{query}")
+        return {s["profile"]["name"]: s["runs"] for s in data["series"]}
+
+    assert runs("range=24h") == {"64k seq read": 2}
+    assert runs("range=7d") == {"64k seq read": 3}
+    assert runs("range=30d") == {"64k seq read": 3, "import: old.json": 2}
+    assert runs("range=all&profile=import: old.json") == {"import: old.json": 2}
+    assert runs(f"range=all&profile={profile.pk}") == {"64k seq read": 3}
+    day = (timezone.now() - timedelta(days=10)).date().isoformat()
+    assert runs(f"range=custom&from={day}&to={day}") == {"import: old.json": 2}
+    # The filter still offers every profile when the range holds none of its runs.
+    assert {p["name"] for p in _get(owner_client, f"/disks/{disk.pk}/series.json?range=24h")["profiles"]} == {
+        "64k seq read", "import: old.json",
+    }  # fmt: skip
+
+
+def test_only_finished_successful_runs_are_drawn(owner_client, disk):
+    _runs(disk, 2)
+    _runs(disk, 1, state=Run.State.FAILED)
+    _runs(disk, 1, state=Run.State.RUNNING, finished_at=None)
+    data = _get(owner_client, f"/disks/{disk.pk}/series.json")
+    assert data["runs"] == 2
+
+
+def test_an_empty_range_answers_with_no_series_and_the_profiles_to_pick_from(owner_client, disk):
+    _runs(disk, 1)
+    Run.objects.update(finished_at=timezone.now() - timedelta(days=3))
+    data = _get(owner_client, f"/disks/{disk.pk}/series.json?range=24h")
+    assert data["series"] == [] and data["runs"] == 0
+    assert [p["name"] for p in data["profiles"]] == ["4k randread"]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("range=year", "Unknown range"),
+        ("range=custom&from=yesterday", "not an ISO date"),
+        ("range=custom&from=2024-05-02&to=2024-05-01", "before"),
+        ("points=5", "points"),
+        ("points=²", "points"),
+    ],
+)
+def test_a_bad_filter_is_a_400_that_says_what_to_send(owner_client, disk, query, message):
+    assert message in _get(owner_client, f"/disks/{disk.pk}/series.json?{query}", status=400)["error"]
+
+
+@pytest.mark.parametrize("query", ["range=all", "range=30d", "range=custom&from=2000-01-01&profile=other"])
+def test_the_disk_series_asks_a_constant_number_of_queries(owner_client, disk, query):
+    other = Profile.objects.create(team=disk.team, name="other", rw="randwrite")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            _get(owner_client, f"/disks/{disk.pk}/series.json?{query}")
+        return len(queries)
+
+    _runs(disk, 10)
+    _runs(disk, 10, profile=other)
+    few = count()
+    _runs(disk, 90)
+    _runs(disk, 90, profile=other)
+    assert count() == few <= 6
+
+
+def test_the_series_query_reads_no_raw_output(owner_client, disk):
+    _runs(disk, 3)
+    with CaptureQueriesContext(connection) as queries:
+        _get(owner_client, f"/disks/{disk.pk}/series.json")
+    run_queries = [q["sql"] for q in queries if '"jobs_run"' in q["sql"]]
+    assert run_queries
+    assert not any("raw_output" in sql or "raw_stderr" in sql for sql in run_queries)
+
+
+def test_another_teams_disk_series_is_a_404(stranger_client, disk):
+    _runs(disk, 1)
+    assert stranger_client.get(f"/disks/{disk.pk}/series.json").status_code == 404
+
+
+def test_the_series_need_a_login(disk):
+    response = Client().get(f"/disks/{disk.pk}/series.json")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+# ----------------------------------------------------------------------------------------- run series
+
+
+def _run_with_samples(disk: Disk, samples: int, **summary_extra: Any) -> Run:
+    (run,) = _runs(disk, 1, summary=_summary(3000.0, write=1000.0, **summary_extra))
+    RunSample.objects.bulk_create(
+        RunSample(run=run, t_s=float(t), read_iops=2000.0 + (t % 50), write_iops=1000.0 - (t % 30))
+        for t in range(samples)
+    )
+    return run
+
+
+def test_the_run_series_has_per_second_iops_the_limit_and_the_percentile_curve(owner_client, disk):
+    run = _run_with_samples(disk, 120)
+    data = _get(owner_client, f"/runs/{run.pk}/series.json")
+    assert data["units"]["x"] == "s since the run started" and data["units"]["iops"] == "IO/s"
+    samples = data["samples"]
+    assert samples["count"] == 120 and samples["downsampled"] is False
+    assert samples["read"]["x"][:2] == [0.0, 1.0] and samples["read"]["y"][:2] == [2000.0, 2001.0]
+    assert samples["write"]["y"][1] == 999.0
+    assert samples["total"]["y"][1] == 3000.0 and len(samples["total"]["x"]) == 120
+    assert data["limits"]["baseline_iops"] == 4000
+    assert data["result"] == {"total_iops": 3000.0, "efficiency": 0.75}
+    assert data["percentiles"]["labels"] == ["p50", "p90", "p95", "p99", "p99.9", "max"]
+    assert data["percentiles"]["read"] == [150.0, 400.0, 500.0, 900.0, 2500.0, 9000.0]
+    assert data["histogram"] is None
+
+
+def test_a_long_runs_samples_are_downsampled_to_2000_points_keeping_the_ends(owner_client, disk):
+    run = _run_with_samples(disk, 5000)
+    RunSample.objects.filter(run=run, t_s=2500).update(read_iops=1.0)
+    samples = _get(owner_client, f"/runs/{run.pk}/series.json")["samples"]
+    assert samples["count"] == 5000 and samples["downsampled"] is True
+    for direction in ("read", "write", "total"):
+        points = samples[direction]
+        assert len(points["x"]) == len(points["y"]) == MAX_POINTS
+        assert points["x"][0] == 0.0 and points["x"][-1] == 4999.0
+    read = dict(zip(samples["read"]["x"], samples["read"]["y"], strict=True))
+    assert read[2500.0] == 1.0
+
+
+def test_json_plus_bins_become_a_log_spaced_histogram_in_microseconds(owner_client, disk):
+    bins = {"read": {"1000": 10, "2000": 30, "10000000": 60}, "write": {"50000": 5}}
+    run = _run_with_samples(disk, 3, latency_bins_ns=bins)
+    histogram = _get(owner_client, f"/runs/{run.pk}/series.json")["histogram"]
+    edges = histogram["edges_us"]
+    assert len(edges) == 41 and edges[0] == 1.0 and edges[-1] == 10000.0
+    ratios = [b / a for a, b in itertools.pairwise(edges)]
+    assert max(ratios) == pytest.approx(min(ratios), rel=1e-3)
+    assert histogram["read"]["total"] == 100 and sum(histogram["read"]["counts"]) == 100
+    assert histogram["read"]["counts"][0] == 10 and histogram["read"]["counts"][-1] == 60
+    assert sum(histogram["read"]["percent"]) == pytest.approx(100)
+    assert histogram["write"]["counts"].count(5) == 1
+
+
+def test_a_run_without_samples_or_results_answers_with_empty_series(owner_client, disk):
+    (run,) = _runs(disk, 1, state=Run.State.RUNNING, finished_at=None, summary=None)
+    data = _get(owner_client, f"/runs/{run.pk}/series.json")
+    assert data["run"]["final"] is False
+    empty = {"x": [], "y": []}
+    assert data["samples"] == {"count": 0, "downsampled": False, "read": empty, "write": empty, "total": empty}
+    assert data["percentiles"]["read"] is None and data["result"]["efficiency"] is None
+
+
+def test_the_run_series_asks_a_constant_number_of_queries(owner_client, disk):
+    small, large = _run_with_samples(disk, 10), _run_with_samples(disk, 3000)
+
+    def count(run: Run) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            _get(owner_client, f"/runs/{run.pk}/series.json")
+        assert not any("raw_output" in q["sql"] for q in queries)
+        return len(queries)
+
+    assert count(small) == count(large) <= 5
+
+
+def test_another_teams_run_series_is_a_404(stranger_client, disk):
+    run = _run_with_samples(disk, 3)
+    assert stranger_client.get(f"/runs/{run.pk}/series.json").status_code == 404
