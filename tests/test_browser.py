@@ -44,7 +44,7 @@ def test_run_now_shows_progress_until_the_result(fio_installed, sshd, worker, pa
     quick_profile(team, runtime_s=6)
     _log_in(page, live_server, "runner")
     page.goto(f"{live_server.url}/disks/{disk.pk}/")
-    page.get_by_label("Profile").select_option(label="quick randread")
+    page.locator("#id_profile").select_option(label="quick randread")
     page.get_by_role("button", name="Run now").click()
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
     page.wait_for_function(
