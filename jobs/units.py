@@ -5,6 +5,11 @@ from __future__ import annotations
 DASH = "—"
 
 
+def _number(value: object) -> float | None:
+    """Templates pass '' for a missing summary key; anything that is not a number shows as a dash."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _scaled(value: float, steps: list[tuple[float, str]]) -> str:
     for factor, suffix in steps:
         if abs(value) >= factor:
@@ -14,6 +19,7 @@ def _scaled(value: float, steps: list[tuple[float, str]]) -> str:
 
 
 def format_iops(value: float | None) -> str:
+    value = _number(value)
     if value is None:
         return DASH
     if abs(value) < 1000:
@@ -22,6 +28,7 @@ def format_iops(value: float | None) -> str:
 
 
 def format_bytes_per_s(value: float | None) -> str:
+    value = _number(value)
     if value is None:
         return DASH
     for factor, unit in [(2**40, "TiB/s"), (2**30, "GiB/s"), (2**20, "MiB/s"), (2**10, "KiB/s")]:
@@ -31,6 +38,7 @@ def format_bytes_per_s(value: float | None) -> str:
 
 
 def format_micros(value: float | None) -> str:
+    value = _number(value)
     if value is None:
         return DASH
     if abs(value) >= 1_000_000:
@@ -41,6 +49,7 @@ def format_micros(value: float | None) -> str:
 
 
 def format_iops_exact(value: float | None) -> str:
+    value = _number(value)
     """Theoretical limits are compared digit by digit with a vendor's table: keep every digit."""
     if value is None:
         return DASH

@@ -101,3 +101,12 @@ def test_the_disk_types_page_shows_each_type_with_its_source(owner_client):
     for type_id in ("alibaba-ultra", "aws-gp3", "azure-premium-ssd", "ibm-powervs-tier1", "solidfire-qos"):
         assert type_id in page
     assert "https://www.alibabacloud.com/help/en/ecs/user-guide/block-storage-performance" in page
+
+
+def test_a_run_without_a_summary_shows_a_dash_not_an_error(owner_client, disk):
+    from jobs.models import Run
+
+    Run.objects.create(disk=disk, state=Run.State.RUNNING)
+    page = owner_client.get(f"/disks/{disk.pk}/")
+    assert page.status_code == 200
+    assert "—" in page.content.decode()

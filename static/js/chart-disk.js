@@ -225,7 +225,11 @@
   function timeAxis(data) {
     const axis = {
       type: "time",
-      time: { tooltipFormat: "yyyy-MM-dd HH:mm" },
+      // Every tick carries its day: a week of hourly ticks must not read "6AM 2PM 10PM" without dates.
+      time: {
+        tooltipFormat: "yyyy-MM-dd HH:mm",
+        displayFormats: { minute: "MMM d HH:mm", hour: "MMM d HH:mm", day: "MMM d", week: "MMM d", month: "MMM yyyy" },
+      },
       title: { display: true, text: "run finished (your local time)" },
       ticks: { maxRotation: 0, autoSkipPadding: 16 },
     };

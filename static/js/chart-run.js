@@ -57,7 +57,7 @@
         type: "linear",
         min: 0,
         max: span,
-        title: { display: true, text: "time since the run started (m:ss)" },
+        title: { display: true, text: "time since the run started (s, then m:ss)" },
         ticks: { callback: fmt.clock, maxRotation: 0, stepSize: secondsStep(span, narrow ? 5 : 10) },
       },
       y: {
@@ -105,6 +105,10 @@
         type: "logarithmic",
         title: { display: true, text: "completion latency (log scale: µs, ms, s)" },
         ticks: { callback: logTick(fmt.micros), autoSkip: false },
+        afterDataLimits(scale) {
+          scale.max *= 1.5;
+          scale.min /= 1.5;
+        },
       },
     };
     options.plugins.tooltip.callbacks = {

@@ -105,6 +105,8 @@
       const tags = distinct && line.tags.length ? " at " + line.tags.join(", ") : "";
       out["limit" + n++] = {
         type: "line",
+        // Under the data: a label must never hide a measured point.
+        drawTime: "beforeDatasetsDraw",
         yMin: line.value,
         yMax: line.value,
         borderColor: burst ? "#7a5af8" : "#b42318",
@@ -114,7 +116,7 @@
           display: true,
           content: name + " " + fmt.exact(line.value) + " IOPS" + tags,
           position: burst ? "end" : "start",
-          backgroundColor: "rgba(255,255,255,.88)",
+          backgroundColor: "rgba(255,255,255,.8)",
           color: burst ? "#5925dc" : "#912018",
           font: { size: 11, weight: "600" },
           padding: 3,
@@ -163,10 +165,10 @@
     box.style.height = (narrow ? plot * 0.8 : plot) + 70 + rows * 20 + "px";
   }
 
-  // Seconds axis: a step of 5 s, 10 s, 15 s, 30 s, 1, 2, 5, 10, 15, 30 min or 1, 2, 6, 12 h, whichever gives
+  // Seconds axis: a step of 1, 2, 5, 10, 15, 30 s, 1, 2, 5, 10, 15, 30 min or 1, 2, 6, 12 h, whichever gives
   // at most `most` ticks.
   function secondsStep(span, most) {
-    const steps = [5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+    const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
     return steps.find((s) => span / s <= most) || Math.ceil(span / most);
   }
 
