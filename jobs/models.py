@@ -176,17 +176,7 @@ class Disk(models.Model):
         super().save(*args, **kwargs)
 
     def spec(self) -> limits.Spec:
-        return limits.Spec(
-            disk_type=self.disk_type,
-            size=self.size,
-            stripes=self.stripes,
-            iops=self.spec_iops,
-            bytes_per_s=self.spec_bytes_per_s,
-            burst_iops=self.spec_burst_iops,
-            burst_bytes_per_s=self.spec_burst_bytes_per_s,
-            instance_iops_cap=self.instance_iops_cap,
-            instance_bytes_per_s_cap=self.instance_bytes_per_s_cap,
-        )
+        return limits.Spec(**{spec_field: getattr(self, field) for spec_field, field in SPEC_FIELDS.items()})
 
     def limits(self, block_size: int | None = None) -> limits.Limits:
         return limits.evaluate(self.spec(), block_size=block_size)
