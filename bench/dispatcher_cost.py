@@ -9,13 +9,16 @@ Each database gets a fresh, migrated benchweb database, an embedded redis-server
 every-N-minutes interval schedules with second-level anchors; 1-3 target disks and 1-2 profiles each; some
 staggered, auto-staggered, blacked out or windowed, each one accepted by scheduling.validate), and a history
 of finished runs. The simulated clock then ticks once a minute, just after the minute, where every cron fire
-of that minute comes due: about 1-3 % of the schedules per tick (the report says how many exactly).
+of that minute comes due: about 1-3 % of the schedules per tick (the report says how many exactly). That is
+the busiest tick of each minute; `--step 5` ticks at the production cadence instead (BENCHWEB_TICK_SECONDS,
+default 5 s), where most ticks find nothing due.
 
 Each tick is the real `jobs.dispatcher.tick(now)` (materialise, expire_outside_window, dispatch_due, sweep),
 timed as a Celery worker runs it: Celery closes the database connection around every task, so each tick
-opens its own. Claimed runs publish their launch message to the embedded redis, where no worker consumes it
-(so nothing connects anywhere); between ticks, untimed, the script plays the workers: queued runs start and
-finish after their profile's expected duration, so disks are busy and later runs wait, as in production.
+opens its own. Claimed runs go out as one fan-out launch message per tick to the embedded redis, where no
+worker consumes it (so nothing connects anywhere); between ticks, untimed, the script plays the workers:
+queued runs start and finish after their profile's expected duration, so disks are busy and later runs wait,
+as in production.
 
 The report gives median, p95 and max of the tick and of each step, the SQL statements (count, time, and the
 costliest statement shapes), the launch publishes, how many schedules were due and runs made and claimed,
@@ -414,17 +417,21 @@ class Probe:
         dispatcher.expire_outside_window = timed("expire", dispatcher.expire_outside_window)
         services.dispatch_due = timed("dispatch_due", services.dispatch_due)
         services.sweep = timed("sweep", services.sweep)
-        send = services._send
 
-        def counted_send(*args: Any, **kwargs: Any) -> None:
-            t0 = time.perf_counter()
-            try:
-                send(*args, **kwargs)
-            finally:
-                self.publish_s += time.perf_counter() - t0
-                self.publishes += 1
+        def counted(send: Callable[..., Any]) -> Callable[..., Any]:
+            def wrapper(*args: Any, **kwargs: Any) -> None:
+                t0 = time.perf_counter()
+                try:
+                    send(*args, **kwargs)
+                finally:
+                    self.publish_s += time.perf_counter() - t0
+                    self.publishes += 1
 
-        services._send = counted_send
+            return wrapper
+
+        # Claimed runs go out as one fan-out message per tick; the sweep re-sends single steps.
+        services._send_launches = counted(services._send_launches)
+        services._send = counted(services._send)
 
 
 _IN_LIST = re.compile(r"\((?:%s, )+%s\)")

@@ -446,7 +446,9 @@ class Run(models.Model):
     raw_output = models.TextField(blank=True)
     raw_stderr = models.TextField(blank=True)
     summary = models.JSONField(null=True, blank=True, help_text="The canonical result summary (DESIGN.md).")
-    limits_snapshot = models.JSONField(null=True, blank=True, help_text="The disk's limits when the run was made.")
+    limits_snapshot = models.JSONField(
+        null=True, blank=True, help_text="The disk's limits when the run was made (scheduled runs: when it launched)."
+    )
     destructive = models.BooleanField(default=False)
 
     class Meta:

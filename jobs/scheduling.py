@@ -255,6 +255,18 @@ def next_fires(rule: Rule, after: datetime, count: int) -> list[datetime]:
     return list(islice(_fires(rule, after, horizon, budget=SEARCH_CANDIDATES), max(count, 0)))
 
 
+def fires_and_next(rule: Rule, after: datetime, until: datetime) -> tuple[list[datetime], datetime | None]:
+    """fires_between(rule, after, until) and next_fires(rule, until, 1), from one walk of the rule."""
+    _require_aware(after, until)
+    horizon = max(until, rule.window_start or until) + SEARCH_HORIZON
+    fires: list[datetime] = []
+    for fire in _fires(rule, after, horizon, budget=SEARCH_CANDIDATES, budget_after=until):
+        if fire > until:
+            return fires, fire
+        fires.append(fire)
+    return fires, None
+
+
 def window_state(rule: Rule, when: datetime) -> str:
     if rule.window_start is not None and when < rule.window_start:
         return "before"
@@ -273,13 +285,16 @@ def _require_aware(*moments: datetime) -> None:
             raise ValueError(f"{moment} has no time zone; schedule maths takes aware datetimes only")
 
 
-def _fires(rule: Rule, after: datetime, until: datetime, *, budget: int | None) -> Iterator[datetime]:
+def _fires(
+    rule: Rule, after: datetime, until: datetime, *, budget: int | None, budget_after: datetime | None = None
+) -> Iterator[datetime]:
+    """Fires in (after, until]; `budget` caps the candidates looked at (those after `budget_after`, if given)."""
     cursor = after
     if rule.window_start is not None and cursor < rule.window_start:
         cursor = rule.window_start - _EPSILON
     while True:
         for candidate in _candidates(rule, cursor):
-            if budget is not None:
+            if budget is not None and (budget_after is None or candidate > budget_after):
                 budget -= 1
                 if budget < 0:
                     return

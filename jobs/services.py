@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from jobs import limits, remote, safety, ssh
@@ -59,10 +62,6 @@ def create_run(
 ) -> Run:
     if profile.team_id not in (None, disk.team_id):
         raise RunRefused("profile", "That profile belongs to another team; choose one of yours or a built-in one.")
-    try:
-        snapshot = disk.limits(block_size=profile.block_size_bytes).as_dict()
-    except limits.SpecError as exc:
-        snapshot = {"error": str(exc)}
     return Run.objects.create(
         disk=disk,
         profile=profile,
@@ -73,10 +72,18 @@ def create_run(
         not_before=not_before,
         schedule=schedule,
         fire_time=fire_time,
-        limits_snapshot=snapshot,
+        limits_snapshot=limits_snapshot(disk, profile.block_size_bytes),
         destructive=profile.writes and disk.kind == Disk.Kind.BLOCK,
         explanation="waiting to start",
     )
+
+
+def limits_snapshot(disk: Disk, block_size: int | None) -> dict[str, Any]:
+    """The disk's limits at this block size as stored on a run, or the reason they cannot be computed."""
+    try:
+        return disk.limits(block_size=block_size).as_dict()
+    except limits.SpecError as exc:
+        return {"error": str(exc)}
 
 
 def request_run(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None) -> Run:
@@ -125,32 +132,88 @@ def claim(run: Run, now: Any = None) -> bool:
 
 
 def dispatch_due(now: Any = None) -> int:
-    """Claim every pending run whose time has come, oldest first. Called by the beat tick."""
+    """Claim every pending run whose time has come, oldest first, in one transaction. Called by the beat tick.
+
+    One query reads the due runs, one the busy disks and hosts; the free ones move to *queued* with one
+    UPDATE and the waiting ones get their reason with another; one fan-out message asks a worker to launch
+    them all. Exclusive hosts are locked as claim() locks them, and the partial unique index on active runs
+    per disk still guards: if a run was claimed elsewhere meanwhile, this tick falls back to claim() one by one.
+    """
     now = now or timezone.now()
-    due = Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=now + CLAIM_LEAD)
-    due = due.order_by("not_before", "pk").select_related("disk__host")
-    # Busy disks and exclusive hosts are read once per tick; claim() still checks and the constraint
-    # still guards, so this only saves the queries of runs that would wait anyway.
-    active = Run.objects.filter(state__in=Run.ACTIVE_STATES).order_by()
-    busy_disks = dict(active.values_list("disk_id", "pk"))
-    busy_hosts = dict(active.filter(disk__host__exclusive=True).values_list("disk__host_id", "pk"))
-    claimed = 0
-    for run in due:
-        host = run.disk.host
-        if run.disk_id in busy_disks:
-            reason = f"waiting: disk busy with run {busy_disks[run.disk_id]}"
-        elif host.exclusive and host.pk in busy_hosts:
-            reason = f"waiting: host {host.name} runs one benchmark at a time; busy with run {busy_hosts[host.pk]}"
-        elif claim(run, now):
-            claimed += 1
-            busy_disks[run.disk_id] = run.pk
-            if host.exclusive:
-                busy_hosts[host.pk] = run.pk
-            continue
-        else:
-            continue
-        if run.explanation != reason:
-            _explain_if_changed(run, reason)
+    with tick_transaction():
+        due = list(
+            Run.objects.filter(state=Run.State.PENDING)
+            .exclude(not_before__gt=now + CLAIM_LEAD)
+            .order_by("not_before", "pk")
+            .values_list("pk", "disk_id", "explanation", "disk__host_id", "disk__host__name", "disk__host__exclusive")
+        )
+        if not due:
+            return 0
+        exclusive = {host_id for _, _, _, host_id, _, is_exclusive in due if is_exclusive}
+        if exclusive:
+            list(Host.objects.select_for_update().filter(pk__in=exclusive).order_by("pk").values_list("pk"))
+        busy_disks: dict[int, int] = {}
+        busy_hosts: dict[int, int] = {}
+        active = Run.objects.filter(state__in=Run.ACTIVE_STATES).order_by()
+        for run_pk, disk_id, host_id in active.values_list("pk", "disk_id", "disk__host_id"):
+            busy_disks[disk_id] = run_pk
+            if host_id in exclusive:
+                busy_hosts[host_id] = run_pk
+        free: list[int] = []
+        reasons: dict[int, str] = {}
+        for run_pk, disk_id, explanation, host_id, host_name, is_exclusive in due:
+            if disk_id in busy_disks:
+                reason = f"waiting: disk busy with run {busy_disks[disk_id]}"
+            elif is_exclusive and host_id in busy_hosts:
+                reason = f"waiting: host {host_name} runs one benchmark at a time; busy with run {busy_hosts[host_id]}"
+            else:
+                free.append(run_pk)
+                busy_disks[disk_id] = run_pk
+                if is_exclusive:
+                    busy_hosts[host_id] = run_pk
+                continue
+            if explanation != reason:
+                reasons[run_pk] = reason
+        if reasons:
+            Run.objects.filter(pk__in=reasons, state=Run.State.PENDING).update(
+                explanation=Case(*(When(pk=pk, then=Value(text)) for pk, text in reasons.items()))
+            )
+        return _claim_together(free, now)
+
+
+@contextmanager
+def tick_transaction() -> Iterator[None]:
+    """The beat tick's transaction. On PostgreSQL its commit does not wait for the WAL flush
+    (synchronous_commit off, for this transaction only): after a database crash the last few hundred
+    milliseconds of tick writes may be gone, and that is safe, because they are re-derived. Lost runs of a
+    fire are created again by the next tick (the unique key stops doubles), and a lost claim leaves its run
+    pending, so the launch message finds nothing queued and the next tick claims it again. Anything a worker
+    commits afterwards is flushed together with the earlier tick writes it saw. SQLite runs WAL with
+    synchronous=NORMAL, which already commits without a flush."""
+    outermost = not connection.in_atomic_block
+    # Inside the tick's own transaction the steps share it: no savepoint round trips.
+    with transaction.atomic(savepoint=False):
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        yield
+
+
+def _claim_together(ids: list[int], now: Any) -> int:
+    """pending -> queued for runs already judged free; one UPDATE, one fan-out message after the commit."""
+    if not ids:
+        return 0
+    try:
+        with transaction.atomic():
+            claimed = Run.objects.filter(pk__in=ids, state=Run.State.PENDING).update(
+                state=Run.State.QUEUED, queued_at=now, heartbeat_at=now, explanation="queued for a worker"
+            )
+    except IntegrityError:
+        # A run on one of these disks was claimed elsewhere since we looked: claim them one at a time.
+        runs = Run.objects.filter(pk__in=ids).select_related("disk__host").order_by("not_before", "pk")
+        return sum(claim(run, now) for run in runs)
+    # A run cancelled in between stays cancelled: launch() only moves queued runs on.
+    transaction.on_commit(lambda: _send_launches(ids))
     return claimed
 
 
@@ -158,6 +221,13 @@ def _explain_if_changed(run: Run, explanation: str) -> None:
     Run.objects.filter(pk=run.pk, state=Run.State.PENDING).exclude(explanation=explanation).update(
         explanation=explanation
     )
+
+
+def _send_launches(run_ids: list[int]) -> None:
+    """One message for many launches: a worker fans it out, so the beat tick publishes once."""
+    from jobs import tasks
+
+    tasks.launch_runs.apply_async(args=[run_ids])
 
 
 def _send(step: str, run_id: int, countdown: float = 0) -> None:
@@ -214,7 +284,13 @@ def launch(run_id: int) -> str:
     if run.cancel_requested and run.state in (Run.State.QUEUED, Run.State.LAUNCHING):
         _finish(run, Run.State.CANCELLED, "cancelled before it started")
         return run.state
-    if not _move(run, (Run.State.QUEUED, Run.State.LAUNCHING), Run.State.LAUNCHING, explanation="connecting"):
+    # Scheduled runs are created by the beat tick without a snapshot (it keeps the tick short); they take the
+    # disk's limits here, as they are when the run starts.
+    snapshot = run.limits_snapshot
+    if snapshot is None:
+        snapshot = limits_snapshot(run.disk, run.parameters.get("block_size_bytes"))
+    launching = (Run.State.QUEUED, Run.State.LAUNCHING)
+    if not _move(run, launching, Run.State.LAUNCHING, explanation="connecting", limits_snapshot=snapshot):
         return run.state
     tool = runner.for_parameters(run.parameters)
     disk = run.disk

@@ -22,6 +22,14 @@ def launch_run(run_id: int) -> str:
     return services.launch(run_id)
 
 
+@shared_task(name="jobs.launch_runs")
+def launch_runs(run_ids: list[int]) -> str:
+    """The beat tick's fan-out: one message in, one launch task out per run, so launches run in parallel."""
+    for run_id in run_ids:
+        launch_run.apply_async(args=[run_id])
+    return f"sent {len(run_ids)} launches"
+
+
 @shared_task(name="jobs.poll_run")
 def poll_run(run_id: int) -> str:
     return services.poll(run_id)

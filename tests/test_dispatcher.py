@@ -38,6 +38,7 @@ def test_a_fire_creates_one_staggered_run_per_target_and_says_which_slot_it_wait
     assert [r.disk.label for r in runs] == ["d0", "d1", "d2"]
     assert runs[1].explanation.startswith("waiting: stagger slot 2 of 3 at ")
     assert all(r.trigger == Run.Trigger.SCHEDULE and r.state == Run.State.PENDING for r in runs)
+    assert all(r.limits_snapshot is None for r in runs)  # taken at launch, outside the beat tick
     schedule.refresh_from_db()
     assert schedule.next_fire_at == start + timedelta(hours=1)
 
@@ -133,3 +134,30 @@ def test_auto_stagger_keeps_runs_on_one_host_apart_and_lets_other_hosts_start_to
     offsets = {p.disk.label: p.offset_s for p in dispatcher.plan(schedule)}
     assert offsets["e"] == 0 and min(offsets["d0"], offsets["d1"]) == 0
     assert abs(offsets["d0"] - offsets["d1"]) >= 10 + dispatcher.RUN_OVERHEAD_S
+
+
+def test_one_tick_claims_every_free_run_together_and_sends_one_fan_out_message(
+    team, disks, quick, django_assert_max_num_queries, django_capture_on_commit_callbacks
+):
+    busy = Run.objects.create(disk=disks[2], profile=quick, state=Run.State.RUNNING)
+    waiting = [services.create_run(disk, quick) for disk in disks]
+    second_on_d0 = services.create_run(disks[0], quick)
+    with django_capture_on_commit_callbacks() as callbacks, django_assert_max_num_queries(10):
+        assert services.dispatch_due() == 2
+    assert len(callbacks) == 1  # one fan-out launch message for the whole tick
+    states = {run.pk: (run.state, run.explanation) for run in Run.objects.filter(pk__in=[r.pk for r in waiting])}
+    assert states[waiting[0].pk] == states[waiting[1].pk] == (Run.State.QUEUED, "queued for a worker")
+    assert states[waiting[2].pk] == (Run.State.PENDING, f"waiting: disk busy with run {busy.pk}")
+    second_on_d0.refresh_from_db()
+    assert (second_on_d0.state, second_on_d0.explanation) == (
+        Run.State.PENDING, f"waiting: disk busy with run {waiting[0].pk}"
+    )  # fmt: skip
+
+
+def test_claims_fall_back_to_one_at_a_time_when_a_disk_was_taken_meanwhile(team, disks, quick):
+    # Two runs judged free on one disk (as when another process claimed between the look and the UPDATE):
+    # the partial unique index refuses the batch, and the one-by-one claim queues exactly one.
+    first, second = services.create_run(disks[0], quick), services.create_run(disks[0], quick)
+    assert services._claim_together([first.pk, second.pk], timezone.now()) == 1
+    states = sorted(Run.objects.filter(pk__in=[first.pk, second.pk]).values_list("state", flat=True))
+    assert states == [Run.State.PENDING, Run.State.QUEUED]

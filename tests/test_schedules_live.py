@@ -34,7 +34,9 @@ def test_a_staggered_schedule_starts_its_targets_on_time_once_each_despite_two_b
 ):
     team, host = team_with_host(sshd)
     disks = [
-        Disk.objects.create(host=host, label=f"d{i}", target_path=target_dir(tmp_path / f"d{i}"), disk_type="custom")
+        Disk.objects.create(
+            host=host, label=f"d{i}", target_path=target_dir(tmp_path / f"d{i}"), disk_type="custom", spec_iops=5000 + i
+        )
         for i in range(3)
     ]
     quick = quick_profile(team, runtime_s=3, size_bytes=8 * 2**20)
@@ -57,6 +59,8 @@ def test_a_staggered_schedule_starts_its_targets_on_time_once_each_despite_two_b
     assert all(run.state == Run.State.SUCCEEDED for run in runs), [r.explanation for r in runs]
     for index, run in enumerate(runs):
         assert run.not_before == fire_at + timedelta(seconds=10 * index)
+        # The beat tick leaves the limits snapshot to the launch (the worker takes it as the run starts).
+        assert run.limits_snapshot["iops"] == 5000 + index
         if run.disk_id != disks[0].pk:  # the first disk may have been busy with the rival schedule's run
             assert abs((run.started_at - run.not_before).total_seconds()) <= 2, (index, run.started_at)
     assert Run.objects.filter(schedule=rival).count() == 1

@@ -18,6 +18,7 @@ from jobs.scheduling import (
     Rule,
     Target,
     blackout_end,
+    fires_and_next,
     fires_between,
     in_blackout,
     misfired,
@@ -133,6 +134,37 @@ def test_next_fires_agrees_with_fires_between():
     ahead = next_fires(rule, after, 12)
     assert ahead == fires_between(rule, after, ahead[-1])
     assert all(earlier < later for earlier, later in pairwise(ahead))
+
+
+RULES = st.one_of(
+    st.builds(
+        Rule,
+        kind=st.just("cron"),
+        cron=st.sampled_from(["30 2 * * *", "*/20 1-3 * * *", "0 * * * *", "*/5 * * * *", "0 0 31 4 *", "15 3 * * 0"]),
+        timezone=st.sampled_from([BERLIN, "UTC", "America/New_York", "Australia/Sydney"]),
+        blackouts=st.sampled_from([(), ("02:00-04:00",), ("23:00-01:00",)]),
+    ),
+    st.builds(
+        Rule,
+        kind=st.just("interval"),
+        interval_minutes=st.integers(1, 2000),
+        blackouts=st.sampled_from([(), ("02:00-04:00",)]),
+        window_end=st.sampled_from([None, utc(2026, 10, 26)]),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rule=RULES,
+    after=st.datetimes(min_value=datetime(2026, 1, 1), max_value=datetime(2026, 12, 31), timezones=st.just(UTC)),
+    span=st.integers(0, 3 * 24 * 3600),
+)
+def test_the_dispatchers_single_walk_agrees_with_fires_between_and_next_fires(rule, after, span):
+    until = after + timedelta(seconds=span)
+    fires, upcoming = fires_and_next(rule, after, until)
+    assert fires == fires_between(rule, after, until)
+    assert upcoming == (next_fires(rule, until, 1) or [None])[0]
 
 
 def test_an_expression_that_never_fires_gives_no_fires_instead_of_searching_forever():
