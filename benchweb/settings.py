@@ -121,11 +121,19 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise expects it; files come from the finders
 NODE_MODULES = BASE_DIR / "node_modules"
-# Front-end libraries come from npm (package.json); only their built files are served.
+# Front-end libraries come from npm (package.json); only their built files are served. hammerjs (touch
+# gestures for the zoom plugin) has no dist/: its built hammer.min.js sits at the package root.
+VENDOR_BUILDS = {
+    "chart.js": "dist",
+    "chartjs-adapter-date-fns": "dist",
+    "chartjs-plugin-annotation": "dist",
+    "chartjs-plugin-zoom": "dist",
+    "hammerjs": "",
+}
 STATICFILES_DIRS = [BASE_DIR / "static"] + [
-    (f"vendor/{name}", NODE_MODULES / name / "dist")
-    for name in ("chart.js", "chartjs-adapter-date-fns", "chartjs-plugin-annotation", "chartjs-plugin-zoom")
-    if (NODE_MODULES / name / "dist").is_dir()
+    (f"vendor/{name}", NODE_MODULES / name / build)
+    for name, build in VENDOR_BUILDS.items()
+    if (NODE_MODULES / name / build).is_dir()
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -157,6 +165,8 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# Runs of hosts with a site go to the queue site.<name>; everything else to this one.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
 # Beat only ticks; the runs and schedules in the database say what is due (DESIGN.md decision 5).
 CELERY_BEAT_SCHEDULE = {
     "tick": {

@@ -281,6 +281,8 @@ def _worker_argv() -> list[str]:
         "--pool", os.environ.get("BENCHWEB_WORKER_POOL", "threads"),
         "--concurrency", os.environ.get("BENCHWEB_WORKER_CONCURRENCY", "8"),
         "--hostname", f"worker-{os.getpid()}@%h",
+        # The default queue, plus site.<name> queues when this machine should also run those sites' hosts.
+        "-Q", os.environ.get("BENCHWEB_WORKER_QUEUES", "celery"),
     ]  # fmt: skip
 
 

@@ -650,9 +650,10 @@ def _sparkline(days: list[dict[str, Any]], limit: float | None, start: datetime)
     if not days:
         return None
     top = max([d["high"] for d in days] + [limit or 0]) * 1.05 or 1.0
+    first_day = timezone.localdate(start)
 
     def x(day: Any) -> float:
-        return round(SPARK_PAD + (SPARK_W - 2 * SPARK_PAD) * (day - timezone.localdate(start)).days / SPARK_DAYS, 1)
+        return round(SPARK_PAD + (SPARK_W - 2 * SPARK_PAD) * (day - first_day).days / SPARK_DAYS, 1)
 
     def y(value: float) -> float:
         return round(SPARK_H - SPARK_PAD - (SPARK_H - 2 * SPARK_PAD) * value / top, 1)

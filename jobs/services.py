@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
@@ -32,6 +33,8 @@ FINISH_WAIT_S = 5.0
 OVERRUN_WAIT_S = 15.0
 # A run no worker looked at for this long is picked up again by the sweep.
 STALE_AFTER = timedelta(seconds=30)
+# A queued run no worker has taken for this long says so (and which queue it waits on).
+UNCLAIMED_AFTER = timedelta(seconds=60)
 # Runs are claimed and launched this long before their not_before; the wrapper waits on the host until
 # then, so neither the beat tick's period nor the SSH launch delays the start.
 CLAIM_LEAD = timedelta(seconds=float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")) + 10)
@@ -127,7 +130,7 @@ def claim(run: Run, now: Any = None) -> bool:
         _explain_if_changed(run, "waiting: disk busy with another run")
         return False
     if changed:
-        transaction.on_commit(lambda: _send("launch", run.pk))
+        transaction.on_commit(lambda: _send("launch", run))
     return bool(changed)
 
 
@@ -145,11 +148,19 @@ def dispatch_due(now: Any = None) -> int:
             Run.objects.filter(state=Run.State.PENDING)
             .exclude(not_before__gt=now + CLAIM_LEAD)
             .order_by("not_before", "pk")
-            .values_list("pk", "disk_id", "explanation", "disk__host_id", "disk__host__name", "disk__host__exclusive")
+            .values_list(
+                "pk",
+                "disk_id",
+                "explanation",
+                "disk__host_id",
+                "disk__host__name",
+                "disk__host__exclusive",
+                "disk__host__site",
+            )
         )
         if not due:
             return 0
-        exclusive = {host_id for _, _, _, host_id, _, is_exclusive in due if is_exclusive}
+        exclusive = {host_id for _, _, _, host_id, _, is_exclusive, _ in due if is_exclusive}
         if exclusive:
             list(Host.objects.select_for_update().filter(pk__in=exclusive).order_by("pk").values_list("pk"))
         busy_disks: dict[int, int] = {}
@@ -159,15 +170,15 @@ def dispatch_due(now: Any = None) -> int:
             busy_disks[disk_id] = run_pk
             if host_id in exclusive:
                 busy_hosts[host_id] = run_pk
-        free: list[int] = []
+        free: dict[int, str] = {}  # run -> its host's site
         reasons: dict[int, str] = {}
-        for run_pk, disk_id, explanation, host_id, host_name, is_exclusive in due:
+        for run_pk, disk_id, explanation, host_id, host_name, is_exclusive, site in due:
             if disk_id in busy_disks:
                 reason = f"waiting: disk busy with run {busy_disks[disk_id]}"
             elif is_exclusive and host_id in busy_hosts:
                 reason = f"waiting: host {host_name} runs one benchmark at a time; busy with run {busy_hosts[host_id]}"
             else:
-                free.append(run_pk)
+                free[run_pk] = site
                 busy_disks[disk_id] = run_pk
                 if is_exclusive:
                     busy_hosts[host_id] = run_pk
@@ -199,10 +210,12 @@ def tick_transaction() -> Iterator[None]:
         yield
 
 
-def _claim_together(ids: list[int], now: Any) -> int:
-    """pending -> queued for runs already judged free; one UPDATE, one fan-out message after the commit."""
-    if not ids:
+def _claim_together(sites: dict[int, str], now: Any) -> int:
+    """pending -> queued for runs already judged free (run id -> its host's site); one UPDATE, and after the
+    commit one fan-out message per site."""
+    if not sites:
         return 0
+    ids = list(sites)
     try:
         with transaction.atomic():
             claimed = Run.objects.filter(pk__in=ids, state=Run.State.PENDING).update(
@@ -213,7 +226,7 @@ def _claim_together(ids: list[int], now: Any) -> int:
         runs = Run.objects.filter(pk__in=ids).select_related("disk__host").order_by("not_before", "pk")
         return sum(claim(run, now) for run in runs)
     # A run cancelled in between stays cancelled: launch() only moves queued runs on.
-    transaction.on_commit(lambda: _send_launches(ids))
+    transaction.on_commit(lambda: _send_launches(sites))
     return claimed
 
 
@@ -223,18 +236,30 @@ def _explain_if_changed(run: Run, explanation: str) -> None:
     )
 
 
-def _send_launches(run_ids: list[int]) -> None:
-    """One message for many launches: a worker fans it out, so the beat tick publishes once."""
+def queue_for(site: str) -> str:
+    """The Celery queue of a host's site: `site.<name>` (workers near those hosts listen with -Q), or the
+    default queue for hosts without a site."""
+    return f"site.{site}" if site else settings.CELERY_TASK_DEFAULT_QUEUE
+
+
+def _send_launches(sites: dict[int, str]) -> None:
+    """One message per site for many launches: a worker of that site fans it out, so the tick publishes once
+    per site and every launch runs near its host."""
     from jobs import tasks
 
-    tasks.launch_runs.apply_async(args=[run_ids])
+    by_queue: dict[str, list[int]] = {}
+    for run_id, site in sites.items():
+        by_queue.setdefault(queue_for(site), []).append(run_id)
+    for queue, run_ids in by_queue.items():
+        tasks.launch_runs.apply_async(args=[run_ids, queue], queue=queue)
 
 
-def _send(step: str, run_id: int, countdown: float = 0) -> None:
+def _send(step: str, run: Run, countdown: float = 0) -> None:
+    """launch or poll one run, on its host's site queue."""
     from jobs import tasks
 
     task = {"launch": tasks.launch_run, "poll": tasks.poll_run}[step]
-    task.apply_async(args=[run_id], countdown=countdown)
+    task.apply_async(args=[run.pk], countdown=countdown, queue=queue_for(run.disk.host.site))
 
 
 # ----------------------------------------------------------------------------------------- moving on
@@ -327,7 +352,7 @@ def launch(run_id: int) -> str:
         started_at=run.started_at or max(timezone.now(), run.not_before or timezone.now()),
         explanation="running",
     )
-    _send("poll", run.pk, countdown=1)
+    _send("poll", run, countdown=1)
     return run.state
 
 
@@ -388,7 +413,7 @@ def poll(run_id: int) -> str:
         # moves too: this chain of polls is alive, so the sweep must not start a second one.
         Run.objects.filter(pk=run.pk).update(explanation=f"{run.state}; last poll failed: {exc}",
                                              heartbeat_at=timezone.now())  # fmt: skip
-        _send("poll", run.pk, countdown=POLL_INTERVAL_S * 3)
+        _send("poll", run, countdown=POLL_INTERVAL_S * 3)
     return run.state
 
 
@@ -428,7 +453,7 @@ def _still_running(run: Run, status: remote.PollResult, tool: runner.Tool) -> st
         progress=progress, heartbeat_at=now, explanation="running"
     )
     # Near the end, poll again at once: that poll waits on the host for the finish itself.
-    _send("poll", run.pk, countdown=0 if _near_end(run) else POLL_INTERVAL_S)
+    _send("poll", run, countdown=0 if _near_end(run) else POLL_INTERVAL_S)
     return run.state
 
 
@@ -481,7 +506,7 @@ def cancel(run: Run) -> Run:
     elif run.is_active:
         Run.objects.filter(pk=run.pk).update(cancel_requested=True, explanation="cancelling")
         if run.state == Run.State.RUNNING:
-            _send("poll", run.pk)
+            _send("poll", run)
     run.refresh_from_db()
     return run
 
@@ -491,9 +516,17 @@ def sweep(now: Any = None) -> int:
     now = now or timezone.now()
     stale = Run.objects.filter(state__in=Run.ACTIVE_STATES, heartbeat_at__lt=now - STALE_AFTER)
     count = 0
-    for run in stale:
-        Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(heartbeat_at=now)
-        _send("launch" if run.state in (Run.State.QUEUED, Run.State.LAUNCHING) else "poll", run.pk)
+    for run in stale.select_related("disk__host").only("pk", "state", "heartbeat_at", "queued_at", "disk__host__site"):
+        fields: dict[str, Any] = {"heartbeat_at": now}
+        if run.state == Run.State.QUEUED and run.queued_at and now - run.queued_at > UNCLAIMED_AFTER:
+            # No worker took the launch: most often nobody listens on this site's queue.
+            queue = queue_for(run.disk.host.site)
+            fields["explanation"] = (
+                f"queued on {queue} for {(now - run.queued_at).total_seconds():.0f} s and no worker has taken it: "
+                f"is a worker running with -Q {queue}? (celery -A benchweb worker -Q {queue})"
+            )
+        Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields)
+        _send("launch" if run.state in (Run.State.QUEUED, Run.State.LAUNCHING) else "poll", run)
         count += 1
     return count
 

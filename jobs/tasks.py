@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 
 from celery import shared_task
@@ -9,6 +10,8 @@ from django.db import connection
 
 from jobs import dispatcher, services
 from jobs.models import Team
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="jobs.health")
@@ -19,14 +22,16 @@ def health() -> dict[str, object]:
 
 @shared_task(name="jobs.launch_run")
 def launch_run(run_id: int) -> str:
+    log.info("run %s: launching from worker %s", run_id, socket.gethostname())
     return services.launch(run_id)
 
 
 @shared_task(name="jobs.launch_runs")
-def launch_runs(run_ids: list[int]) -> str:
-    """The beat tick's fan-out: one message in, one launch task out per run, so launches run in parallel."""
+def launch_runs(run_ids: list[int], queue: str | None = None) -> str:
+    """The beat tick's fan-out: one message in, one launch task out per run (on the same site queue), so
+    launches run in parallel."""
     for run_id in run_ids:
-        launch_run.apply_async(args=[run_id])
+        launch_run.apply_async(args=[run_id], queue=queue)
     return f"sent {len(run_ids)} launches"
 
 

@@ -158,6 +158,6 @@ def test_claims_fall_back_to_one_at_a_time_when_a_disk_was_taken_meanwhile(team,
     # Two runs judged free on one disk (as when another process claimed between the look and the UPDATE):
     # the partial unique index refuses the batch, and the one-by-one claim queues exactly one.
     first, second = services.create_run(disks[0], quick), services.create_run(disks[0], quick)
-    assert services._claim_together([first.pk, second.pk], timezone.now()) == 1
+    assert services._claim_together({first.pk: "", second.pk: ""}, timezone.now()) == 1
     states = sorted(Run.objects.filter(pk__in=[first.pk, second.pk]).values_list("state", flat=True))
     assert states == [Run.State.PENDING, Run.State.QUEUED]
