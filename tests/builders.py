@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from jobs.models import Credential, Host, Profile, Team
+from jobs.models import Credential, Host, Profile, Run, Team
 
 
 def team_with_host(sshd, **host_fields) -> tuple[Team, Host]:
@@ -36,3 +37,14 @@ def target_dir(tmp_path: Path) -> str:
     target = tmp_path / "bench"
     target.mkdir(parents=True, exist_ok=True)
     return str(target)
+
+
+def wait_final(run: Run, timeout: float = 90) -> Run:
+    """Poll the database until the run reaches a final state; fail saying where it got stuck."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.is_final:
+            return run
+        time.sleep(0.3)
+    raise AssertionError(f"run stayed {run.state} ({run.explanation}) for {timeout} s")

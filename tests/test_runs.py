@@ -14,19 +14,9 @@ from django.utils import timezone
 
 from jobs import services
 from jobs.models import Disk, Membership, Profile, Run
-from tests.builders import quick_profile, target_dir, team_with_host
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-def _wait_final(run: Run, timeout: float = 90) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.is_final:
-            return run
-        time.sleep(0.3)
-    raise AssertionError(f"run stayed {run.state} ({run.explanation}) for {timeout} s")
 
 
 def _wait_state(run: Run, state: str, timeout: float = 60) -> Run:
@@ -60,7 +50,7 @@ def test_a_fio_run_over_ssh_lands_with_plausible_numbers_and_leaves_nothing_on_t
     target.mkdir()
     disk = Disk.objects.create(host=host, label="tmp", target_path=str(target), disk_type="custom", spec_iops=50000)
     run = services.request_run(disk, quick_profile(team))
-    run = _wait_final(run)
+    run = wait_final(run)
 
     assert run.state == Run.State.SUCCEEDED, run.explanation
     summary = run.summary
@@ -93,7 +83,7 @@ def test_a_run_whose_disk_is_busy_waits_and_says_why(fio_installed, sshd, tmp_pa
 def test_a_host_whose_key_changed_is_refused_on_the_run_page(sshd, other_sshd, worker, tmp_path):
     team, host = team_with_host(sshd, port=other_sshd.port)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
-    run = _wait_final(services.request_run(disk, quick_profile(team)))
+    run = wait_final(services.request_run(disk, quick_profile(team)))
     assert run.state == Run.State.ERROR
     assert run.explanation.startswith("could not start")
     assert other_sshd.host_key.fingerprint in run.explanation and sshd.host_key.fingerprint in run.explanation
@@ -104,7 +94,7 @@ def test_a_missing_target_directory_is_refused_before_anything_is_written(fio_in
     team, host = team_with_host(sshd)
     missing = tmp_path / "not-there"
     disk = Disk.objects.create(host=host, label="tmp", target_path=str(missing), disk_type="custom")
-    run = _wait_final(services.request_run(disk, quick_profile(team, rw="randwrite")))
+    run = wait_final(services.request_run(disk, quick_profile(team, rw="randwrite")))
     assert run.state == Run.State.ERROR
     assert "refused" in run.explanation and str(missing) in run.explanation
     assert not missing.exists()
@@ -121,7 +111,7 @@ def test_cancelling_a_run_leaves_no_fio_process_on_the_target(fio_installed, ssh
         time.sleep(0.2)
 
     services.cancel(run)
-    run = _wait_final(run, timeout=60)
+    run = wait_final(run, timeout=60)
     assert run.state == Run.State.CANCELLED
     # fio and its wrapper are gone when the run says cancelled (a loaded machine gets a moment to reap them);
     # a poll's own short SSH command may still be finishing a little longer.
@@ -161,7 +151,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_fio_runs_once(fio_installed, 
         wrappers |= {p.pid for p in _processes_mentioning("run.sh") if _cwd_has(p, str(run.uuid))}
         run.refresh_from_db()
         time.sleep(0.2)
-    run = _wait_final(run)
+    run = wait_final(run)
     assert run.state == Run.State.SUCCEEDED, run.explanation
     assert len(wrappers) == 1, f"wrappers seen: {wrappers}"
     assert run.summary["runtime_s"] == pytest.approx(8, abs=1)
@@ -186,7 +176,7 @@ def test_a_run_survives_its_ssh_server_going_away_mid_run(fio_installed, sshd_fa
     assert run.state == Run.State.RUNNING
     restarted = server.handle.restart() if hasattr(server.handle, "restart") else None
     assert restarted is not None, "sshd_local.SshdHandle needs restart()"
-    run = _wait_final(run)
+    run = wait_final(run)
     assert run.state == Run.State.SUCCEEDED, run.explanation
 
 
@@ -208,7 +198,7 @@ def test_a_run_on_a_device_holding_a_filesystem_is_refused_and_the_device_is_unc
         team, host = team_with_host(sshd)
         disk = Disk.objects.create(host=host, label="loop", target_path=device, kind=Disk.Kind.BLOCK,
                                    disk_type="custom", allow_destructive=True)  # fmt: skip
-        run = _wait_final(services.request_run(disk, quick_profile(team, rw="randwrite", size_bytes=None)))
+        run = wait_final(services.request_run(disk, quick_profile(team, rw="randwrite", size_bytes=None)))
         assert run.state == Run.State.ERROR
         assert "refused" in run.explanation and "ext4" in run.explanation
         assert hashlib.sha256(Path(device).read_bytes()).hexdigest() == before
@@ -229,7 +219,7 @@ def test_the_run_page_shows_progress_and_the_result(fio_installed, sshd, worker,
     assert response.status_code == 302
     run = Run.objects.get(disk=disk)
     assert response["Location"] == f"/runs/{run.pk}/"
-    run = _wait_final(run)
+    run = wait_final(run)
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Succeeded" in page and "rw=randread" in page
     assert client.get(f"/runs/{run.pk}/progress.json").json()["final"] is True
@@ -241,7 +231,7 @@ def test_an_ndisk64_run_is_judged_by_its_report_not_its_exit_status(sshd, worker
     _team, host = team_with_host(sshd, ndisk64_path=str(standin))
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     preset = Profile.objects.get(builtin=True, name="ndisk64: 4k random 50/50, 4 processes")
-    run = _wait_final(services.request_run(disk, preset))
+    run = wait_final(services.request_run(disk, preset))
     assert run.state == Run.State.SUCCEEDED, run.explanation
     assert run.exit_status == 1
     assert run.summary["tool"] == "ndisk64"
@@ -255,7 +245,7 @@ def test_a_missing_tool_says_how_to_install_it(sshd, worker, tmp_path):
     _team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     preset = Profile.objects.get(builtin=True, name="ndisk64: 4k random 50/50, 4 processes")
-    run = _wait_final(services.request_run(disk, preset))
+    run = wait_final(services.request_run(disk, preset))
     assert run.state == Run.State.ERROR
     assert "ndisk64 was not found on loopback" in run.explanation and "PATH" in run.explanation
     assert list((tmp_path / "bench").iterdir()) == []

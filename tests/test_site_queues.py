@@ -3,25 +3,13 @@ listening there runs them (real workers, Redis, sshd and fio)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from jobs import services
 from jobs.models import Disk, Host, Run
-from tests.builders import quick_profile, target_dir, team_with_host
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-def _final(run: Run, timeout: float = 90) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.is_final:
-            return run
-        time.sleep(0.3)
-    raise AssertionError(f"run stayed {run.state} ({run.explanation})")
 
 
 def test_each_sites_runs_are_executed_by_that_sites_worker(fio_installed, sshd, worker_factory, tmp_path):
@@ -37,7 +25,7 @@ def test_each_sites_runs_are_executed_by_that_sites_worker(fio_installed, sshd, 
         disk = Disk.objects.create(host=host, label=name, target_path=target_dir(tmp_path / name), disk_type="custom")
         runs[name] = services.request_run(disk, profile)
     for name, run in runs.items():
-        run = _final(run)
+        run = wait_final(run)
         assert run.state == Run.State.SUCCEEDED, (name, run.explanation)
     east_log, west_log = east_worker.log.read_text(), west_worker.log.read_text()
     assert f"run {runs['east'].pk}: launching" in east_log
