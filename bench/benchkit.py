@@ -64,11 +64,11 @@ class Stack:
                 self.redis.wait(timeout=10)
         if self.pg_name:
             with contextlib.suppress(Exception):
-                _drop_pg_database(self.pg_admin_url, self.pg_name)
+                drop_pg_database(self.pg_admin_url, self.pg_name)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _pg_admin(url: str) -> tuple[str, str]:
+def pg_admin(url: str) -> tuple[str, str]:
     """(the same server's `postgres` database URL, the database name) for a postgres:// URL."""
     parts = urlsplit(url)
     name = parts.path.lstrip("/")
@@ -79,7 +79,7 @@ def _pg_admin(url: str) -> tuple[str, str]:
     return urlunsplit(("postgresql", parts.netloc, "/postgres", "", "")), name
 
 
-def _create_pg_database(admin_url: str, name: str) -> None:
+def create_pg_database(admin_url: str, name: str) -> None:
     import psycopg
 
     with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
@@ -90,7 +90,7 @@ def _create_pg_database(admin_url: str, name: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def _drop_pg_database(admin_url: str | None, name: str) -> None:
+def drop_pg_database(admin_url: str | None, name: str) -> None:
     import psycopg
 
     with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
@@ -102,8 +102,8 @@ def configure_django(stack: Stack, db: str, database_url: str) -> None:
     var = stack.tmp / "var"
     var.mkdir()
     if db == "postgres":
-        stack.pg_admin_url, name = _pg_admin(database_url)
-        _create_pg_database(stack.pg_admin_url, name)
+        stack.pg_admin_url, name = pg_admin(database_url)
+        create_pg_database(stack.pg_admin_url, name)
         stack.pg_name = name
         url = database_url
     else:

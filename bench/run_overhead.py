@@ -45,6 +45,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchkit import BenchError, configure_django
+
 ROOT = Path(__file__).resolve().parent.parent
 FILE_SIZE = 64 * 2**20
 OVERHEAD_TARGET = 1.15
@@ -56,10 +58,6 @@ PR_SET_PDEATHSIG = 1
 _FIO_DOC = re.compile(r'\{\s*"fio version"\s*:')
 _TASK_RECEIVED = re.compile(rb"Task jobs\.(\w+)\[([^\]]+)\] received")
 _TASK_DONE = re.compile(rb"Task jobs\.\w+\[([^\]]+)\] succeeded in ([0-9.]+)s")
-
-
-class BenchError(Exception):
-    """The measurement could not be made; the message says what failed."""
 
 
 @dataclass
@@ -184,26 +182,6 @@ def _kill_descendants(pid: int) -> None:
         for child in psutil.Process(pid).children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 child.kill()
-
-
-def configure_django(stack: Stack) -> None:
-    """Point benchweb at the temporary directory, then set Django up and migrate a fresh database."""
-    var = stack.tmp / "var"
-    var.mkdir()
-    os.environ["DJANGO_SETTINGS_MODULE"] = "benchweb.settings"
-    os.environ["BENCHWEB_VAR_DIR"] = str(var)
-    os.environ["DATABASE_URL"] = f"sqlite:///{var / 'benchweb.sqlite3'}"
-    os.environ["REDIS_URL"] = f"redis+socket://{stack.tmp / 'redis.sock'}"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from benchweb.celery import app
-
-    app.conf.update(broker_url=os.environ["REDIS_URL"], result_backend=os.environ["REDIS_URL"])
-    call_command("migrate", verbosity=0)
 
 
 def start_redis(stack: Stack) -> None:
@@ -424,7 +402,7 @@ def _settled_log(worker_log: Path) -> bytes:
 
 
 def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
-    configure_django(stack)
+    configure_django(stack, "sqlite", "")
     start_redis(stack)
     start_worker(stack)
     private_key, ssh = start_sshd(stack)

@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+
+from benchkit import BenchError, create_pg_database, drop_pg_database, pg_admin, say
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/benchweb_precision"
@@ -52,14 +53,6 @@ TARGET_MAX_S = 5.0
 PR_SET_PDEATHSIG = 1
 TRACE_ENV = "BENCHWEB_BENCH_TRACE"
 _BEAT_SENT = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): INFO/\w+\] Scheduler: Sending due task tick")
-
-
-class BenchError(Exception):
-    """The measurement could not be made; the message says what failed."""
-
-
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------------------- the worker wrapper
@@ -143,7 +136,7 @@ class Stack:
             connections.close_all()
         if self.pg_name:
             try:
-                _drop_pg_database(self.pg_admin_url, self.pg_name)
+                drop_pg_database(self.pg_admin_url, self.pg_name)
             except Exception as exc:  # the clean-up goes on; the message says what is left
                 say(f"could not drop the PostgreSQL database {self.pg_name}: {exc}")
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -309,38 +302,12 @@ class CpuMeter:
                 self._last[key] = total
 
 
-def _pg_admin(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if parts.scheme not in ("postgres", "postgresql", "pgsql") or not name or not name.replace("_", "").isalnum():
-        raise BenchError(f"--database-url must be postgres://user@host:port/name (name of [A-Za-z0-9_]), got {url!r}")
-    return urlunsplit(("postgresql", parts.netloc, "/postgres", "", "")), name
-
-
-def _create_pg_database(admin_url: str, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            # Never drop a database this run did not create: it may be someone else's.
-            raise BenchError(f"the PostgreSQL database {name!r} already exists: drop it (a leftover of an "
-                             "interrupted run?) or pass another --database-url")  # fmt: skip
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def _drop_pg_database(admin_url: str | None, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def configure_django(stack: Stack, db: str, database_url: str) -> None:
     """Environment first (inherited by the worker and beat), then django.setup(), then a migrated database."""
     stack.var.mkdir()
     if db == "postgres":
-        stack.pg_admin_url, name = _pg_admin(database_url)
-        _create_pg_database(stack.pg_admin_url, name)
+        stack.pg_admin_url, name = pg_admin(database_url)
+        create_pg_database(stack.pg_admin_url, name)
         stack.pg_name = name
         url = database_url
     else:
