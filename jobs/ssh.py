@@ -99,6 +99,16 @@ def _host_key_of(key: paramiko.PKey) -> HostKey:
     return HostKey(key.get_name(), key.get_base64(), key.fingerprint)
 
 
+def host_key_from_line(line: str) -> HostKey:
+    """A host key from a public-key line ("ssh-ed25519 AAAA... comment"), as in ssh_host_*_key.pub."""
+    try:
+        key_type, key_b64 = line.split()[:2]
+        key = paramiko.PKey.from_type_string(key_type, base64.b64decode(key_b64, validate=True))
+    except (ValueError, binascii.Error, paramiko.SSHException) as exc:
+        raise ValueError(f"not an SSH public key line ({exc}); expected e.g. 'ssh-ed25519 AAAAC3... host'") from exc
+    return _host_key_of(key)
+
+
 def _timed_out(where: str, budget: _Budget, step: str) -> SSHError:
     return SSHError(
         "timeout",
