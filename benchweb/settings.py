@@ -6,6 +6,7 @@ Every variable read here is listed, with a comment, in `.env.example`.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -39,6 +40,50 @@ FIELD_KEYS = env_list("BENCHWEB_FIELD_KEYS", "") or read_or_create(FIELD_KEYS_FI
 ALLOWED_HOSTS = env_list("BENCHWEB_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("BENCHWEB_CSRF_TRUSTED_ORIGINS", "")
 
+# Behind TLS (a reverse proxy or load balancer terminating HTTPS): secure cookies, HSTS, redirect plain HTTP.
+# `manage.py check --deploy` is clean with BENCHWEB_BEHIND_TLS=1 (tests/test_security.py runs it).
+BEHIND_TLS = env_bool("BENCHWEB_BEHIND_TLS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = BEHIND_TLS
+SECURE_HSTS_SECONDS = int(os.environ.get("BENCHWEB_HSTS_SECONDS", "31536000")) if BEHIND_TLS else 0
+# Only when every subdomain is served over HTTPS too; set both to 0 otherwise (see .env.example).
+SECURE_HSTS_INCLUDE_SUBDOMAINS = BEHIND_TLS and env_bool("BENCHWEB_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = BEHIND_TLS and env_bool("BENCHWEB_HSTS_PRELOAD", True)
+if BEHIND_TLS and env_bool("BENCHWEB_TRUST_X_FORWARDED_PROTO", True):
+    # The proxy says which scheme the browser used; it must strip this header from client requests.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the container health check speaks plain HTTP on the inside
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+# Content-Security-Policy: scripts and styles from this site only. Inline style *attributes* are allowed
+# (the calendar positions its bars with them); inline scripts, style elements and eval are not.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Sign-in lockout (django-axes): after this many failures for one username from one address, that pair is
+# locked out for the cool-off; a successful sign-in resets the count.
+AXES_FAILURE_LIMIT = int(os.environ.get("BENCHWEB_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("BENCHWEB_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -47,8 +92,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "axes",
+    "csp",
     "rest_framework",
     "jobs",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -60,6 +108,13 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
+]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses sign-ins while a username + address is locked out
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "benchweb.urls"
@@ -182,5 +237,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("BENCHWEB_LOG_LEVEL", "INFO")},
-    "loggers": {"paramiko": {"level": "WARNING"}},
+    # django-axes logs every sign-in at INFO; lockouts still show at WARNING.
+    "loggers": {"paramiko": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

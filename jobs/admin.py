@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from audit import log as audit
+from audit.models import AuditEvent
 from jobs import services, ssh
 from jobs.forms import CredentialForm
 from jobs.models import Credential, Disk, Host, Membership, Profile, Run, RunSample, Schedule, ScheduleProfile, Team
@@ -32,6 +36,15 @@ class CredentialAdmin(admin.ModelAdmin):
     list_display = ["name", "kind", "team", "updated_at"]
     list_filter = ["kind", "team"]
 
+    def save_model(self, request: HttpRequest, obj: Credential, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        action = AuditEvent.Action.CREDENTIAL_CHANGED if change else AuditEvent.Action.CREDENTIAL_CREATED
+        audit.record(obj.team, request.user, action, obj, kind=obj.kind, fields=sorted(form.changed_data), via="admin")
+
+    def delete_model(self, request: HttpRequest, obj: Credential) -> None:
+        audit.record(obj.team, request.user, AuditEvent.Action.CREDENTIAL_DELETED, obj, kind=obj.kind, via="admin")
+        super().delete_model(request, obj)
+
 
 @admin.register(Host)
 class HostAdmin(admin.ModelAdmin):
@@ -49,7 +62,7 @@ class HostAdmin(admin.ModelAdmin):
     def scan_host_key(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
         for host in queryset:
             try:
-                key = services.scan_host_key(host)
+                key = services.scan_host_key(host, request.user)
             except ssh.SSHError as exc:
                 self.message_user(request, f"{host.name}: {exc}", messages.ERROR)
             else:

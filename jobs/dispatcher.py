@@ -18,6 +18,8 @@ from django.db import connection
 from django.db.models import Prefetch
 from django.utils import timezone
 
+from audit import log as audit
+from audit.models import AuditEvent
 from jobs import runners, scheduling, services
 from jobs.models import Disk, Run, Schedule, ScheduleProfile
 
@@ -164,6 +166,11 @@ def materialise(now: datetime | None = None) -> int:
             schedule.last_fire_at = fires[-1] if fires else schedule.last_fire_at
         Run.objects.bulk_create(rows, ignore_conflicts=True)
         _save_bookkeeping(due)
+        for row in rows:
+            if row.destructive and row.state == Run.State.PENDING:  # rare: writes to a raw block device
+                audit.record(row.disk.team, None, AuditEvent.Action.DESTRUCTIVE_RUN, None, disk=str(row.disk),
+                             device=row.disk.target_path, profile=row.profile_name, trigger=row.trigger,
+                             schedule=row.schedule.name, fire_time=row.fire_time.isoformat())  # fmt: skip
     return len(rows)
 
 

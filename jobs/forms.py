@@ -122,12 +122,16 @@ class ScheduleForm(forms.ModelForm):
             self.add_error(field if field in self.fields else None, message)
         return cleaned
 
-    @transaction.atomic
     def save(self, commit: bool = True) -> Schedule:
-        schedule = super().save(commit=True)
-        schedule.scheduleprofile_set.all().delete()
-        ScheduleProfile.objects.bulk_create(
-            ScheduleProfile(schedule=schedule, profile=profile, position=position)
-            for position, profile in enumerate(self.chosen_profiles())
-        )
+        """commit=False (the live preview) builds the schedule without touching the database."""
+        schedule = super().save(commit=False)
+        if commit:
+            with transaction.atomic():
+                schedule.save()
+                self.save_m2m()
+                schedule.scheduleprofile_set.all().delete()
+                ScheduleProfile.objects.bulk_create(
+                    ScheduleProfile(schedule=schedule, profile=profile, position=position)
+                    for position, profile in enumerate(self.chosen_profiles())
+                )
         return schedule

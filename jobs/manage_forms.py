@@ -13,6 +13,8 @@ from django.db import transaction
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
+from audit import log as audit
+from audit.models import AuditEvent
 from jobs import limits, ssh
 from jobs.models import Credential, Disk, Host, Profile, Team
 from jobs.tools import options
@@ -101,6 +103,7 @@ class HostForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.team = team
         self.instance.team = team
+        self._initial_credential_id = self.instance.credential_id
         stored = Credential.objects.filter(team=team)
         self.fields["credential"].queryset = stored
         self.fields["credential"].empty_label = "— choose —"
@@ -151,7 +154,7 @@ class HostForm(forms.ModelForm):
         cleaned["new_credential_name"] = name
 
     @transaction.atomic
-    def save(self, commit: bool = True) -> Host:
+    def save(self, commit: bool = True, user: Any = None) -> Host:
         host = super().save(commit=False)
         data = self.cleaned_data
         if data["credential_mode"] == "new":
@@ -159,8 +162,13 @@ class HostForm(forms.ModelForm):
             is_key = credential.kind == Credential.Kind.PRIVATE_KEY
             credential.set_secret(data["private_key"] if is_key else data["password"], data["passphrase"])
             credential.save()
+            audit.record(self.team, user, AuditEvent.Action.CREDENTIAL_CREATED, credential, kind=credential.kind)
             host.credential = credential
+        changed = self.instance.pk and host.credential_id != self._initial_credential_id
         host.save()
+        if changed:
+            audit.record(self.team, user, AuditEvent.Action.HOST_CREDENTIAL_CHANGED, host,
+                         credential=str(host.credential) if host.credential else None)  # fmt: skip
         return host
 
 

@@ -71,7 +71,7 @@ def host_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     if request.method == "POST":
         _require_change(request, team)
         if form.is_valid():
-            host = form.save()
+            host = form.save(user=request.user)
             messages.success(
                 request,
                 f"Host {host.name} saved."

@@ -19,6 +19,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
+from audit import log as audit
+from audit.models import AuditEvent
 from jobs import limits, remote, safety, ssh
 from jobs import runners as runner
 from jobs.models import Disk, Host, Profile, Run, RunSample
@@ -65,7 +67,7 @@ def create_run(
 ) -> Run:
     if profile.team_id not in (None, disk.team_id):
         raise RunRefused("profile", "That profile belongs to another team; choose one of yours or a built-in one.")
-    return Run.objects.create(
+    run = Run.objects.create(
         disk=disk,
         profile=profile,
         profile_name=profile.name,
@@ -79,6 +81,10 @@ def create_run(
         destructive=profile.writes and disk.kind == Disk.Kind.BLOCK,
         explanation="waiting to start",
     )
+    if run.destructive:
+        audit.record(disk.team, user, AuditEvent.Action.DESTRUCTIVE_RUN, run, disk=str(disk),
+                     device=disk.target_path, profile=profile.name, trigger=trigger)  # fmt: skip
+    return run
 
 
 def limits_snapshot(disk: Disk, block_size: int | None) -> dict[str, Any]:
@@ -534,8 +540,11 @@ def sweep(now: Any = None) -> int:
 # ----------------------------------------------------------------------------------------- host keys
 
 
-def scan_host_key(host: Host) -> ssh.HostKey:
+def scan_host_key(host: Host, user: Any = None) -> ssh.HostKey:
     key = ssh.scan_host_key(host.address, host.port)
+    if host.has_pinned_key and key.key_b64 != host.host_key_b64:
+        audit.record(host.team, user, AuditEvent.Action.HOST_KEY_CHANGED, host, pinned=host.host_key_fingerprint,
+                     presented=key.fingerprint, presented_type=key.key_type)  # fmt: skip
     Host.objects.filter(pk=host.pk).update(
         scanned_key_type=key.key_type,
         scanned_key_b64=key.key_b64,
@@ -557,6 +566,8 @@ def approve_host_key(host: Host, user: Any, fingerprint: str) -> None:
         host_key_approved_at=timezone.now(),
         host_key_approved_by=user if getattr(user, "is_authenticated", False) else None,
     )
+    audit.record(host.team, user, AuditEvent.Action.HOST_KEY_APPROVED, host, fingerprint=fingerprint,
+                 key_type=host.scanned_key_type, replaced=host.host_key_fingerprint or None)  # fmt: skip
     host.refresh_from_db()
 
 

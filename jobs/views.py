@@ -111,7 +111,7 @@ def host_scan_key(request: HttpRequest, pk: int) -> HttpResponse:
     host = _host_for_user(request, pk)
     _require_change(request, host.team)
     try:
-        key = services.scan_host_key(host)
+        key = services.scan_host_key(host, request.user)
     except ssh.SSHError as exc:
         messages.error(request, f"Could not read the host key of {host.name}: {exc}")
     else:

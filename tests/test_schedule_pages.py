@@ -67,6 +67,9 @@ def test_the_preview_lists_the_next_ten_fires_with_each_targets_start(owner_clie
     assert "T02:30:00" in first["at"]
     assert [run["offset_s"] for run in first["runs"]] == [0, 90]
     assert first["runs"][1]["start"][11:19] == "02:31:30"
+    # A preview only looks: it used to save the draft, so every keystroke in a new schedule's form made one.
+    assert not Schedule.objects.exists()
+    assert owner_client.post("/schedules/preview.json", data).status_code == 200
 
 
 def test_the_preview_names_the_bad_field(owner_client, disk, quick):

@@ -42,5 +42,6 @@
     clearTimeout(timer);
     timer = setTimeout(refresh, 400);
   });
-  refresh();
+  // A blank new form would only list "required" errors; its preview starts with the first thing typed.
+  if (form.elements.name && form.elements.name.value) refresh();
 })();
