@@ -387,9 +387,11 @@ def _login_user() -> str:
     return pwd.getpwuid(os.geteuid()).pw_name
 
 
-def make_objects(stack: Stack, private_key: str, n_targets: int, rate_iops: int) -> tuple[Any, list[Any], Any]:
-    """Team, credential, the loopback host with its pinned key, n directory disks and the short profile."""
-    from jobs.models import Credential, Disk, Host, Profile, Team
+def make_objects(
+    stack: Stack, private_key: str, n_targets: int, rate_iops: int, runtime_s: int = 2
+) -> tuple[Any, list[Any], Any]:
+    """Team, credential, the loopback host with its pinned key, n directory disks and the profile."""
+    from jobs.models import Credential, Disk, Host, Team
 
     team = Team.objects.create(name="precision bench")
     credential = Credential(team=team, name="bench key", kind=Credential.Kind.PRIVATE_KEY)
@@ -406,12 +408,18 @@ def make_objects(stack: Stack, private_key: str, n_targets: int, rate_iops: int)
         target = stack.targets / f"d{i:02d}"
         target.mkdir(parents=True)
         disks.append(Disk.objects.create(host=host, label=f"d{i:02d}", target_path=str(target), disk_type="custom"))
-    profile = Profile.objects.create(
-        team=team, name="precision 4k randread 2 s", tool="fio", rw="randread", block_size_bytes=4096, iodepth=1,
-        jobs=1, runtime_s=2, time_based=True, ioengine="psync", direct=False, size_bytes=4 * 2**20,
-        extra_options={"rate_iops": rate_iops} if rate_iops else {},
+    return team, disks, make_profile(team, runtime_s, rate_iops)
+
+
+def make_profile(team: Any, runtime_s: int, rate_iops: int) -> Any:
+    """4k randread, psync, iodepth=1, time_based, 4 MiB file, direct=0; fio rate_iops=N when N > 0."""
+    from jobs.models import Profile
+
+    return Profile.objects.create(
+        team=team, name=f"precision 4k randread {runtime_s} s", tool="fio", rw="randread", block_size_bytes=4096,
+        iodepth=1, jobs=1, runtime_s=runtime_s, time_based=True, ioengine="psync", direct=False,
+        size_bytes=4 * 2**20, extra_options={"rate_iops": rate_iops} if rate_iops else {},
     )  # fmt: skip
-    return team, disks, profile
 
 
 def idle_yardsticks(stack: Stack, host: Any, profile: Any, n: int = 5) -> dict[str, float]:

@@ -134,12 +134,16 @@ def materialise(now: datetime | None = None) -> int:
     The due schedules are read FOR UPDATE SKIP LOCKED (PostgreSQL; SQLite's IMMEDIATE transaction takes the
     write lock up front), so a second beat either waits for this one or skips the rows it holds, and then
     finds them no longer due. All runs go in with one INSERT and all schedules move on with one UPDATE; the
-    unique key on runs stays the last guard: a fire offered twice creates nothing twice."""
+    unique key on runs stays the last guard: a fire offered twice creates nothing twice.
+
+    Fires are made up to CLAIM_LEAD ahead of `now`, so that even the first target of a fire (stagger slot 1)
+    is claimed and launched early and its wrapper waits on the host for the exact second."""
     now = now or timezone.now()
+    horizon = now + services.CLAIM_LEAD
     with services.tick_transaction():
         due = list(
             Schedule.objects.select_for_update(skip_locked=True)
-            .filter(enabled=True, next_fire_at__lte=now)
+            .filter(enabled=True, next_fire_at__lte=horizon)
             .order_by()
             .prefetch_related(
                 # Only what plan() and the new runs need: a host row carries its pinned key and more.
@@ -158,10 +162,10 @@ def materialise(now: datetime | None = None) -> int:
         for schedule in due:
             rule = schedule.rule()
             since = schedule.checked_until or (schedule.next_fire_at - timedelta(seconds=1))
-            fires, upcoming = scheduling.fires_and_next(rule, since, now)
+            fires, upcoming = scheduling.fires_and_next(rule, since, horizon)
             for fire_time in fires:
                 rows.extend(fire_rows(schedule, fire_time, now))
-            schedule.checked_until = now
+            schedule.checked_until = horizon
             schedule.next_fire_at = upcoming
             schedule.last_fire_at = fires[-1] if fires else schedule.last_fire_at
         Run.objects.bulk_create(rows, ignore_conflicts=True)

@@ -161,3 +161,17 @@ def test_claims_fall_back_to_one_at_a_time_when_a_disk_was_taken_meanwhile(team,
     assert services._claim_together({first.pk: "", second.pk: ""}, timezone.now()) == 1
     states = sorted(Run.objects.filter(pk__in=[first.pk, second.pk]).values_list("state", flat=True))
     assert states == [Run.State.PENDING, Run.State.QUEUED]
+
+
+def test_a_fire_is_made_and_claimed_ahead_so_even_the_first_target_starts_on_time(team, disks, quick):
+    now = timezone.now().replace(microsecond=0)
+    soon = _schedule(team, disks[:1], [quick], name="soon", kind="interval", interval_minutes=60,
+                     starts_at=now + timedelta(seconds=10))  # fmt: skip
+    later = _schedule(team, disks[1:2], [quick], name="later", kind="interval", interval_minutes=60,
+                      starts_at=now + services.CLAIM_LEAD + timedelta(seconds=30))  # fmt: skip
+    assert dispatcher.materialise(now) == 1
+    (run,) = Run.objects.filter(schedule=soon)
+    assert run.not_before == now + timedelta(seconds=10) and run.explanation.startswith("waiting: stagger slot 1")
+    assert not Run.objects.filter(schedule=later).exists()
+    assert services.dispatch_due(now) == 1  # queued now; the wrapper on the host waits for not_before
+    assert dispatcher.materialise(now + timedelta(seconds=5)) == 0  # the stretch up to now + lead is done
