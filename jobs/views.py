@@ -38,7 +38,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         user = form.save()
         teams.place_new_user(user)
-        auth.login(request, user)
+        auth.login(request, user, backend="django.contrib.auth.backends.ModelBackend")  # axes checks sign-ins only
         return redirect("home")
     return render(request, "registration/signup.html", {"form": form})
 
