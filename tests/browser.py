@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-__all__ = ["browser", "page", "screenshot"]
+__all__ = ["browser", "page", "phone_page", "screenshot"]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
@@ -35,9 +37,12 @@ def browser() -> Iterator[object]:
         chromium.close()
 
 
-@pytest.fixture
-def page(browser) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+DESKTOP = {"viewport": {"width": 1280, "height": 800}}
+
+
+def _open(browser, options: dict) -> Iterator[object]:
+    context = browser.new_context(**options)
     context.set_default_timeout(15000)
     page = context.new_page()
     errors: list[str] = []
@@ -49,12 +54,37 @@ def page(browser) -> Iterator[object]:
 
 
 @pytest.fixture
-def screenshot(page, request):
+def page(browser) -> Iterator[object]:
+    yield from _open(browser, DESKTOP)
+
+
+@pytest.fixture
+def phone_page(browser) -> Iterator[object]:
+    """A 390 x 844 touch screen that honours the page's viewport meta tag, as a phone's browser does."""
+    yield from _open(browser, PHONE)
+
+
+@pytest.fixture
+def screenshot(request):
+    """take(name) saves the test's page (or the page given) under tests/artifacts/, for a person to look at."""
     ARTIFACTS.mkdir(exist_ok=True)
 
-    def take(name: str) -> Path:
+    def take(name: str, on: object = None) -> Path:
+        target = on or request.getfixturevalue("page")
         path = ARTIFACTS / f"{request.node.name}-{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        target.screenshot(path=str(path), full_page=True)
         return path
 
     return take
+
+
+def wait_until(page: Any, expression: str, timeout_s: float = 30) -> None:
+    """Poll a JavaScript expression until it is true. page.wait_for_function would poll with eval(), which
+    benchweb's Content-Security-Policy refuses; page.evaluate goes through the DevTools protocol, which the
+    policy does not govern."""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(f"Boolean({expression})"):
+        if time.monotonic() > deadline:
+            shown = page.evaluate("(document.querySelector('main') || document.body).innerText.slice(0, 600)")
+            raise AssertionError(f"still not true after {timeout_s} s: {expression}\nThe page says: {shown}")
+        page.wait_for_timeout(100)

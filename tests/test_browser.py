@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 
-from jobs.models import Disk, Membership, Run
+from jobs import services, teams
+from jobs.models import Disk, Host, Membership, Run
+from tests.browser import wait_until
 from tests.builders import quick_profile, target_dir, team_with_host
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-browser-password-7"
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _log_in(page, live_server, username: str) -> None:
@@ -47,13 +53,75 @@ def test_run_now_shows_progress_until_the_result(fio_installed, sshd, worker, pa
     page.locator("#id_profile").select_option(label="quick randread")
     page.get_by_role("button", name="Run now").click()
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
-    page.wait_for_function(
-        "document.getElementById('run-progress') && document.getElementById('run-progress').value > 0"
-    )
+    wait_until(page, "document.getElementById('run-progress').value > 0", timeout_s=60)
     screenshot("progress")
-    page.get_by_text("Succeeded").wait_for(timeout=60000)
+    wait_until(page, "document.getElementById('status').dataset.final === '1'", timeout_s=60)
     screenshot("done")
     run = Run.objects.get(disk=disk)
+    assert page.locator("#run-state").inner_text() == "Succeeded", run.explanation
     assert run.state == Run.State.SUCCEEDED
     assert page.locator("#total-iops").inner_text().endswith("IOPS")
+    assert page.js_errors == []
+
+
+def _disk_with_imported_runs(username: str) -> Disk:
+    user = User.objects.create_user(username, password=PASSWORD)
+    team = teams.place_new_user(user).team
+    host = Host.objects.create(team=team, name="vm", address="192.0.2.10", username="bench")
+    disk = Disk.objects.create(host=host, label="data", target_path="/data", disk_type="alibaba-ultra", size=100)
+    text = (FIXTURES / "fio-3.33-randread-jsonplus.json").read_text()
+    for hours in (30, 20, 10, 2):
+        services.import_result(disk, text, name="randread.json", at=timezone.now() - timedelta(hours=hours))
+    return disk
+
+
+def test_the_disk_chart_pinch_zooms_on_a_touch_screen(phone_page, live_server, screenshot):
+    page = phone_page
+    disk = _disk_with_imported_runs("pincher")
+    _log_in(page, live_server, "pincher")
+    page.goto(f"{live_server.url}/disks/{disk.pk}/")
+    wait_until(page, "window.Chart && Chart.getChart('iops-chart')")
+    assert page.evaluate("typeof window.Hammer") == "function"
+    span = "(() => { const x = Chart.getChart('iops-chart').scales.x; return x.max - x.min; })()"
+    before = page.evaluate(span)
+    page.locator("#iops-chart").scroll_into_view_if_needed()
+    box = page.locator("#iops-chart").bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    # Two fingers spreading apart over the chart, as raw touch events (Playwright has no pinch of its own).
+    cdp = page.context.new_cdp_session(page)
+
+    def touch(kind: str, spread: float) -> None:
+        points = (
+            [] if kind == "touchEnd" else [{"x": cx - spread, "y": cy, "id": 0}, {"x": cx + spread, "y": cy, "id": 1}]
+        )
+        cdp.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points})
+
+    touch("touchStart", 20)
+    for spread in range(30, 130, 10):
+        touch("touchMove", spread)
+    touch("touchEnd", 0)
+    wait_until(page, f"{span} < {before} * 0.8")  # zoomed in: the time axis spans less
+    screenshot("pinched", on=page)
+    assert page.js_errors == []
+
+
+def test_shift_drag_still_pans_the_disk_chart_with_a_mouse(page, live_server):
+    disk = _disk_with_imported_runs("panner")
+    _log_in(page, live_server, "panner")
+    page.goto(f"{live_server.url}/disks/{disk.pk}/?range=all")
+    wait_until(page, "window.Chart && Chart.getChart('iops-chart')")
+    page.get_by_role("button", name="Zoom in").click()
+    low = "Chart.getChart('iops-chart').scales.x.min"
+    before = page.evaluate(low)
+    page.locator("#iops-chart").scroll_into_view_if_needed()
+    box = page.locator("#iops-chart").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.keyboard.down("Shift")
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)
+    page.mouse.down()
+    for step in range(1, 11):
+        page.mouse.move(box["x"] + box["width"] * (0.3 + 0.04 * step), y)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+    wait_until(page, f"{low} < {before}")  # dragged right: earlier runs come into view
     assert page.js_errors == []

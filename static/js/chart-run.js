@@ -103,7 +103,8 @@
       x: { type: "category", title: { display: true, text: "percentile of completions (max = slowest I/O)" } },
       y: {
         type: "logarithmic",
-        title: { display: true, text: "completion latency (log scale: µs, ms, s)" },
+        // A phone's chart is shorter than the long title.
+        title: { display: true, text: root.clientWidth < 600 ? "latency (log scale)" : "completion latency (log scale: µs, ms, s)" },
         ticks: { callback: logTick(fmt.micros), autoSkip: false },
         afterDataLimits(scale) {
           scale.max *= 1.5;

@@ -31,17 +31,36 @@
     return measured != null && limit ? " — efficiency " + Math.round((100 * measured) / limit) + " %" : "";
   }
 
+  // Words of a long label on lines of at most `width` characters (a label may already be a list of lines).
+  function wrap(label, width) {
+    if (Array.isArray(label)) return label.flatMap((line) => wrap(line, width));
+    const lines = [];
+    for (const word of String(label).split(/(?<=[\s:/_-])/)) {
+      const last = lines.length - 1;
+      if (last >= 0 && (lines[last] + word).length <= width) lines[last] += word;
+      else lines.push(word);
+    }
+    return lines.map((line) => line.trim());
+  }
+
+  // On a phone the bars lie down: the names read across the screen instead of squeezing the plot.
+  const box = canvas.parentElement;
+  const narrow = box.clientWidth < 600;
+  const value = { beginAtZero: true, title: { display: true, text: "IOPS" }, ticks: { callback: (v) => fmt(v) } };
+  const category = narrow ? { ticks: { autoSkip: false } } : { ticks: { autoSkip: false, maxRotation: 30 } };
+  if (narrow) {
+    const bars = data.labels.length * Math.max(1, datasets.length);
+    box.style.height = Math.max(260, 90 + bars * 16 + data.labels.length * 24 + datasets.length * 22) + "px";
+  }
   new Chart(canvas, {
     type: "bar",
-    data: { labels: data.labels, datasets: datasets },
+    data: { labels: narrow ? data.labels.map((label) => wrap(label, 16)) : data.labels, datasets: datasets },
     options: {
+      indexAxis: narrow ? "y" : "x",
       responsive: true,
       maintainAspectRatio: false,
       animation: false,
-      scales: {
-        y: { beginAtZero: true, title: { display: true, text: "IOPS" }, ticks: { callback: (v) => fmt(v) } },
-        x: { ticks: { autoSkip: false, maxRotation: 30 } },
-      },
+      scales: narrow ? { x: value, y: category } : { y: value, x: category },
       plugins: {
         legend: { position: "bottom", labels: { boxWidth: 14 } },
         tooltip: { callbacks: { label: (ctx) => ctx.dataset.label + ": " + fmt(ctx.raw) + " IOPS" + efficiency(ctx) } },

@@ -1,5 +1,5 @@
-// Live progress on a run page: asks the progress endpoint every 2 s until the run is final, then reloads
-// once so the stored result shows.
+// Live progress on a run page: asks the progress endpoint every 2 s until the run is final, then fills the bar
+// and puts the stored result in place without reloading the page.
 (function () {
   "use strict";
   const box = document.getElementById("status");
@@ -30,9 +30,43 @@
     }
     if (data.final) {
       bar.value = 100;
-      return window.location.reload();
+      text.textContent = "finished; loading the result…";
+      return showResult(data.state_label);
     }
     setTimeout(tick, 2000);
   }
+
+  // The server renders the finished page; its content replaces this one's, and the scripts it needs that this
+  // page has not loaded yet (the charts) are added in order. Anything unexpected falls back to a reload.
+  async function showResult(stateLabel) {
+    let fresh;
+    try {
+      const response = await fetch(window.location.href, { headers: { Accept: "text/html" } });
+      if (!response.ok) throw new Error(response.status);
+      fresh = new DOMParser().parseFromString(await response.text(), "text/html").querySelector("main");
+    } catch (err) {
+      fresh = null;
+    }
+    if (!fresh) return window.location.reload();
+    const loaded = new Set([...document.scripts].map((s) => s.src));
+    const wanted = [...fresh.querySelectorAll("script[src]")].map((s) => s.src).filter((src) => !loaded.has(src));
+    fresh.querySelectorAll("script").forEach((s) => s.remove());
+    const main = document.querySelector("main");
+    main.replaceChildren(...[...fresh.childNodes].map((node) => document.importNode(node, true)));
+    // The bar stays, full, so whoever watched it sees that it reached the end.
+    const block = document.getElementById("progress-block");
+    if (block) {
+      block.hidden = false;
+      document.getElementById("run-progress").value = 100;
+      document.getElementById("run-progress-text").textContent = stateLabel.toLowerCase();
+    }
+    for (const src of wanted) {
+      const script = document.createElement("script");
+      script.src = src;
+      script.async = false; // run in document order, like the deferred scripts of a fresh page
+      document.body.append(script);
+    }
+  }
+
   tick();
 })();

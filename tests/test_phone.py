@@ -1,0 +1,192 @@
+"""The main pages on a phone (390 x 844): nothing wider than the screen, the navigation reachable, every form
+control labelled, no JavaScript errors. The same pages at 1280 x 800 must not overflow either."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from jobs import services, teams
+from jobs.models import Credential, Disk, Host, Profile, Run, Schedule, ScheduleProfile
+from tests.browser import wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+PASSWORD = "a-long-phone-password-3"
+FIXTURES = Path(__file__).parent / "fixtures"
+NAV = ["Overview", "Hosts", "Profiles", "Schedules", "Calendar", "Compare", "Import", "Disk types"]
+
+# Controls a person types into or picks from; buttons name themselves by their text.
+UNLABELLED_CONTROLS = """() => {
+  const named = (el) => {
+    if ((el.getAttribute("aria-label") || "").trim()) return true;
+    const ids = (el.getAttribute("aria-labelledby") || "").split(/\\s+/).filter(Boolean);
+    if (ids.some((id) => (document.getElementById(id)?.textContent || "").trim())) return true;
+    return [...(el.labels || [])].some((label) => label.textContent.trim());
+  };
+  const shown = (el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden";
+  return [...document.querySelectorAll("input, select, textarea")]
+    .filter((el) => !["hidden", "submit", "button", "reset"].includes(el.type) && shown(el) && !named(el))
+    .map((el) => el.outerHTML.slice(0, 120));
+}"""
+
+# What reaches past the screen's edges. Only tables and preformatted text may be wider than the screen, and
+# only inside a box that scrolls: a card's text, forms and figures must fit.
+STICKING_OUT = """() => {
+  const mayScroll = (el) => el.closest("table, pre, .table-scroll");
+  const scrolls = (el) => {
+    for (let up = el.parentElement; up; up = up.parentElement) {
+      if (["auto", "scroll"].includes(getComputedStyle(up).overflowX)) return true;
+    }
+    return false;
+  };
+  const out = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const box = el.getBoundingClientRect();
+    if (!box.width || (box.right <= document.documentElement.clientWidth + 1 && box.left >= -1)) continue;
+    if (el.closest(".visually-hidden") || (mayScroll(el) && scrolls(el))) continue;
+    out.push(`${el.tagName.toLowerCase()}#${el.id}.${el.className} ${Math.round(box.left)}..${Math.round(box.right)}`);
+  }
+  return out.slice(0, 8);
+}"""
+
+
+def _import(disk: Disk, fixture: str, hours_ago: float) -> Run:
+    text = (FIXTURES / fixture).read_text()
+    return services.import_result(disk, text, name=fixture, at=timezone.now() - timedelta(hours=hours_ago))
+
+
+@pytest.fixture
+def site(db) -> dict[str, str]:
+    """A team as it looks after a few days of use: a host, two disks with results, a schedule."""
+    user = User.objects.create_user("phone", password=PASSWORD)
+    team = teams.place_new_user(user).team
+    credential = Credential(team=team, name="bench login", kind=Credential.Kind.PASSWORD)
+    credential.set_secret("not-used-by-these-tests")
+    credential.save()
+    host = Host.objects.create(
+        team=team, name="db-primary-eu-west-1", address="db-primary.eu-west-1.example.internal", port=22,
+        username="benchmark", credential=credential, host_key_type="ssh-ed25519", host_key_b64="AAAA",
+        host_key_fingerprint="SHA256:Xq3xg0P2mnNk8W1cGmLbd0p5mB2r1yV7xkq9TqS9n5Y", host_key_approved_at=timezone.now(),
+    )  # fmt: skip
+    ultra = Disk.objects.create(host=host, label="ultra-stripe", target_path="/srv/benchweb/ultra-stripe-target",
+                                disk_type="alibaba-ultra", size=400, stripes=8)  # fmt: skip
+    gp2 = Disk.objects.create(host=host, label="gp2-data", target_path="/srv/benchweb/gp2", disk_type="aws-gp2",
+                              size=200)  # fmt: skip
+    for i, fixture in enumerate(["fio-3.33-randrw.json", "fio-3.33-randrw-status-interval.json"] * 2):
+        run = _import(ultra, fixture, hours_ago=30 - 6 * i)
+    _import(gp2, "fio-3.33-randrw.json", hours_ago=5)
+    histogram_run = _import(gp2, "fio-3.33-randread-jsonplus.json", hours_ago=2)
+    preset = Profile.objects.filter(team__isnull=True).first()
+    schedule = Schedule.objects.create(team=team, name="nightly randread on both disks", cron="30 2 * * *",
+                                       timezone="Europe/Berlin", stagger_s=600)  # fmt: skip
+    schedule.targets.set([ultra, gp2])
+    ScheduleProfile.objects.create(schedule=schedule, profile=preset, position=0)
+    return {
+        "home": "/",
+        "overview": "/overview/",
+        "hosts": "/hosts/",
+        "host": f"/hosts/{host.pk}/",
+        "host form": f"/hosts/{host.pk}/edit/",
+        "disk": f"/disks/{ultra.pk}/?range=all",
+        "disk form": f"/disks/{ultra.pk}/edit/",
+        "run": f"/runs/{run.pk}/",
+        "run histogram": f"/runs/{histogram_run.pk}/",
+        "schedules": "/schedules/",
+        "schedule form": "/schedules/new/",
+        "calendar": "/schedules/calendar/",
+        "compare": f"/compare/?disks={ultra.pk},{gp2.pk}",
+        "import": f"/import/?disk={gp2.pk}",
+        "profiles": "/profiles/",
+        "profile form": "/profiles/new/",
+        "disk types": "/disk-types/",
+    }
+
+
+def _log_in(page, live_server) -> None:
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill("phone")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def _settle(page) -> None:
+    """Wait until the page's charts are drawn (or say why not), so the layout measured is the final one."""
+    page.wait_for_load_state("load")
+    if page.locator("#disk-charts").count():
+        wait_until(
+            page, "!document.getElementById('chart-drawn').hidden || !document.getElementById('chart-empty').hidden"
+        )
+    if page.locator("#run-chart-status").count():
+        wait_until(page, "!['', 'Loading…'].includes(document.getElementById('run-chart-status').textContent)")
+    if page.locator("#compare-chart").count():
+        wait_until(page, "window.Chart && Chart.getChart('compare-chart')")
+
+
+def _assert_fits(page, name: str) -> None:
+    # A phone's browser zooms out to show a page wider than the screen, and window.innerWidth grows with it;
+    # the layout width (the viewport meta tag's device-width) is the screen's own.
+    screen = page.evaluate("document.documentElement.clientWidth")
+    assert screen <= page.viewport_size["width"]
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= screen, f"{name}: the page is {width}px wide on a {screen}px screen: {page.evaluate(STICKING_OUT)}"
+    outside = page.evaluate(STICKING_OUT)
+    assert not outside, f"{name}: past the screen's edge: {outside}"
+
+
+PAGES = ["home", "overview", "hosts", "host", "host form", "disk", "disk form", "run", "run histogram", "schedules",
+         "schedule form", "calendar", "compare", "import", "profiles", "profile form", "disk types"]  # fmt: skip
+
+
+def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_page, live_server, screenshot):
+    page = phone_page
+    _log_in(page, live_server)
+    problems = []
+    for name in PAGES:
+        page.goto(live_server.url + site[name])
+        _settle(page)
+        screenshot(name.replace(" ", "-"), on=page)
+        try:
+            _assert_fits(page, name)
+        except AssertionError as exc:
+            problems.append(str(exc))
+        unlabelled = page.evaluate(UNLABELLED_CONTROLS)
+        if unlabelled:
+            problems.append(f"{name}: controls without a label: {unlabelled}")
+    assert not problems, "\n".join(problems)
+    assert page.js_errors == []
+
+
+def test_the_navigation_is_reachable_on_a_phone(site, phone_page, live_server, screenshot):
+    page = phone_page
+    _log_in(page, live_server)
+    page.goto(live_server.url + site["disk"])
+    nav = page.get_by_role("navigation", name="Main")
+    for label in NAV:
+        link = nav.get_by_role("link", name=label, exact=True)
+        if not link.is_visible():
+            page.get_by_role("button", name="Menu").click()
+        link.wait_for(state="visible")
+        box = link.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, (label, box)
+    screenshot("menu", on=page)
+    nav.get_by_role("link", name="Schedules", exact=True).click()
+    page.wait_for_url(f"{live_server.url}/schedules/")
+    assert page.js_errors == []
+
+
+def test_the_main_pages_still_fit_a_desktop_screen(site, page, live_server, screenshot):
+    _log_in(page, live_server)
+    for name in PAGES:
+        page.goto(live_server.url + site[name])
+        _settle(page)
+        _assert_fits(page, name)
+        if name in ("disk", "compare", "run", "schedules", "profiles", "calendar"):
+            screenshot(name)
+    nav = page.get_by_role("navigation", name="Main")
+    assert all(nav.get_by_role("link", name=label, exact=True).is_visible() for label in NAV)
+    assert page.js_errors == []
