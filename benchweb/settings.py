@@ -176,20 +176,29 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise expects it; files come from the finders
 NODE_MODULES = BASE_DIR / "node_modules"
-# Front-end libraries come from npm (package.json); only their built files are served. hammerjs (touch
-# gestures for the zoom plugin) has no dist/: its built hammer.min.js sits at the package root.
+# Front-end libraries come from npm (package.json); only their built files are served.
 VENDOR_BUILDS = {
     "chart.js": "dist",
     "chartjs-adapter-date-fns": "dist",
     "chartjs-plugin-annotation": "dist",
     "chartjs-plugin-zoom": "dist",
-    "hammerjs": "",
 }
+# hammerjs (touch gestures for the zoom plugin) has no dist/ folder: its package root also holds sources and an
+# old test page with jQuery, which must not be served from this origin. Only its built file is linked into a
+# folder of its own under var/.
+VENDOR_FILES = {"hammerjs": ["hammer.min.js"]}
 STATICFILES_DIRS = [BASE_DIR / "static"] + [
     (f"vendor/{name}", NODE_MODULES / name / build)
     for name, build in VENDOR_BUILDS.items()
     if (NODE_MODULES / name / build).is_dir()
 ]
+for _name, _files in VENDOR_FILES.items():
+    _folder = VAR_DIR / "vendor-files" / _name
+    _folder.mkdir(parents=True, exist_ok=True)
+    for _file in _files:
+        if (NODE_MODULES / _name / _file).is_file() and not (_folder / _file).exists():
+            (_folder / _file).symlink_to(NODE_MODULES / _name / _file)
+    STATICFILES_DIRS.append((f"vendor/{_name}", _folder))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -125,3 +125,9 @@ def test_shift_drag_still_pans_the_disk_chart_with_a_mouse(page, live_server):
     page.keyboard.up("Shift")
     wait_until(page, f"{low} < {before}")  # dragged right: earlier runs come into view
     assert page.js_errors == []
+
+
+def test_only_hammerjs_built_file_is_served_not_its_sources_or_test_pages(client):
+    assert client.get("/static/vendor/hammerjs/hammer.min.js").status_code == 200
+    for path in ("tests/manual/compute_touch_action.html", "src/hammer.js", "package.json", "hammer.js"):
+        assert client.get(f"/static/vendor/hammerjs/{path}").status_code == 404, path
