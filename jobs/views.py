@@ -258,7 +258,8 @@ def schedule_preview(request: HttpRequest) -> JsonResponse:
     team = _team(request)
     form = ScheduleForm(request.POST, team=team)
     if not form.is_valid():
-        return JsonResponse({"errors": {k: [str(m) for m in v] for k, v in form.errors.items()}}, status=400)
+        # 200 like the other live previews: an unfinished form is not a failed request (and logs no console error).
+        return JsonResponse({"errors": {k: [str(m) for m in v] for k, v in form.errors.items()}})
     draft = form.save(commit=False)
     fires = scheduling.next_fires(draft.rule(), timezone.now(), 10)
     profiles = form.chosen_profiles()
