@@ -144,3 +144,53 @@ def start_redis(stack: Stack) -> None:
         if time.monotonic() > deadline:
             raise BenchError("the embedded redis-server did not answer within 15 s")
         time.sleep(0.05)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_gunicorn(stack: Stack, port: int, workers: int, threads: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """gunicorn from the venv on 127.0.0.1:port, in a process group of its own, its output in stack.tmp."""
+    argv = [sys.executable, "-m", "gunicorn", "benchweb.wsgi:application", "--bind", f"127.0.0.1:{port}",
+            "--workers", str(workers), "--threads", str(threads), "--graceful-timeout", "5",
+            "--no-control-socket"]  # fmt: skip
+    with open(stack.tmp / "gunicorn.log", "wb") as log:
+        return subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, preexec_fn=_die_with_parent)  # fmt: skip
+
+
+def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float, log: Path) -> None:
+    """Until url answers 200; a process that exits first, or the timeout, is a BenchError with its log's tail."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310  (our own http URL)
+                if response.status == 200:
+                    return
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        if process.poll() is not None:
+            raise BenchError(f"{process.args[2:4]} exited with status {process.returncode}:\n{tail}")
+        if time.monotonic() > deadline:
+            raise BenchError(f"{url} did not answer within {timeout:.0f} s:\n{tail}")
+        time.sleep(0.1)
+
+
+def stop_group(process: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
+    """SIGTERM to the process's group (gunicorn's master and its workers), SIGKILL after `grace` seconds."""
+    if process is None or process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)

@@ -1,20 +1,24 @@
 """How fast the all-time disk chart endpoint answers for a disk with 100,000 runs, on SQLite and PostgreSQL.
 
     .venv/bin/python bench/chart_endpoint.py [--db sqlite|postgres|both] [--runs 100000] [--requests 20]
-        [--samples-per-run 60] [--database-url postgres://postgres@127.0.0.1:5432/benchweb_chartbench]
+        [--database-url postgres://postgres@127.0.0.1:5432/benchweb_chartbench]
 
 Each database gets a fresh, migrated benchweb database (SQLite in a temporary directory; on PostgreSQL the
 database named in --database-url is created, and dropped again at the end) holding one team, one custom
 disk (8 x 5,000 IOPS striped: 40,000 IOPS, burst 50,000) and --runs finished runs of six profiles spread
-over two years, bulk-created with summaries shaped like the fio parser's: read/write/total IOPS and
-bandwidth, completion-latency percentiles, --samples-per-run per-second samples inside the summary (as a
-60 s fio run with --status-interval=1 stores them), json+ latency bins on one profile, and the limits
-snapshot a run takes. Every twentieth run of a profile is a noisy-neighbour dip.
+over two years, bulk-created with summaries shaped like the fio parser's and stored as a run stores them:
+read/write/total IOPS and bandwidth, completion-latency percentiles, json+ latency bins on one profile (the
+per-second samples live in RunSample rows, which no disk chart reads, so none are made), the limits snapshot
+a run takes and --raw-bytes of raw output. Every twentieth run of a profile is a noisy-neighbour dip. Their
+result rows and day extremes (jobs.models.RunResult, RunResultDay) are written in bulk, as migration 0005
+writes them for the runs of an existing database, and the time that takes is reported.
 
 Then a logged-in Django test Client asks GET /disks/<pk>/series.json?range=all --requests times (after
 --warmup untimed requests), through the whole middleware stack, and the script reports the median and p95
-wall time, the query count, the payload size and the largest series. Target: median <= 150 ms with
-<= 2,000 points per series. Exit status: 0 met, 1 missed, 2 the measurement failed.
+wall time (and the CPU time the request took in this process, which the load of the machine disturbs
+less), the query count, the payload size and the largest series; then the same for range=30d (drawn from
+result rows rather than days) for comparison. Target, for range=all: median <= 150 ms with <= 2,000
+points per series. Exit status: 0 met, 1 missed, 2 the measurement failed.
 """
 
 from __future__ import annotations
@@ -115,7 +119,7 @@ def _direction(rng: random.Random, iops: float, block_size: int, scale: float) -
     }  # fmt: skip
 
 
-def _summary(rng: random.Random, profile: tuple, index: int, samples: int) -> dict[str, Any]:
+def _summary(rng: random.Random, profile: tuple, index: int) -> dict[str, Any]:
     _, rw, block_size, read_share, typical = profile
     # A noisy neighbour every twentieth run, otherwise a few per cent of jitter.
     total = typical * (rng.uniform(0.3, 0.6) if index % 20 == 7 else rng.uniform(0.95, 1.05))
@@ -128,12 +132,6 @@ def _summary(rng: random.Random, profile: tuple, index: int, samples: int) -> di
         "write": _direction(rng, write_iops, block_size, scale) if read_share < 1 else None,
         "processes": 8, "block_size_bytes": block_size, "read_percent": 100 * read_share, "direct": True,
         "runtime_s": 60.0,
-        "samples": [
-            {"t_s": float(t + 1),
-             "read_iops": round(read_iops * rng.uniform(0.9, 1.1), 1) if read_share > 0 else None,
-             "write_iops": round(write_iops * rng.uniform(0.9, 1.1), 1) if read_share < 1 else None}
-            for t in range(samples)
-        ],
     }  # fmt: skip
     if rw == "randrw":
         # json+ on this profile: fio's ~1,856 possible bins, of which a run fills a hundred or so.
@@ -143,13 +141,14 @@ def _summary(rng: random.Random, profile: tuple, index: int, samples: int) -> di
     return summary
 
 
-def build(n_runs: int, samples: int, raw_bytes: int, seed: int) -> tuple[Any, int]:
-    """The team's user and the disk's pk, with n_runs finished runs spread over two years."""
+def build(n_runs: int, raw_bytes: int, seed: int) -> tuple[Any, int, float]:
+    """The team's user, the disk's pk and the seconds its results took, with n_runs finished runs spread over
+    two years."""
     from django.contrib.auth.models import User
     from django.utils import timezone
 
     from jobs import teams
-    from jobs.models import Disk, Host, Profile, Run
+    from jobs.models import Disk, Host, Profile, Run, RunResult, RunResultDay
 
     rng = random.Random(seed)
     user = User.objects.create_user("bench")
@@ -169,6 +168,16 @@ def build(n_runs: int, samples: int, raw_bytes: int, seed: int) -> tuple[Any, in
     raw_output = ("{fio JSON stand-in} " * (raw_bytes // 20 + 1))[:raw_bytes]
     batch: list[Run] = []
     started = time.monotonic()
+    results_s = 0.0
+
+    def store() -> None:
+        nonlocal results_s
+        Run.objects.bulk_create(batch)
+        began = time.monotonic()
+        RunResult.objects.bulk_create(RunResult.of(run) for run in batch)
+        results_s += time.monotonic() - began
+        batch.clear()
+
     for i in range(n_runs):
         which = i % len(PROFILES)
         finished = now - step * (n_runs - i)
@@ -176,16 +185,18 @@ def build(n_runs: int, samples: int, raw_bytes: int, seed: int) -> tuple[Any, in
             disk=disk, team=team, profile=profiles[which], profile_name=profiles[which].name,
             parameters=profiles[which].parameters(), state=Run.State.SUCCEEDED, trigger=Run.Trigger.SCHEDULE,
             started_at=finished - timedelta(seconds=61), finished_at=finished,
-            summary=_summary(rng, PROFILES[which], i // len(PROFILES), samples), limits_snapshot=snapshots[which],
+            summary=_summary(rng, PROFILES[which], i // len(PROFILES)), limits_snapshot=snapshots[which],
             command="[global]\nioengine=libaio\n...", raw_output=raw_output,
         ))  # fmt: skip
         if len(batch) == 2000:
-            Run.objects.bulk_create(batch)
-            batch.clear()
+            store()
             say(f"  {i + 1:,} runs ({time.monotonic() - started:.0f} s)")
-    Run.objects.bulk_create(batch)
+    store()
+    began = time.monotonic()
+    RunResultDay.rebuild(disk)
+    results_s += time.monotonic() - began
     _analyze()
-    return user, disk.pk
+    return user, disk.pk, results_s
 
 
 def _analyze() -> None:
@@ -203,53 +214,17 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     try:
         from django.db import connection
         from django.test import Client
-        from django.test.utils import CaptureQueriesContext
 
-        say(f"[{args.db}] creating {args.runs:,} runs with {args.samples_per_run} samples each ...")
-        user, disk_pk = build(args.runs, args.samples_per_run, args.raw_bytes, args.seed)
+        say(f"[{args.db}] creating {args.runs:,} runs ...")
+        user, disk_pk, results_s = build(args.runs, args.raw_bytes, args.seed)
         client = Client(HTTP_HOST="localhost")
         client.force_login(user)
-        url = f"/disks/{disk_pk}/series.json?range=all"
-
-        def ask() -> tuple[float, bytes]:
-            began = time.perf_counter()
-            response = client.get(url)
-            elapsed = (time.perf_counter() - began) * 1000
-            if response.status_code != 200:
-                raise BenchError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
-            return elapsed, response.content
-
-        for _ in range(args.warmup):
-            ask()
-        times = []
-        for _ in range(args.requests):
-            elapsed, body = ask()
-            times.append(elapsed)
-        with CaptureQueriesContext(connection) as queries:
-            _, body = ask()
-        data = json.loads(body)
-        query_ms = [_time_query(disk_pk) for _ in range(min(5, args.requests))]
-        narrow_ms = _what_if_narrow(disk_pk, min(10, args.requests))
-        buckets_ms = _what_if_buckets(disk_pk, min(10, args.requests))
-        lengths = [
-            len(points["x"])
-            for series in data["series"]
-            for points in [*series["iops"].values(), *(p for d in series["latency_us"].values() for p in d.values())]
-            if points["x"]
-        ]
         return {
             "db": args.db,
             "server": connection.vendor + " " + _server_version(connection),
-            "runs": data["runs"],
-            "profiles": len(data["series"]),
-            "series": len(lengths),
-            "max_points_per_series": max(lengths),
-            "payload_bytes": len(body),
-            "queries": len(queries),
-            "times_ms": times,
-            "query_ms": query_ms,
-            "narrow_ms": narrow_ms,
-            "buckets_ms": buckets_ms,
+            "results_s": results_s,
+            "all": _ask(client, f"/disks/{disk_pk}/series.json?range=all", args),
+            "30d": _ask(client, f"/disks/{disk_pk}/series.json?range=30d", args),
             "load_average": os.getloadavg(),
             "cpus": os.cpu_count(),
         }
@@ -262,94 +237,45 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 _pg_execute(_pg_admin(args.database_url)[0], f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
 
 
-def _series_rows(disk_pk: int, vendor: str) -> Any:
-    from jobs.chart_views import run_columns
-    from jobs.models import Run
-
-    expressions, _ = run_columns(vendor)
-    finished = Run.objects.filter(disk_id=disk_pk, state=Run.State.SUCCEEDED, finished_at__isnull=False)
-    return finished.order_by("profile_id", "profile_name", "finished_at", "pk").values_list(*expressions)
-
-
-def _time_query(disk_pk: int) -> float:
-    """The endpoint's main query alone: the rows it reads, without the Python that draws the series."""
+def _ask(client: Any, url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """--warmup untimed requests, --requests timed ones, and one more that counts the queries."""
     from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
-    began = time.perf_counter()
-    list(_series_rows(disk_pk, connection.vendor))
-    return (time.perf_counter() - began) * 1000
+    def ask() -> tuple[float, float, bytes]:
+        began, cpu = time.perf_counter(), time.process_time()
+        response = client.get(url)
+        elapsed, cpu = (time.perf_counter() - began) * 1000, (time.process_time() - cpu) * 1000
+        if response.status_code != 200:
+            raise BenchError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
+        return elapsed, cpu, response.content
 
-
-def _what_if_narrow(disk_pk: int, repeat: int) -> list[float]:
-    """What a denormalised copy would cost: the same numbers in a narrow table of their own (one row per run,
-    plain columns, indexed by disk), read and turned into the same JSON by the view's own code."""
-    from django.db import connection
-    from django.http import JsonResponse
-
-    from jobs.chart_views import run_columns, series_payload
-    from jobs.models import Disk
-
-    # The plain-column layout (SQLite's), whatever the database.
-    _, names = run_columns("sqlite")
-    sql, params = _series_rows(disk_pk, "sqlite").query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS bench_run_point")
-        cursor.execute(f"CREATE TABLE bench_run_point AS {sql}", params)
-        cursor.execute("SELECT * FROM bench_run_point WHERE 1 = 0")
-        quoted = [connection.ops.quote_name(c[0]) for c in cursor.description]
-        cursor.execute(f"ALTER TABLE bench_run_point ADD COLUMN disk_id bigint DEFAULT {int(disk_pk)}")
-        cursor.execute(f"CREATE INDEX bench_run_point_disk ON bench_run_point (disk_id, {quoted[2]}, {quoted[3]}, "
-                       f"{quoted[1]})")  # fmt: skip
-    _analyze()
-    disk = Disk.objects.get(pk=disk_pk)
-    # The names come from the database's own description of the table, quoted by Django.
-    select = (f"SELECT {', '.join(quoted)} FROM bench_run_point WHERE disk_id = %s "  # noqa: S608
-              f"ORDER BY {quoted[2]}, {quoted[3]}, {quoted[1]}, {quoted[0]}")  # fmt: skip
-    times = []
-    for _ in range(repeat + 1):
-        began = time.perf_counter()
-        with connection.cursor() as cursor:
-            cursor.execute(select, [disk_pk])
-            rows = cursor.fetchall()
-        JsonResponse(series_payload(disk, rows, names, None, MAX_POINTS))
-        times.append((time.perf_counter() - began) * 1000)
-    return times[1:]
-
-
-def _what_if_buckets(disk_pk: int, repeat: int) -> list[float]:
-    """What the narrow table plus downsampling in the database would cost: one GROUP BY returns, per profile
-    and per one of 1,000 time buckets, the lowest and highest value of every series (so at most 2,000 points
-    per series leave the database), and Python only lays them out as JSON."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT * FROM bench_run_point WHERE 1 = 0")
-        quoted = [connection.ops.quote_name(c[0]) for c in cursor.description]
-    _, x, profile_id, profile_name, *values = quoted[: len(quoted) - 1]
-    aggregates = ", ".join(f"MIN({v}), MAX({v})" for v in values[:9])
-    bucket = f"FLOOR(({x} - %s) * 1000.0 / (%s - %s + 1))"
-    times = []
-    for _ in range(repeat + 1):
-        began = time.perf_counter()
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT MIN({x}), MAX({x}) FROM bench_run_point WHERE disk_id = %s", [disk_pk])  # noqa: S608
-            low, high = cursor.fetchone()
-            cursor.execute(
-                f"SELECT {profile_id}, {profile_name}, {bucket} AS b, MIN({x}), MAX({x}), COUNT(*), {aggregates} "  # noqa: S608
-                f"FROM bench_run_point WHERE disk_id = %s GROUP BY {profile_id}, {profile_name}, b "
-                f"ORDER BY {profile_id}, {profile_name}, b",
-                [low, high, low, disk_pk],
-            )
-            rows = cursor.fetchall()
-        series: dict[Any, list[list[Any]]] = {}
-        for row in rows:
-            points = series.setdefault((row[0], row[1]), [[] for _ in range(9)])
-            for k in range(9):
-                points[k].append([row[3], row[6 + 2 * k]])
-                points[k].append([row[4], row[7 + 2 * k]])
-        json.dumps({str(key): value for key, value in series.items()})
-        times.append((time.perf_counter() - began) * 1000)
-    return times[1:]
+    for _ in range(args.warmup):
+        ask()
+    times, cpu_times = [], []
+    for _ in range(args.requests):
+        elapsed, cpu, _ = ask()
+        times.append(elapsed)
+        cpu_times.append(cpu)
+    with CaptureQueriesContext(connection) as queries:
+        _, _, body = ask()
+    data = json.loads(body)
+    lengths = [
+        len(points["x"])
+        for series in data["series"]
+        for points in [*series["iops"].values(), *(p for d in series["latency_us"].values() for p in d.values())]
+        if points["x"]
+    ]
+    return {
+        "runs": data["runs"],
+        "profiles": len(data["series"]),
+        "series": len(lengths),
+        "max_points_per_series": max(lengths, default=0),
+        "payload_bytes": len(body),
+        "queries": len(queries),
+        "times_ms": times,
+        "cpu_ms": cpu_times,
+    }
 
 
 def _server_version(connection: Any) -> str:
@@ -363,26 +289,30 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
+def _line(r: dict[str, Any]) -> str:
+    times = r["times_ms"]
+    return (f"{r['runs']:>7,} runs, {r['profiles']} profiles, {r['series']} series: median "
+            f"{statistics.median(times):6.1f} ms, p95 {_p95(times):6.1f} ms, min {min(times):6.1f} ms "
+            f"({len(times)} requests; CPU in this process: median {statistics.median(r['cpu_ms']):.1f} ms); "
+            f"{r['queries']} queries; largest series {r['max_points_per_series']:,} points; "
+            f"{r['payload_bytes'] / 1e6:.2f} MB JSON")  # fmt: skip
+
+
 def report(results: list[dict[str, Any]]) -> bool:
     met = True
     print(f"GET /disks/<pk>/series.json?range=all   target: median <= {TARGET_MEDIAN_MS:.0f} ms, "
           f"<= {MAX_POINTS:,} points per series")  # fmt: skip
     for r in results:
-        median, p95 = statistics.median(r["times_ms"]), _p95(r["times_ms"])
-        ok = median <= TARGET_MEDIAN_MS and r["max_points_per_series"] <= MAX_POINTS
+        everything = r["all"]
+        ok = (
+            statistics.median(everything["times_ms"]) <= TARGET_MEDIAN_MS
+            and everything["max_points_per_series"] <= MAX_POINTS
+        )
         met = met and ok
-        print(f"  {r['server']:<22} {r['runs']:>7,} runs, {r['profiles']} profiles, {r['series']} series: "
-              f"median {median:6.1f} ms, p95 {_p95(r['times_ms']):6.1f} ms, min {min(r['times_ms']):6.1f} ms "
-              f"({len(r['times_ms'])} requests); {r['queries']} queries; largest series "
-              f"{r['max_points_per_series']:,} points; {r['payload_bytes'] / 1e6:.2f} MB JSON  "
-              f"{'MET' if ok else 'MISSED'}")  # fmt: skip
-        print(f"  {'':<22} of which the main query alone: median {statistics.median(r['query_ms']):6.1f} ms; "
-              f"what-if the numbers had a narrow table of their own (query + the view's Python + JSON, "
-              f"no middleware): median {statistics.median(r['narrow_ms']):6.1f} ms; what-if the narrow table "
-              f"were also downsampled in the database (GROUP BY 1,000 time buckets, min and max): median "
-              f"{statistics.median(r['buckets_ms']):6.1f} ms")  # fmt: skip
-        print(f"  {'':<22} load average during the run {r['load_average'][0]:.1f} on {r['cpus']} CPUs")
-        del p95
+        print(f"  {r['server']:<22} range=all  {_line(everything)}  {'MET' if ok else 'MISSED'}")
+        print(f"  {'':<22} range=30d  {_line(r['30d'])}")
+        print(f"  {'':<22} result rows and day extremes of the runs written in bulk in {r['results_s']:.1f} s; "
+              f"load average during the run {r['load_average'][0]:.1f} on {r['cpus']} CPUs")  # fmt: skip
     return met
 
 
@@ -408,7 +338,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", default=DEFAULT_PG_URL,
                         help=f"PostgreSQL database to create and drop (default {DEFAULT_PG_URL})")  # fmt: skip
     parser.add_argument("--runs", type=int, default=100_000)
-    parser.add_argument("--samples-per-run", type=int, default=60, help="per-second samples in each summary")
     parser.add_argument(
         "--raw-bytes",
         type=int,

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 
 from benchweb.secretfiles import read_or_create
 
@@ -95,7 +96,10 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "jobs",
+    "jobs.api",
     "audit",
 ]
 
@@ -209,11 +213,30 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
+# The API (api/): personal tokens (Authorization: Bearer ...) or the browser session with its CSRF check.
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "jobs.api.auth.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "jobs.api.pagination.Pagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "jobs.api.views.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+# OpenAPI 3 at /api/schema/, Swagger UI at /api/docs/, its files served from here (drf-spectacular-sidecar).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "benchweb API",
+    "DESCRIPTION": "Hosts, disks, profiles, schedules, runs and results of one team. Authenticate with "
+    "'Authorization: Bearer <token>' (POST /api/v1/tokens/ makes one) or the browser session.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # With no REDIS_URL the run command starts an embedded redis-server on this socket.
@@ -239,6 +262,15 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 30},
     },
 }
+# Retention: with BENCHWEB_RETENTION_DAYS set, a daily beat entry drops the raw output and per-second samples
+# of runs older than that (manage.py prune_results does the same by hand); summaries and charts stay.
+RETENTION_DAYS = int(os.environ.get("BENCHWEB_RETENTION_DAYS") or 0)
+if RETENTION_DAYS:
+    CELERY_BEAT_SCHEDULE["prune-results"] = {
+        "task": "jobs.prune_results",
+        "schedule": crontab(hour=3, minute=17),
+        "options": {"expires": 6 * 3600},
+    }
 
 LOGGING = {
     "version": 1,

@@ -1,10 +1,11 @@
 """JSON for the disk and run charts, downsampled on the server (DESIGN.md decision 8).
 
-A disk may hold 100,000 runs. The series endpoint never loads a Run: one query reads only the numbers the
-charts draw, pulled out of the summary and limits JSON by the database, and a time stamp already in epoch
-milliseconds, so Python builds neither model instances, nor dicts of whole summaries, nor datetimes; the
-columns are then transposed and downsampled with C-level builtins. What remains is the database reading
-every run's JSON, which bench/chart_endpoint.py measures.
+The disk chart never reads a Run. A succeeded run keeps the numbers the chart draws as a RunResult row, and
+every UTC day of a profile's runs on a disk keeps the lowest and highest run of each series as a RunResultDay
+row (jobs/models.py). A range of up to DAY_BUCKETS_ABOVE runs is drawn from its result rows, thinned by
+`timeseries.minmax` as ever; a range of more runs, spanning days enough, is drawn from its days, which are
+min/max buckets already: the all-time chart of 100,000 runs over two years reads some 4,400 rows, not 100,000.
+bench/chart_endpoint.py measures it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db import connection
-from django.db.models import BigIntegerField, Count, F, Field, FloatField, Func, Max, Q
+from django.db.models import Max, Min, Q, Sum
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -26,128 +26,26 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.views.decorators.http import require_GET
 
 from jobs import limits, timeseries
-from jobs.models import Disk, Run, RunSample
+from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample
+from jobs.timeseries import CHART_PERCENTILES, DIRECTIONS, SERIES
 from jobs.views import _disk_for_user, _team
 
 RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "all": None}
 DEFAULT_RANGE = "30d"
-DIRECTIONS = ("read", "write")
 PERCENTILES = (("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("p99.9", "p99_9"), ("max", "max"))
-CHART_PERCENTILES = ("p50", "p99", "p99_9")
 HISTOGRAM_BINS = 40
+# Up to DAY_BUCKETS_ABOVE runs, a range is drawn from its result rows (some 50 ms per 10,000 runs); beyond, from
+# its days when they are enough for half the points asked (500 days at 2,000 points per series), and beyond
+# DAYS_ALWAYS_ABOVE runs from its days however few: reading every result would take a second or more.
+DAY_BUCKETS_ABOVE = 10_000
+DAYS_ALWAYS_ABOVE = 50_000
 
 
 class BadRequest(ValueError):
     pass
 
 
-# ----------------------------------------------------------------------------------------- SQL helpers
-
-
-class JsonNumber(Func):
-    """A number inside a JSON column; NULL when the path is missing (SQLite: or the text found there)."""
-
-    def __init__(self, column: str, *path: str) -> None:
-        super().__init__(F(column), output_field=FloatField())
-        self.path = path
-
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        # SQLite: a string where a number belongs comes back as text, which `_numbers` drops. The keys in the
-        # path are ours, never the user's.
-        column, params = compiler.compile(self.source_expressions[0])
-        return f"JSON_EXTRACT({column}, %s)", [*params, "$" + "".join(f'."{key}"' for key in self.path)]
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        column, params = compiler.compile(self.source_expressions[0])
-        return _pg_number(column), [*params, list(self.path), list(self.path)]
-
-
-class JsonNumbers(Func):
-    """PostgreSQL: the numbers at several paths of one jsonb column, as one float8[] (NULL where missing).
-
-    A summary holding its per-second samples is TOASTed, and PostgreSQL decompresses a TOASTed value again
-    for every operator applied to it: thirteen `#>` cost thirteen decompressions per run. Here the value is
-    detoasted once (`|| '{}'` returns the detoasted operand), in a subquery kept apart by OFFSET 0, and every
-    path is read from that copy."""
-
-    def __init__(self, column: str, paths: Sequence[Sequence[str]]) -> None:
-        super().__init__(F(column), output_field=Field())
-        self.paths = [list(path) for path in paths]
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        column, params = compiler.compile(self.source_expressions[0])
-        numbers = ", ".join(_pg_number("one.doc") for _ in self.paths)
-        # Only the compiled column and fixed fragments go into the text; the paths are parameters.
-        sql = f"(SELECT ARRAY[{numbers}] FROM (SELECT {column} || '{{}}'::jsonb AS doc OFFSET 0) AS one)"  # noqa: S608
-        return sql, [*params, *(p for path in self.paths for p in (path, path))]
-
-
-def _pg_number(doc: str) -> str:
-    return f"(CASE WHEN jsonb_typeof({doc} #> %s) = 'number' THEN ({doc} #>> %s)::double precision END)"
-
-
-class EpochMs(Func):
-    """A datetime column as whole milliseconds since the Unix epoch."""
-
-    def __init__(self, column: str) -> None:
-        super().__init__(F(column), output_field=BigIntegerField())
-
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        # Django keeps SQLite datetimes as UTC text, which julianday() reads.
-        column, params = compiler.compile(self.source_expressions[0])
-        return f"CAST(ROUND((julianday({column}) - 2440587.5) * 86400000.0) AS INTEGER)", params
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        column, params = compiler.compile(self.source_expressions[0])
-        return f"ROUND(EXTRACT(EPOCH FROM {column}) * 1000)::bigint", params
-
-
 # ----------------------------------------------------------------------------------------- disk series
-
-
-# What the disk chart reads of a run: four plain columns first (the code groups rows by them), then numbers
-# out of its JSON columns, by name.
-KEY_COLUMNS: dict[str, Any] = {
-    "id": F("pk"),
-    "x": EpochMs("finished_at"),
-    "profile_id": F("profile_id"),
-    "profile_name": F("profile_name"),
-}
-COL = {name: index for index, name in enumerate(KEY_COLUMNS)}
-JSON_NUMBERS: dict[str, dict[str, tuple[str, ...]]] = {
-    "summary": {
-        "total": ("total", "iops"),
-        "read": ("read", "iops"),
-        "write": ("write", "iops"),
-        **{f"{d}_{p}": (d, "clat_us", p) for d in DIRECTIONS for p in CHART_PERCENTILES},
-        "block_size": ("block_size_bytes",),
-    },
-    # The run's own limits at its block size, as snapshotted when it was made.
-    "limits_snapshot": {
-        "limit_effective": ("effective_iops",),
-        "limit_iops": ("iops",),
-        "burst_effective": ("effective_burst_iops",),
-        "burst_iops": ("burst_iops",),
-    },
-    "parameters": {"block_size_parameters": ("block_size_bytes",)},
-}
-ColumnName = str | tuple[str, ...]
-
-
-def run_columns(vendor: str) -> tuple[list[Any], list[ColumnName]]:
-    """The expressions to select and the name of each one's value (a tuple of names for an array of them)."""
-    expressions, names = list(KEY_COLUMNS.values()), list[ColumnName](KEY_COLUMNS)
-    for column, numbers in JSON_NUMBERS.items():
-        if vendor == "postgresql":
-            expressions.append(JsonNumbers(column, list(numbers.values())))
-            names.append(tuple(numbers))
-        else:
-            expressions.extend(JsonNumber(column, *path) for path in numbers.values())
-            names.extend(numbers)
-    return expressions, names
-
-
-NUMBER_TYPES = {int, float, type(None)}
 
 
 @login_required
@@ -156,66 +54,45 @@ def disk_series(request: HttpRequest, pk: int) -> JsonResponse:
     disk = _disk_for_user(request, pk)
     try:
         start, end, range_name = _time_range(request.GET)
-        profile_filter = _profile_filter(request.GET.get("profile", ""))
+        wanted = _profile_filter(request.GET.get("profile", ""))
         points = _max_points(request.GET.get("points"))
     except BadRequest as exc:
         return JsonResponse({"error": str(exc)}, status=400)
 
-    finished = Run.objects.filter(disk=disk, state=Run.State.SUCCEEDED, finished_at__isnull=False).order_by()
-    runs = finished
-    if start:
-        runs = runs.filter(finished_at__gte=start)
-    if end:
-        runs = runs.filter(finished_at__lte=end)
-    if profile_filter:
-        runs = runs.filter(profile_filter)
-    # Grouped by profile in the database (a sort of ids, cheap beside reading the rows), in time within each.
-    expressions, names = run_columns(connection.vendor)
-    rows = list(runs.order_by("profile_id", "profile_name", "finished_at", "pk").values_list(*expressions))
-    # All time and every profile: the rows hold the whole list; otherwise one more (grouped) query.
-    everything = start is None and end is None and profile_filter is None
-    payload = {
-        "disk": {"id": disk.pk, "label": disk.label, "name": str(disk)},
-        "range": {"name": range_name, "from": start and start.isoformat(), "to": end and end.isoformat()},
-        "profile": request.GET.get("profile", ""),
-    }
-    profiles = None if everything else _profiles(finished)
-    return JsonResponse(payload | series_payload(disk, rows, names, profiles, points))
-
-
-def series_payload(
-    disk: Disk,
-    rows: list[tuple[Any, ...]],
-    names: list[ColumnName],
-    profiles: list[dict[str, Any]] | None,
-    points: int,
-) -> dict[str, Any]:
-    """The charts' series from run rows (columns as `run_columns` names them) sorted by (profile id, name,
-    time); `profiles` None: every profile is in the rows. (bench/chart_endpoint.py feeds it other rows.)"""
-    groups = _by_profile(rows)
-    profiles = _profiles_of(groups) if profiles is None else profiles
+    profiles, in_range = _profiles(disk, start, end, wanted)
     known = {p["key"]: p for p in profiles}
-    series = [
-        _profile_series(disk, known[key], _columns(group, names), points)
-        for key, group in groups.items()
-        if key in known
-    ]
+    if _from_days(in_range, points):
+        rows = _day_rows(disk, start, end, wanted)
+        runs = sum(row[D["runs"]] for row in rows)
+        series = _series_from_days(rows, known, points)
+    else:
+        rows = _result_rows(disk, start, end, wanted)
+        runs = len(rows)
+        groups = _by_profile(rows, R["profile_id"], R["profile_name"], R["finished_ms"])
+        series = [_series_from_results(known[key], group, points) for key, group in groups.items() if key in known]
     series.sort(key=lambda s: s["profile"]["name"].lower())
-    return {
-        "max_points": points,
-        "downsampling": "minmax",
-        "units": {
-            "x": "ms since the Unix epoch (UTC), the run's finish",
-            "iops": "IO/s",
-            "latency": "µs (completion latency)",
-            "efficiency": "measured total IOPS ÷ the run's theoretical IOPS at its block size (1 = 100%)",
+    return JsonResponse(
+        {
+            "disk": {"id": disk.pk, "label": disk.label, "name": str(disk)},
+            "range": {"name": range_name, "from": start and start.isoformat(), "to": end and end.isoformat()},
+            "profile": request.GET.get("profile", ""),
+            "max_points": points,
+            "downsampling": "minmax",
+            "units": {
+                "x": "ms since the Unix epoch (UTC), the run's finish",
+                "iops": "IO/s",
+                "latency": "µs (completion latency)",
+                "efficiency": "measured total IOPS ÷ the run's theoretical IOPS at its block size (1 = 100%)",
+            },
+            "limits": _limits_json(_disk_limits_or_none(disk, None)),
+            "limits_error": _limits_error(disk),
+            "profiles": profiles,
+            "runs": runs,
+            "series": series,
         },
-        "limits": _limits_json(_disk_limits_or_none(disk, None)),
-        "limits_error": _limits_error(disk),
-        "profiles": profiles,
-        "runs": len(rows),
-        "series": series,
-    }
+        # Some 50,000 numbers for a disk of six profiles: spaces would add a sixth to the bytes.
+        json_dumps_params={"separators": (",", ":")},
+    )
 
 
 def _time_range(params: Any) -> tuple[datetime | None, datetime | None, str]:
@@ -249,11 +126,12 @@ def _moment(text: str | None, field: str, end_of_day: bool = False) -> datetime 
     return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
 
 
-def _profile_filter(value: str) -> Q | None:
+def _profile_filter(value: str) -> dict[str, Any]:
+    """The profile asked for, as field lookups that fit both RunResult and RunResultDay (none: every one)."""
     value = value.strip()
     if not value:
-        return None
-    return Q(profile_id=int(value)) if _whole_number(value) else Q(profile_name=value)
+        return {}
+    return {"profile_id": int(value)} if _whole_number(value) else {"profile_name": value}
 
 
 def _whole_number(text: str) -> bool:
@@ -274,94 +152,126 @@ def _profile_key(profile_id: int | None, name: str) -> str:
     return str(profile_id) if profile_id is not None else name
 
 
-def _by_profile(rows: list[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]]:
-    """Rows sorted by (profile id, name, time) -> {profile key: rows in time order}."""
-    groups: dict[str, list[tuple[Any, ...]]] = {}
-    ids, names = COL["profile_id"], COL["profile_name"]
-    for (profile_id, name), group in itertools.groupby(rows, key=operator.itemgetter(ids, names)):
-        key = _profile_key(profile_id, name)
-        if key in groups:
-            # A renamed profile: its runs under either name, merged back into time order.
-            groups[key] = sorted([*groups[key], *group], key=operator.itemgetter(COL["x"], COL["id"]))
-        else:
-            groups[key] = list(group)
-    return groups
-
-
-def _profiles_of(groups: dict[str, list[tuple[Any, ...]]]) -> list[dict[str, Any]]:
-    out = []
-    for key, group in groups.items():
-        last = group[-1]
-        out.append({
-            "key": key, "id": last[COL["profile_id"]], "name": last[COL["profile_name"]] or "(no profile)",
-            "runs": len(group), "last_finished_at": _iso_from_ms(last[COL["x"]]),
-        })  # fmt: skip
-    return sorted(out, key=lambda p: p["name"].lower())
+def _profiles(
+    disk: Disk, start: datetime | None, end: datetime | None, wanted: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every profile with finished runs on the disk, whatever the range, so that the filter never loses one;
+    and, per profile id and name asked for, how many runs the days of the range hold (those at its ends
+    whole) and the first and last of those days. One grouped query over the disk's days."""
+    days = Q()
+    if start:
+        days &= Q(day__gte=timeseries.utc_day(timeseries.epoch_ms(start)))
+    if end:
+        days &= Q(day__lte=timeseries.utc_day(timeseries.epoch_ms(end)))
+    rows = (
+        RunResultDay.objects.filter(disk=disk)
+        .values("profile_id", "profile_name")
+        .annotate(
+            all_time=Sum("runs"),
+            last_ms=Max("last_ms"),
+            in_range=Sum("runs", filter=days),
+            first_day=Min("day", filter=days),
+            last_day=Max("day", filter=days),
+        )
+        .order_by()
+    )
+    merged: dict[str, dict[str, Any]] = {}
+    in_range = []
+    for row in rows:
+        key = _profile_key(row["profile_id"], row["profile_name"])
+        entry = merged.setdefault(key, {"key": key, "id": row["profile_id"], "name": "", "runs": 0, "last_ms": -1})
+        entry["runs"] += row["all_time"]
+        if row["last_ms"] > entry["last_ms"]:
+            entry["last_ms"], entry["name"] = row["last_ms"], row["profile_name"] or "(no profile)"
+        if row["in_range"] and all(row[field] == value for field, value in wanted.items()):
+            in_range.append(row)
+    profiles = sorted(merged.values(), key=lambda p: p["name"].lower())
+    for entry in profiles:
+        entry["last_finished_at"] = _iso_from_ms(entry.pop("last_ms"))
+    return profiles, in_range
 
 
 def _iso_from_ms(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
 
 
-def _profiles(finished: Any) -> list[dict[str, Any]]:
-    """Every profile with finished runs on the disk, whatever the range, so the filter never loses one."""
-    merged: dict[str, dict[str, Any]] = {}
-    rows = finished.values("profile_id", "profile_name").annotate(runs=Count("pk"), last=Max("finished_at"))
-    for row in rows:
-        key = _profile_key(row["profile_id"], row["profile_name"])
-        entry = merged.setdefault(key, {"key": key, "id": row["profile_id"], "name": "", "runs": 0, "last": None})
-        entry["runs"] += row["runs"]
-        if entry["last"] is None or row["last"] > entry["last"]:
-            entry["last"], entry["name"] = row["last"], row["profile_name"] or "(no profile)"
-    out = sorted(merged.values(), key=lambda p: p["name"].lower())
-    for entry in out:
-        entry["last_finished_at"] = entry.pop("last").astimezone(UTC).isoformat()
-    return out
+def _from_days(in_range: list[dict[str, Any]], points: int) -> bool:
+    runs = sum(row["in_range"] for row in in_range)
+    if runs <= DAY_BUCKETS_ABOVE:
+        return False
+    days = max(row["last_day"] for row in in_range) - min(row["first_day"] for row in in_range) + 1
+    return days >= points // 4 or runs > DAYS_ALWAYS_ABOVE
 
 
-def _columns(rows: list[tuple[Any, ...]], names: list[ColumnName]) -> dict[str, Sequence[Any]]:
-    """Rows -> {name: column}, transposed in C: a Python loop over 100,000 rows per series would cost more
-    than the query."""
-    columns: dict[str, Sequence[Any]] = {}
-    for name, column in zip(names, zip(*rows, strict=True), strict=True):
-        if isinstance(name, tuple):
-            columns.update(zip(name, zip(*column, strict=True), strict=True))
+def _by_profile(rows: list[tuple[Any, ...]], id_at: int, name_at: int, order_at: int) -> dict[str, list[tuple]]:
+    """Rows sorted by (profile id, name, order) -> {profile key: rows in order}."""
+    groups: dict[str, list[tuple[Any, ...]]] = {}
+    for (profile_id, name), group in itertools.groupby(rows, key=operator.itemgetter(id_at, name_at)):
+        key = _profile_key(profile_id, name)
+        if key in groups:
+            # A renamed profile: its rows under either name, merged back into order.
+            groups[key] = sorted([*groups[key], *group], key=operator.itemgetter(order_at))
         else:
-            columns[name] = column
-    return columns
+            groups[key] = list(group)
+    return groups
 
 
-def _profile_series(disk: Disk, profile: dict[str, Any], columns: dict[str, Sequence[Any]], points: int) -> dict:
-    xs, ids = columns["x"], columns["id"]
-    limit_of = _limit_lookup(disk, columns)
-    totals = _numbers(columns["total"])
-    total = _points(xs, totals, ids, points)
-    limits_kept = [limit_of(i)[0] for i in total.pop("index")]
-    total["efficiency"] = [
-        round(y / limit, 4) if limit else None for y, limit in zip(total["y"], limits_kept, strict=True)
-    ]
-    total["limit"] = limits_kept
-    baseline, burst = limit_of(len(xs) - 1)
+def _series_json(
+    profile: dict[str, Any], runs: int, downsampled: bool, latest: tuple[Any, ...] | None, drawn: dict[str, dict]
+) -> dict[str, Any]:
+    """One profile's series (`drawn`: SERIES name -> points), with the limits and block size of its latest run."""
+    latest = latest or (None,) * len(RESULT_COLUMNS)
     return {
         "profile": {key: profile[key] for key in ("key", "id", "name")},
-        "runs": len(xs),
-        "downsampled": len(xs) > points,
-        "block_size_bytes": columns["block_size"][-1] or columns["block_size_parameters"][-1],
+        "runs": runs,
+        "downsampled": downsampled,
+        "block_size_bytes": latest[R["block_size_bytes"]],
         # The lines drawn: the limits of the latest run in the range, at its block size.
-        "limits": {"baseline_iops": baseline, "burst_iops": burst},
-        "iops": {"total": total, **{d: _series(xs, _numbers(columns[d]), ids, points) for d in DIRECTIONS}},
-        "latency_us": {
-            d: {p: _series(xs, _numbers(columns[f"{d}_{p}"]), ids, points) for p in CHART_PERCENTILES}
-            for d in DIRECTIONS
-        },
+        "limits": {"baseline_iops": latest[R["limit_iops"]], "burst_iops": latest[R["burst_iops"]]},
+        "iops": {name: drawn[name] for name in ("total", "read", "write")},
+        "latency_us": {d: {p: drawn[f"{d}_{p}"] for p in CHART_PERCENTILES} for d in DIRECTIONS},
     }
 
 
-def _numbers(values: Sequence[Any]) -> Sequence[float | None]:
-    """The column with anything but a number (a string in hand-edited JSON) as None; usually as it is."""
-    if set(map(type, values)) <= NUMBER_TYPES:
-        return values
-    return [v if type(v) in NUMBER_TYPES and (v is None or math.isfinite(v)) else None for v in values]
+def _efficiency(ys: Sequence[float], limits_iops: Sequence[float | None]) -> list[float | None]:
+    if all(limits_iops):
+        # In C: a disk's runs all have a limit, unless its spec could never be evaluated.
+        return list(map(round, map(operator.truediv, ys, limits_iops), itertools.repeat(4)))
+    return [round(y / limit, 4) if limit else None for y, limit in zip(ys, limits_iops, strict=True)]
+
+
+# From the results of the runs: every run read, min/max buckets by count.
+
+RESULT_COLUMNS = (
+    "run_id", "finished_ms", "profile_id", "profile_name", *SERIES.values(), "block_size_bytes", "limit_iops",
+    "burst_iops",
+)  # fmt: skip
+R = {name: index for index, name in enumerate(RESULT_COLUMNS)}
+
+
+def _result_rows(disk: Disk, start: datetime | None, end: datetime | None, wanted: dict[str, Any]) -> list[tuple]:
+    results = RunResult.objects.filter(disk=disk, **wanted)
+    if start:
+        results = results.filter(finished_at__gte=start)
+    if end:
+        results = results.filter(finished_at__lte=end)
+    return list(results.order_by("profile_id", "profile_name", "finished_ms", "run_id").values_list(*RESULT_COLUMNS))
+
+
+def _series_from_results(profile: dict[str, Any], rows: list[tuple[Any, ...]], points: int) -> dict[str, Any]:
+    # Transposed in C: a Python loop over 10,000 rows per series would cost more than the query.
+    columns = dict(zip(RESULT_COLUMNS, zip(*rows, strict=True), strict=True))
+    xs, ids = columns["finished_ms"], columns["run_id"]
+    drawn = {}
+    for name, column in SERIES.items():
+        ys = columns[column]
+        kept = _kept(ys, points)
+        pick = _picker(kept)
+        drawn[name] = {"x": pick(xs), "y": pick(ys), "run": pick(ids)}
+        if name == "total":
+            drawn[name]["limit"] = pick(columns["limit_iops"])
+            drawn[name]["efficiency"] = _efficiency(drawn[name]["y"], drawn[name]["limit"])
+    return _series_json(profile, len(rows), len(rows) > points, rows[-1], drawn)
 
 
 def _kept(ys: Sequence[float | None], points: int) -> list[int]:
@@ -372,49 +282,178 @@ def _kept(ys: Sequence[float | None], points: int) -> list[int]:
     return [present[i] for i in timeseries.minmax_indices([ys[i] for i in present], points)]
 
 
-def _points(xs: Sequence[int], ys: Sequence[Any], ids: Sequence[int], points: int) -> dict[str, list[Any]]:
-    """The kept points as columns (x, y, run) and their indices; itemgetter picks them out in C."""
-    kept = _kept(ys, points)
-    pick = _picker(kept)
-    return {"x": pick(xs), "y": pick(ys), "run": pick(ids), "index": kept}
-
-
-def _series(xs: Sequence[int], ys: Sequence[Any], ids: Sequence[int], points: int) -> dict[str, list[Any]]:
-    out = _points(xs, ys, ids, points)
-    del out["index"]
-    return out
-
-
 def _picker(indices: list[int]) -> Any:
+    """A function that picks the kept items out of a column, with itemgetter in C."""
     if len(indices) > 1:
         getter = operator.itemgetter(*indices)
         return lambda values: list(getter(values))
     return lambda values: [values[i] for i in indices]
 
 
-def _limit_lookup(disk: Disk, columns: dict[str, Sequence[Any]]) -> Any:
-    """row index -> (baseline, burst) IOPS of that run: its snapshot's, or when it has none (imported before
-    snapshots, or its spec could not be evaluated then) the disk's today at the run's block size."""
-    effective, iops = _numbers(columns["limit_effective"]), _numbers(columns["limit_iops"])
-    burst_effective, burst_iops = _numbers(columns["burst_effective"]), _numbers(columns["burst_iops"])
-    block_sizes, block_sizes_asked = columns["block_size"], columns["block_size_parameters"]
-    computed: dict[Any, tuple[float | None, float | None]] = {}
+# From the days of the range: min/max buckets of a UTC day, read as stored.
 
-    def limit_of(i: int) -> tuple[float | None, float | None]:
-        baseline = effective[i] if effective[i] is not None else iops[i]
-        if baseline is not None:
-            return baseline, burst_effective[i] if burst_effective[i] is not None else burst_iops[i]
-        block_size = block_sizes[i] or block_sizes_asked[i]
-        if block_size not in computed:
-            found = _disk_limits_or_none(disk, block_size)
-            computed[block_size] = (
-                (found.effective_iops or found.iops, found.effective_burst_iops or found.burst_iops)
-                if found
-                else (None, None)
-            )
-        return computed[block_size]
 
-    return limit_of
+def _point_fields(series: str) -> tuple[str, ...]:
+    # What a day keeps of each of its two runs of a series: time, value, run (and for the total, its limit).
+    return ("_ms", "", "_run", "_limit") if series == "total" else ("_ms", "", "_run")
+
+
+# A day row: its key and counts, then per series its two runs in time order, the early one's fields first.
+DAY_KEY = ("profile_id", "profile_name", "day", "runs", "first_run", "last_run")
+DAY_POINTS = tuple(f"{s}_{end}{suffix}" for s in SERIES for end in ("early", "late") for suffix in _point_fields(s))
+D = {name: index for index, name in enumerate(DAY_KEY)}
+
+
+def _offsets() -> dict[str, int]:
+    offsets, at = {}, len(DAY_KEY)
+    for series in SERIES:
+        offsets[series] = at
+        at += 2 * len(_point_fields(series))
+    return offsets
+
+
+AT = _offsets()
+
+
+def _day_row(profile_id: int | None, name: str, day: int, extremes: dict[str, Any]) -> tuple[Any, ...]:
+    """A day row (DAY_KEY, then DAY_POINTS) of a day computed here rather than stored."""
+    return (profile_id, name, day, extremes["runs"], extremes["first_run"], extremes["last_run"],
+            *map(extremes.__getitem__, DAY_POINTS))  # fmt: skip
+
+
+def _day_rows(disk: Disk, start: datetime | None, end: datetime | None, wanted: dict[str, Any]) -> list[tuple]:
+    """The range's day rows in (profile id, name, day) order: whole days as stored, and a day the range cuts
+    computed here from its results inside the range."""
+    first, last = _whole_days(start, end)
+    days = RunResultDay.objects.filter(disk=disk, **wanted)
+    if first is not None:
+        days = days.filter(day__gte=first)
+    if last is not None:
+        days = days.filter(day__lte=last)
+    rows = list(days.order_by("profile_id", "profile_name", "day").values_list(*DAY_KEY, *DAY_POINTS))
+    cut = _cut_days(start, end, first, last)
+    if cut is not None:
+        results = RunResult.objects.filter(cut, disk=disk, **wanted)
+        results = results.order_by("profile_id", "profile_name", "finished_ms", "run_id")
+        edge = results.values_list("profile_id", "profile_name", *RunResult.DAY_COLUMNS)
+        for (profile_id, name, day), group in itertools.groupby(
+            edge, key=lambda row: (row[0], row[1], timeseries.utc_day(row[3]))
+        ):
+            rows.append(_day_row(profile_id, name, day, timeseries.day_extremes([row[2:] for row in group])))
+        rows.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1], row[2]))
+    return rows
+
+
+def _whole_days(start: datetime | None, end: datetime | None) -> tuple[int | None, int | None]:
+    """The first and last UTC day wholly inside [start, end] (None: open)."""
+    first = last = None
+    if start:
+        first = timeseries.utc_day(timeseries.epoch_ms(start))
+        if start > timeseries.midnight(first):
+            first += 1
+    if end:
+        # Finish times are whole microseconds: `end` includes a day that ends a microsecond after it.
+        last = timeseries.utc_day(timeseries.epoch_ms(end + timedelta(microseconds=1))) - 1
+    return first, last
+
+
+def _cut_days(start: datetime | None, end: datetime | None, first: int | None, last: int | None) -> Q | None:
+    """The parts of [start, end] outside its whole days, as a filter of results (None: there are none)."""
+    if first is not None and last is not None and first > last:
+        return Q(finished_at__gte=start, finished_at__lte=end)
+    cut = Q()
+    if start and start < timeseries.midnight(first):
+        cut |= Q(finished_at__gte=start, finished_at__lt=timeseries.midnight(first))
+    if end and end >= timeseries.midnight(last + 1):
+        cut |= Q(finished_at__gte=timeseries.midnight(last + 1), finished_at__lte=end)
+    return cut or None
+
+
+def _series_from_days(rows: list[tuple[Any, ...]], known: dict[str, dict], points: int) -> list[dict[str, Any]]:
+    groups = _by_profile(rows, D["profile_id"], D["profile_name"], D["day"])
+    # The first and the last run of each profile, which every series keeps as minmax does (a profile renamed on
+    # the range's first or last day has two of each to choose from), in one query.
+    ends = {}
+    for key, group in groups.items():
+        first_day, last_day = group[0][D["day"]], group[-1][D["day"]]
+        ends[key] = (
+            [row[D["first_run"]] for row in group if row[D["day"]] == first_day],
+            [row[D["last_run"]] for row in group if row[D["day"]] == last_day],
+        )
+    ids = [pk for firsts, lasts in ends.values() for pk in (*firsts, *lasts)]
+    found = {row[R["run_id"]]: row for row in RunResult.objects.filter(pk__in=ids).values_list(*RESULT_COLUMNS)}
+    by_time = operator.itemgetter(R["finished_ms"], R["run_id"])
+    out = []
+    for key, group in groups.items():
+        if key not in known:
+            continue
+        # A run deleted since its day was written (in the admin) has no result left to draw.
+        first = min((found[pk] for pk in ends[key][0] if pk in found), key=by_time, default=None)
+        last = max((found[pk] for pk in ends[key][1] if pk in found), key=by_time, default=None)
+        runs = sum(row[D["runs"]] for row in group)
+        # Two points a day at most, and room for the first and last run.
+        buckets = (points - 2) // 2
+        if len(group) > buckets:
+            span = group[-1][D["day"]] - group[0][D["day"]] + 1
+            group = _coarser(group, group[0][D["day"]], math.ceil(span / buckets))
+        columns = list(zip(*group, strict=True))
+        drawn = {name: _day_points(columns, name, first, last) for name in SERIES}
+        total = drawn["total"]
+        total["efficiency"] = _efficiency(total["y"], total["limit"])
+        out.append(_series_json(known[key], runs, runs > len(total["x"]), last, drawn))
+    return out
+
+
+def _day_points(
+    columns: list[tuple[Any, ...]], series: str, first: tuple | None, last: tuple | None
+) -> dict[str, list[Any]]:
+    """A series' points out of the columns of day rows: each day's two runs (one when the lowest is the highest)
+    in time order, interleaved in C, then the first and last run of the range when they are not among them."""
+    at, count = AT[series], len(_point_fields(series))
+    early, late = columns[at : at + count], columns[at + count : at + 2 * count]
+    present = map(operator.is_not, early[2], itertools.repeat(None))
+    keep = list(itertools.chain.from_iterable(zip(present, map(operator.ne, late[2], early[2]), strict=True)))
+    every = all(keep)
+
+    def both(a: Sequence[Any], b: Sequence[Any]) -> list[Any]:
+        pairs = itertools.chain.from_iterable(zip(a, b, strict=True))
+        return list(pairs if every else itertools.compress(pairs, keep))
+
+    points = {"x": both(early[0], late[0]), "y": both(early[1], late[1]), "run": both(early[2], late[2])}
+    if series == "total":
+        points["limit"] = both(early[3], late[3])
+    column = R[SERIES[series]]
+    for row, at_end in ((first, False), (last, True)):
+        if row is None or row[column] is None:
+            continue
+        run, y = row[R["run_id"]], row[column]
+        if points["run"] and points["run"][-1 if at_end else 0] == run:
+            continue
+        index = len(points["run"]) if at_end else 0
+        values = {"x": row[R["finished_ms"]], "y": y, "run": run, "limit": row[R["limit_iops"]]}
+        for name, items in points.items():
+            items.insert(index, values[name])
+    return points
+
+
+def _coarser(rows: list[tuple[Any, ...]], day0: int, days: int) -> list[tuple[Any, ...]]:
+    """Day rows merged `days` at a time, counted from day0, into rows of the same shape: the lowest and the
+    highest of each series across them (the earliest of equals)."""
+    out = []
+    for _, bucket in itertools.groupby(rows, key=lambda row: (row[D["day"]] - day0) // days):
+        bucket = list(bucket)
+        merged = [*bucket[0][: D["runs"]], sum(row[D["runs"]] for row in bucket), bucket[0][D["first_run"]],
+                  bucket[-1][D["last_run"]]]  # fmt: skip
+        for series in SERIES:
+            at, count = AT[series], len(_point_fields(series))
+            runs = [row[i : i + count] for row in bucket for i in (at, at + count) if row[i + 2] is not None]
+            if not runs:
+                merged += [None] * 2 * count
+                continue
+            low, high = min(runs, key=operator.itemgetter(1)), max(runs, key=operator.itemgetter(1))
+            merged += [*low, *high] if low[0] <= high[0] else [*high, *low]
+        out.append(tuple(merged))
+    return out
 
 
 def _disk_limits_or_none(disk: Disk, block_size: Any) -> limits.Limits | None:
@@ -443,11 +482,6 @@ def _limits_json(found: limits.Limits | None) -> dict[str, Any] | None:
         "burst_throughput_bytes_per_s": found.burst_throughput_bytes_per_s,
         "source": found.source,
     }
-
-
-def _r(value: float) -> float:
-    # Hundredths of an IOPS or a µs are more than a chart or a tooltip shows, and keep the JSON small.
-    return round(value, 2)
 
 
 # ----------------------------------------------------------------------------------------- run series

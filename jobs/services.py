@@ -23,7 +23,7 @@ from audit import log as audit
 from audit.models import AuditEvent
 from jobs import limits, remote, safety, ssh
 from jobs import runners as runner
-from jobs.models import Disk, Host, Profile, Run, RunSample
+from jobs.models import Disk, Host, Profile, Run, RunResult, RunSample
 from jobs.tools import detect
 from jobs.tools.summary import ParseError, ParseResult
 
@@ -471,6 +471,11 @@ def _lost_reason(state: str) -> str:
     }[state]
 
 
+def _stored_summary(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    # The per-second samples are kept as RunSample rows; a second copy in the summary is dead weight.
+    return summary and {key: value for key, value in summary.items() if key != "samples"}
+
+
 def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, exit_status: int | None) -> None:
     outputs = {name: remote.read_file(conn, f"{run.remote_dir}/{name}") for name in tool.collect_files}
     outcome = tool.interpret(outputs, exit_status, run.parameters)
@@ -484,7 +489,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, exit_status: int
             run,
             outcome.state,
             outcome.explanation,
-            summary=outcome.summary,
+            summary=_stored_summary(outcome.summary),
             raw_output=outcome.raw_output,
             raw_stderr=outcome.raw_stderr,
             exit_status=exit_status,
@@ -494,6 +499,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, exit_status: int
             # Another collector finished it first (a sweep raced a slow one): keep its result, not ours.
             transaction.set_rollback(True)
             return
+        RunResult.record(run)
     _cleanup(conn, run)
 
 
@@ -608,11 +614,12 @@ def import_result(disk: Disk, text: str, *, name: str, at: Any = None, user: Any
             started_at=finished - timedelta(seconds=runtime) if runtime else finished,
             finished_at=finished,
             raw_output=text,
-            summary=summary,
+            summary=_stored_summary(summary),
             limits_snapshot=snapshot,
         )
         RunSample.objects.bulk_create(
             RunSample(run=run, t_s=s["t_s"], read_iops=s.get("read_iops"), write_iops=s.get("write_iops"))
             for s in summary.get("samples", [])
         )
+        RunResult.record(run)
     return run

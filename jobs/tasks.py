@@ -6,9 +6,10 @@ import logging
 import socket
 
 from celery import shared_task
+from django.conf import settings
 from django.db import connection
 
-from jobs import dispatcher, services
+from jobs import dispatcher, retention, services
 from jobs.models import Team
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,13 @@ def launch_runs(run_ids: list[int], queue: str | None = None) -> str:
 @shared_task(name="jobs.poll_run")
 def poll_run(run_id: int) -> str:
     return services.poll(run_id)
+
+
+@shared_task(name="jobs.prune_results")
+def prune_results() -> str:
+    """Daily, when BENCHWEB_RETENTION_DAYS is set: see jobs/retention.py."""
+    done = retention.prune(settings.RETENTION_DAYS)
+    return f"pruned {done.runs} runs, {done.samples} samples"
 
 
 @shared_task(name="jobs.tick")

@@ -11,6 +11,10 @@ Which one the endpoints use, and why:
 - `lttb` for a run's per-second samples. They are a dense, continuous signal, where min/max buckets turn
   into a zigzag between neighbouring extremes; largest-triangle-three-buckets keeps the visual shape with
   one point per bucket, and still keeps isolated spikes and dips because they span the largest triangles.
+
+A disk's runs are also kept, as they finish, as one row each of the numbers the disk chart draws
+(`run_numbers`) and as each UTC day's lowest and highest run of every series (`day_extremes`): min/max
+buckets of a day, computed once, so that the all-time chart of 100,000 runs reads a few thousand rows.
 """
 
 from __future__ import annotations
@@ -18,11 +22,24 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 MAX_POINTS = 2000
+DAY_MS = 86_400_000
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Point = tuple[Any, ...]
+
+DIRECTIONS = ("read", "write")
+CHART_PERCENTILES = ("p50", "p99", "p99_9")
+# The disk chart's series -> the number of a run's result that each one draws.
+SERIES = {
+    "total": "total_iops",
+    "read": "read_iops",
+    "write": "write_iops",
+    **{f"{d}_{p}": f"{d}_{p}_us" for d in DIRECTIONS for p in CHART_PERCENTILES},
+}
 
 
 def minmax(points: Sequence[Point], limit: int = MAX_POINTS) -> list[Point]:
@@ -119,3 +136,93 @@ def histogram(counts: Mapping[float, int], edges: Sequence[float]) -> list[int]:
         index = bisect.bisect_right(edges, value) - 1
         totals[min(max(index, 0), len(totals) - 1)] += n
     return totals
+
+
+def run_numbers(summary: Any, parameters: Any, snapshot: Any) -> dict[str, Any]:
+    """What the disk chart draws of a run, out of its canonical summary, parameters and limits snapshot.
+
+    Anything but a finite number (a string in hand-edited JSON) is None. IOPS and µs keep their hundredths,
+    more than a chart or a tooltip shows; the summary keeps every digit."""
+    summary = summary if isinstance(summary, dict) else {}
+    numbers: dict[str, Any] = {
+        "total_iops": _hundredths(_at(summary, "total", "iops")),
+        "read_iops": _hundredths(_at(summary, "read", "iops")),
+        "write_iops": _hundredths(_at(summary, "write", "iops")),
+        "bw_bytes_per_s": _whole(_at(summary, "total", "bw_bytes_per_s")),
+        **{f"{d}_{p}_us": _hundredths(_at(summary, d, "clat_us", p)) for d in DIRECTIONS for p in CHART_PERCENTILES},
+        "block_size_bytes": _block_size(summary) or _block_size(parameters),
+    }
+    return numbers | snapshot_limits(snapshot)
+
+
+def snapshot_limits(snapshot: Any) -> dict[str, float | None]:
+    """The baseline and burst IOPS of a limits snapshot (Limits.as_dict()) at its block size."""
+    snapshot = snapshot if isinstance(snapshot, dict) else {}
+    baseline = _first_number(snapshot, "effective_iops", "iops")
+    burst = _first_number(snapshot, "effective_burst_iops", "burst_iops") if baseline is not None else None
+    return {"limit_iops": baseline, "burst_iops": burst}
+
+
+def day_extremes(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """One day's min/max bucket of a profile's runs on a disk, from rows (run id, ms, the numbers of SERIES in
+    its order, limit IOPS) in time order: how many, the first and the last, and for every series its lowest and
+    highest run (the earliest of equals, as `minmax` keeps) in time order, as `early` and `late` (the same run
+    twice when one run is both), with the limits of the total's two."""
+    columns = list(zip(*rows, strict=True))
+    ids, xs, limits = columns[0], columns[1], columns[-1]
+    out: dict[str, Any] = {"runs": len(rows), "first_run": ids[0], "last_run": ids[-1], "last_ms": xs[-1]}
+    for name, ys in zip(SERIES, columns[2:-1], strict=True):
+        present = [i for i, y in enumerate(ys) if y is not None]
+        low = min(present, key=ys.__getitem__, default=None)
+        high = max(present, key=ys.__getitem__, default=None)
+        for end, i in zip(("early", "late"), sorted((low, high)) if present else (None, None), strict=True):
+            out[f"{name}_{end}"] = None if i is None else ys[i]
+            out[f"{name}_{end}_run"] = None if i is None else ids[i]
+            out[f"{name}_{end}_ms"] = None if i is None else xs[i]
+            if name == "total":
+                out[f"total_{end}_limit"] = None if i is None else limits[i]
+    return out
+
+
+def epoch_ms(moment: datetime) -> int:
+    """Whole milliseconds since the Unix epoch, rounded down, so that a run's day is the UTC date it finished."""
+    return (moment - EPOCH) // timedelta(milliseconds=1)
+
+
+def utc_day(ms: int) -> int:
+    """The UTC day of a time in ms since the epoch, as a number of days since 1970-01-01."""
+    return ms // DAY_MS
+
+
+def midnight(day: int) -> datetime:
+    """The start of a UTC day numbered as `utc_day` numbers it."""
+    return EPOCH + timedelta(days=day)
+
+
+def _at(doc: dict[str, Any], *path: str) -> float | None:
+    for key in path:
+        doc = doc.get(key) if isinstance(doc, dict) else None
+    return _finite(doc)
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _first_number(doc: dict[str, Any], *keys: str) -> float | None:
+    return next((v for v in map(_finite, map(doc.get, keys)) if v is not None), None)
+
+
+def _hundredths(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
+def _block_size(doc: Any) -> int | None:
+    size = _finite(doc.get("block_size_bytes")) if isinstance(doc, dict) else None
+    return int(size) if size is not None and size >= 1 else None

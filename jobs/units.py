@@ -37,6 +37,11 @@ def format_bytes_per_s(value: float | None) -> str:
     return f"{value:.0f} B/s"
 
 
+def format_bytes(value: float | None) -> str:
+    """A size: 1.5 GiB, 300 KiB, 12 B."""
+    return format_bytes_per_s(value).removesuffix("/s")
+
+
 def format_micros(value: float | None) -> str:
     value = _number(value)
     if value is None:

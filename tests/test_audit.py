@@ -86,3 +86,19 @@ def test_only_owners_read_the_log_and_only_their_teams(owner_client, team, role)
     client = Client()
     client.force_login(user)
     assert client.get("/audit/").status_code == 403
+
+
+def test_tokens_and_membership_changes_made_through_the_api_are_recorded(owner_client, owner, team):
+    created = owner_client.post("/api/v1/tokens/", {"name": "ci"}, content_type="application/json").json()
+    owner_client.delete(f"/api/v1/tokens/{created['id']}/")
+    User.objects.create_user("newbie", email="newbie@example.com", password="x-long-password-4")
+    member = owner_client.post("/api/v1/members/", {"user": "newbie", "role": "viewer"},
+                               content_type="application/json").json()  # fmt: skip
+    owner_client.patch(f"/api/v1/members/{member['id']}/", {"role": "member"}, content_type="application/json")
+    owner_client.delete(f"/api/v1/members/{member['id']}/")
+    actions = list(AuditEvent.objects.filter(team=team).order_by("pk").values_list("action", flat=True))
+    assert actions == [AuditEvent.Action.TOKEN_CREATED, AuditEvent.Action.TOKEN_REVOKED, AuditEvent.Action.MEMBER_ADDED,
+                       AuditEvent.Action.MEMBER_ROLE_CHANGED, AuditEvent.Action.MEMBER_REMOVED]  # fmt: skip
+    role_change = AuditEvent.objects.get(action=AuditEvent.Action.MEMBER_ROLE_CHANGED)
+    assert role_change.details == {"member": "newbie", "role_from": "viewer", "role_to": "member"}
+    assert created["token"] not in json.dumps(list(AuditEvent.objects.values_list("details", flat=True)))

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import itertools
-from datetime import timedelta
+import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -11,8 +12,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import teams
-from jobs.models import Disk, Profile, Run, RunSample
+from jobs import chart_views, teams, timeseries
+from jobs.models import Disk, Profile, Run, RunResult, RunResultDay, RunSample
 
 MAX_POINTS = 2000
 
@@ -46,7 +47,17 @@ def _runs(disk: Disk, count: int, *, profile: Profile | None = None, name: str =
         } | fields  # fmt: skip
         runs.append(Run(disk=disk, team_id=disk.team_id, profile=profile,
                         profile_name=profile.name if profile else name, **values))  # fmt: skip
-    return Run.objects.bulk_create(runs)
+    runs = Run.objects.bulk_create(runs)
+    _keep_results(disk)
+    return runs
+
+
+def _keep_results(disk: Disk) -> None:
+    """What RunResult.record keeps of every succeeded run, for runs made or changed in bulk by these tests."""
+    RunResult.objects.filter(disk=disk).delete()
+    finished = Run.objects.filter(disk=disk, state=Run.State.SUCCEEDED, finished_at__isnull=False)
+    RunResult.objects.bulk_create(RunResult.of(run) for run in finished.select_related("disk"))
+    RunResultDay.rebuild(disk)
 
 
 def _get(client: Client, url: str, status: int = 200) -> dict:
@@ -134,6 +145,7 @@ def test_thousands_of_runs_come_back_as_at_most_2000_points_per_series_with_extr
     lowest, highest = runs[1234], runs[4321]
     Run.objects.filter(pk=lowest.pk).update(summary=_summary(3.0, p99=1.0))
     Run.objects.filter(pk=highest.pk).update(summary=_summary(99_999.0, p99=1e6))
+    _keep_results(disk)
     data = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all")
     (series,) = data["series"]
     assert series["runs"] == 5000 and series["downsampled"] is True
@@ -159,6 +171,7 @@ def test_the_time_range_and_profile_filters_pick_runs(owner_client, disk):
     old = _runs(disk, 2, name="import: old.json")
     Run.objects.filter(pk__in=[r.pk for r in old]).update(finished_at=timezone.now() - timedelta(days=10))
     Run.objects.filter(pk=recent[0].pk).update(finished_at=timezone.now() - timedelta(hours=30))
+    _keep_results(disk)
 
     def runs(query: str) -> dict[str, int]:
         data = _get(owner_client, f"/disks/{disk.pk}/series.json?{query}")
@@ -188,6 +201,7 @@ def test_only_finished_successful_runs_are_drawn(owner_client, disk):
 def test_an_empty_range_answers_with_no_series_and_the_profiles_to_pick_from(owner_client, disk):
     _runs(disk, 1)
     Run.objects.update(finished_at=timezone.now() - timedelta(days=3))
+    _keep_results(disk)
     data = _get(owner_client, f"/disks/{disk.pk}/series.json?range=24h")
     assert data["series"] == [] and data["runs"] == 0
     assert [p["name"] for p in data["profiles"]] == ["4k randread"]
@@ -224,13 +238,12 @@ def test_the_disk_series_asks_a_constant_number_of_queries(owner_client, disk, q
     assert count() == few <= 6
 
 
-def test_the_series_query_reads_no_raw_output(owner_client, disk):
+def test_the_series_read_result_rows_and_never_the_runs_table(owner_client, disk):
     _runs(disk, 3)
     with CaptureQueriesContext(connection) as queries:
         _get(owner_client, f"/disks/{disk.pk}/series.json")
-    run_queries = [q["sql"] for q in queries if '"jobs_run"' in q["sql"]]
-    assert run_queries
-    assert not any("raw_output" in sql or "raw_stderr" in sql for sql in run_queries)
+    assert any('"jobs_runresult"' in q["sql"] for q in queries)
+    assert not any('"jobs_run"' in q["sql"] for q in queries)
 
 
 def test_another_teams_disk_series_is_a_404(stranger_client, disk):
@@ -241,6 +254,190 @@ def test_another_teams_disk_series_is_a_404(stranger_client, disk):
 def test_the_series_need_a_login(disk):
     response = Client().get(f"/disks/{disk.pk}/series.json")
     assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+# ----------------------------------------------------------------------------------------- drawn from days
+
+
+@pytest.fixture
+def from_days(monkeypatch) -> None:
+    """A range of more than 50 runs is drawn from its days (the view's own threshold is 10,000)."""
+    monkeypatch.setattr(chart_views, "DAY_BUCKETS_ABOVE", 50)
+
+
+def _runs_at(disk: Disk, moments: list[datetime], totals: list[float], *, profile: Profile | None = None,
+             name: str = "4k randread", write: bool = False) -> list[Run]:  # fmt: skip
+    """Succeeded runs finished at `moments`, of those total IOPS (p99 latency: 1,000,000 / total)."""
+    snapshot = disk.limits(block_size=4096).as_dict()
+    runs = [
+        Run(disk=disk, team_id=disk.team_id, profile=profile, profile_name=profile.name if profile else name,
+            state=Run.State.SUCCEEDED, finished_at=moment, limits_snapshot=snapshot,
+            summary=_summary(total, write=total / 4 if write else None, p99=round(1e6 / total, 2)))
+        for moment, total in zip(moments, totals, strict=True)
+    ]  # fmt: skip
+    runs = Run.objects.bulk_create(runs)
+    _keep_results(disk)
+    return runs
+
+
+def _points(points: dict) -> set[tuple]:
+    return set(zip(points["x"], points["y"], points["run"], strict=True))
+
+
+def _point(run: Run, y: float) -> tuple:
+    return (timeseries.epoch_ms(run.finished_at), y, run.pk)
+
+
+def test_the_series_hold_every_runs_own_numbers_when_they_fit(owner_client, disk):
+    rng = random.Random(3)
+    mixed = Profile.objects.create(team=disk.team, name="4k randrw", rw="randrw")
+    start = timezone.now() - timedelta(days=20)
+    moments = [start + timedelta(hours=7 * i, seconds=rng.randint(0, 999)) for i in range(60)]
+    totals = [round(rng.uniform(100, 9000), 3) for _ in moments]
+    runs = _runs_at(disk, moments[::2], totals[::2], profile=mixed, write=True)
+    runs += _runs_at(disk, moments[1::2], totals[1::2], name="import: nightly.json")
+    data = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all")
+
+    assert data["runs"] == 60 and [s["runs"] for s in data["series"]] == [30, 30]
+    for series in data["series"]:
+        mine = sorted((r for r in runs if r.profile_name == series["profile"]["name"]), key=lambda r: r.finished_at)
+        total = series["iops"]["total"]
+        # What the summaries hold, to the hundredth, every run in time order.
+        assert total["run"] == [r.pk for r in mine] and series["downsampled"] is False
+        assert total["x"] == [timeseries.epoch_ms(r.finished_at) for r in mine]
+        assert total["y"] == [round(r.summary["total"]["iops"], 2) for r in mine]
+        assert total["efficiency"] == [round(round(r.summary["total"]["iops"], 2) / 4000, 4) for r in mine]
+        for direction in ("read", "write"):
+            expected = [(r.pk, round(r.summary[direction]["iops"], 2)) for r in mine if r.summary[direction]]
+            assert list(zip(series["iops"][direction]["run"], series["iops"][direction]["y"], strict=True)) == expected
+            p99 = series["latency_us"][direction]["p99"]
+            assert p99["y"] == [r.summary[direction]["clat_us"]["p99"] for r in mine if r.summary[direction]]
+
+
+def test_a_range_of_many_runs_is_drawn_from_each_days_lowest_and_highest_run(owner_client, disk, from_days):
+    rng = random.Random(7)
+    start = datetime.combine(timezone.now().date() - timedelta(days=70), datetime.min.time(), tzinfo=UTC)
+    moments = sorted(start + timedelta(days=day, seconds=rng.randint(0, 86_399)) for day in range(60) for _ in range(5))
+    runs = _runs_at(disk, moments, [float(rng.randint(100, 9000)) for _ in moments])
+    data = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all&points=200")
+
+    (series,) = data["series"]
+    assert data["runs"] == series["runs"] == 300 and series["downsampled"] is True
+    total, p99 = series["iops"]["total"], series["latency_us"]["read"]["p99"]
+    real = {_point(r, r.summary["total"]["iops"]) for r in runs}
+    assert _points(total) <= real and 120 <= len(total["x"]) <= 2 * 60 + 2
+    assert total["x"] == sorted(total["x"]) and len(set(total["run"])) == len(total["run"])
+    assert total["efficiency"] == [round(y / 4000, 4) for y in total["y"]] and set(total["limit"]) == {4000}
+    for day in range(60):
+        mine = [r for r in runs if (r.finished_at - start).days == day]
+        for points, value in ((total, lambda r: r.summary["total"]["iops"]),
+                              (p99, lambda r: r.summary["read"]["clat_us"]["p99"])):  # fmt: skip
+            lowest, highest = min(mine, key=value), max(mine, key=value)
+            assert {_point(lowest, value(lowest)), _point(highest, value(highest))} <= _points(points)
+    assert (total["run"][0], total["run"][-1]) == (runs[0].pk, runs[-1].pk)
+    assert series["limits"] == {"baseline_iops": 4000, "burst_iops": None}
+
+
+def test_the_days_and_the_results_draw_the_same_series_when_no_day_has_two_runs(owner_client, disk, monkeypatch):
+    mixed = Profile.objects.create(team=disk.team, name="4k randrw", rw="randrw")
+    start = timezone.now() - timedelta(days=200)
+    moments = [start + timedelta(days=i, minutes=7 * i) for i in range(80)]
+    _runs_at(disk, moments, [1000.0 + (i * 389) % 700 for i in range(80)], profile=mixed, write=True)
+    _runs_at(disk, moments[:70], [500.0 + (i * 97) % 300 for i in range(70)], name="import: 64k.json")
+    url = f"/disks/{disk.pk}/series.json?range=all&points=200"
+    monkeypatch.setattr(chart_views, "DAY_BUCKETS_ABOVE", 10**9)
+    from_results = _get(owner_client, url)
+    monkeypatch.setattr(chart_views, "DAY_BUCKETS_ABOVE", 50)
+    from_days = _get(owner_client, url)
+
+    assert from_days == from_results
+    assert [len(s["iops"]["total"]["x"]) for s in from_days["series"]] == [80, 70]
+
+
+def test_more_days_than_the_points_allow_are_merged_keeping_the_extremes(owner_client, disk, from_days):
+    rng = random.Random(9)
+    start = datetime.combine(timezone.now().date() - timedelta(days=300), datetime.min.time(), tzinfo=UTC)
+    moments = [start + timedelta(days=day, hours=hour) for day in range(200) for hour in (3, 15)]
+    totals = [float(rng.randint(1000, 2000)) for _ in moments]
+    totals[101], totals[333] = 7.0, 99_999.0
+    runs = _runs_at(disk, moments, totals)
+    (series,) = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all&points=40")["series"]
+
+    total = series["iops"]["total"]
+    for points in [*series["iops"].values(), *series["latency_us"]["read"].values()]:
+        assert len(points["x"]) <= 40
+    assert {_point(runs[101], 7.0), _point(runs[333], 99_999.0)} <= _points(total)
+    assert _points(total) <= {_point(r, t) for r, t in zip(runs, totals, strict=True)}
+    # 200 days in 19 buckets of 11: each keeps its lowest and highest run.
+    for bucket in range(19):
+        mine = [(r, t) for r, t in zip(runs, totals, strict=True) if (r.finished_at - start).days // 11 == bucket]
+        lowest, highest = min(mine, key=lambda p: p[1]), max(mine, key=lambda p: p[1])
+        assert {_point(*lowest), _point(*highest)} <= _points(total)
+    assert total["x"] == sorted(total["x"]) and (total["run"][0], total["run"][-1]) == (runs[0].pk, runs[-1].pk)
+
+
+def test_a_range_that_cuts_days_draws_only_its_own_runs_and_keeps_their_extremes(owner_client, disk, from_days):
+    start = datetime.combine(timezone.now().date() - timedelta(days=40), datetime.min.time(), tzinfo=UTC)
+    moments = [start + timedelta(hours=2 * i) for i in range(12 * 20)]
+    totals = [1000.0 + (i * 53) % 400 for i in range(len(moments))]
+    first, last = start + timedelta(days=3, hours=10), start + timedelta(days=15, hours=13, minutes=30)
+    # Extremes just outside the range, and inside it on the days it cuts.
+    for moment, total in ((first - timedelta(hours=2), 1.0), (last + timedelta(minutes=30), 1e6),
+                          (first + timedelta(hours=4), 2.0), (last - timedelta(hours=1, minutes=30), 9e5)):  # fmt: skip
+        totals[moments.index(moment)] = total
+    runs = _runs_at(disk, moments, totals)
+    query = f"range=custom&from={first.isoformat()}&to={last.isoformat()}&points=40".replace("+00:00", "Z")
+    data = _get(owner_client, f"/disks/{disk.pk}/series.json?{query}")
+
+    inside = [(r, t) for r, t in zip(runs, totals, strict=True) if first <= r.finished_at <= last]
+    assert data["runs"] == len(inside) == 12 * 12 + 2
+    total = data["series"][0]["iops"]["total"]
+    assert _points(total) <= {_point(r, t) for r, t in inside}
+    assert (min(total["y"]), max(total["y"])) == (2.0, 9e5)
+    assert (total["run"][0], total["run"][-1]) == (inside[0][0].pk, inside[-1][0].pk)
+
+
+def test_a_range_of_many_runs_on_few_days_is_drawn_from_every_run_unless_they_are_too_many(
+    owner_client, disk, from_days, monkeypatch
+):
+    moments = [timezone.now() - timedelta(minutes=5 * i) for i in range(300)]
+    _runs_at(disk, moments, [1000.0 + i for i in range(300)])
+    url = f"/disks/{disk.pk}/series.json?range=all&points=400"
+    # 300 runs five minutes apart: their days would give a handful of points where 300 fit.
+    (series,) = _get(owner_client, url)["series"]
+    assert len(series["iops"]["total"]["x"]) == 300 and series["downsampled"] is False
+    monkeypatch.setattr(chart_views, "DAYS_ALWAYS_ABOVE", 299)
+    (series,) = _get(owner_client, url)["series"]
+    # 25 hours touch three UTC days at most: two runs each, and the first and last.
+    assert len(series["iops"]["total"]["x"]) <= 3 * 2 + 2 and series["downsampled"] is True
+
+
+def test_a_run_deleted_after_its_day_was_written_leaves_the_chart_answering(owner_client, disk, from_days):
+    start = timezone.now() - timedelta(days=90)
+    runs = _runs_at(disk, [start + timedelta(hours=7 * i) for i in range(200)], [1000.0 + i % 13 for i in range(200)])
+    # The admin deletes runs without rewriting their day: the first and last run have no result any more, and
+    # the days still count (and may draw) them until a run of that day is recorded again.
+    Run.objects.filter(pk__in=[runs[0].pk, runs[-1].pk]).delete()
+    (series,) = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all&points=100")["series"]
+    assert series["runs"] == 200 and 0 < len(series["iops"]["total"]["x"]) <= 100
+    assert series["limits"] == {"baseline_iops": None, "burst_iops": None}
+
+
+@pytest.mark.parametrize("query", ["range=all", "range=custom&from=2000-01-01T10:00Z&to=2099-01-01T05:00Z"])
+def test_the_series_from_days_ask_a_constant_number_of_queries(owner_client, disk, from_days, query):
+    other = Profile.objects.create(team=disk.team, name="other", rw="randwrite")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            data = _get(owner_client, f"/disks/{disk.pk}/series.json?{query}&points=40")
+        assert data["runs"] > 50 and any(s["downsampled"] for s in data["series"])
+        return len(queries)
+
+    start = timezone.now() - timedelta(days=100)
+    _runs_at(disk, [start + timedelta(hours=9 * i) for i in range(60)], [1000.0 + i for i in range(60)])
+    few = count()
+    _runs_at(disk, [start + timedelta(hours=5 * i) for i in range(400)], [500.0 + i for i in range(400)], profile=other)
+    assert count() == few <= 8
 
 
 # ----------------------------------------------------------------------------------------- run series

@@ -2,11 +2,29 @@ from __future__ import annotations
 
 import math
 import random
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
 from jobs import timeseries
-from jobs.timeseries import histogram, log_edges, lttb, minmax, minmax_indices, series
+from jobs.timeseries import (
+    DIRECTIONS,
+    SERIES,
+    day_extremes,
+    epoch_ms,
+    histogram,
+    log_edges,
+    lttb,
+    midnight,
+    minmax,
+    minmax_indices,
+    run_numbers,
+    series,
+    snapshot_limits,
+    utc_day,
+)
+from jobs.tools import detect
 
 
 def _noisy(count: int, seed: int = 7) -> list[tuple[float, float]]:
@@ -105,3 +123,83 @@ def test_histogram_puts_every_count_in_exactly_one_bin():
 def test_the_default_limit_is_the_2000_points_of_the_design():
     assert timeseries.MAX_POINTS == 2000
     assert len(minmax(_noisy(10_000))) <= 2000 and len(lttb(_noisy(10_000))) == 2000
+
+
+# ----------------------------------------------------------------------------------------- result rows
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("name", ["fio-3.33-randrw.json", "fio-2.15-randrw.json", "ndisk_4proc_random_direct.txt"])
+def test_a_runs_numbers_are_those_of_its_parsed_summary_to_the_hundredth(name):
+    text = (FIXTURES / name).read_text()
+    summary = detect.parse_output(text, detect.detect_format(text)).summary
+    snapshot = {"iops": 8000.0, "effective_iops": 5000.0, "burst_iops": 16000.0, "effective_burst_iops": 9000.0}
+    numbers = run_numbers(summary, {"block_size_bytes": 1}, snapshot)
+
+    assert numbers["total_iops"] == pytest.approx(summary["total"]["iops"], abs=0.005) and numbers["total_iops"] > 0
+    assert numbers["bw_bytes_per_s"] == round(summary["total"]["bw_bytes_per_s"])
+    for direction in DIRECTIONS:
+        if summary[direction] is None:
+            assert numbers[f"{direction}_iops"] is None and numbers[f"{direction}_p99_us"] is None
+            continue
+        assert numbers[f"{direction}_iops"] == pytest.approx(summary[direction]["iops"], abs=0.005)
+        for percentile in ("p50", "p99", "p99_9"):
+            measured = summary[direction]["clat_us"][percentile]
+            kept = numbers[f"{direction}_{percentile}_us"]
+            assert kept is None if measured is None else kept == pytest.approx(measured, abs=0.005)
+    # The block size the tool reports wins over the one the run asked for.
+    assert numbers["block_size_bytes"] == summary["block_size_bytes"] == 4096
+    assert (numbers["limit_iops"], numbers["burst_iops"]) == (5000.0, 9000.0)
+    assert set(numbers) == {*SERIES.values(), "bw_bytes_per_s", "block_size_bytes", "limit_iops", "burst_iops"}
+
+
+def test_what_is_not_a_finite_number_is_none_and_a_missing_limit_is_none():
+    summary = {"total": {"iops": "fast"}, "read": {"iops": math.inf, "clat_us": {"p50": True, "p99": math.nan}},
+               "write": [], "block_size_bytes": "4k"}  # fmt: skip
+    numbers = run_numbers(summary, {"block_size_bytes": 65536}, {"error": "the spec changed"})
+    assert {name: value for name, value in numbers.items() if value is not None} == {"block_size_bytes": 65536}
+    assert run_numbers(None, None, None)["limit_iops"] is None
+    assert snapshot_limits({"iops": 4000}) == {"limit_iops": 4000.0, "burst_iops": None}
+
+
+def _day(rows: list[tuple]) -> dict:
+    return day_extremes([(run, ms, *values, limit) for run, ms, values, limit in rows])
+
+
+def test_a_day_keeps_the_lowest_and_highest_run_of_every_series_in_time_order():
+    rng = random.Random(5)
+    for _ in range(200):
+        count = rng.randint(1, 30)
+        rows = []
+        for i in range(count):
+            values = [rng.choice([None, round(rng.uniform(1, 100), 1), 50.0]) for _ in SERIES]
+            rows.append((1000 + i, 86_400_000 + 60_000 * i, values, rng.choice([None, 4000.0])))
+        out = _day(rows)
+        assert (out["runs"], out["first_run"], out["last_run"]) == (count, 1000, 1000 + count - 1)
+        for column, name in enumerate(SERIES):
+            present = [(values[column], i) for i, (_, _, values, _) in enumerate(rows) if values[column] is not None]
+            if not present:
+                assert out[f"{name}_early_run"] is None and out[f"{name}_late_run"] is None
+                continue
+            # The earliest of equal lows and of equal highs, as minmax keeps them.
+            low = min(present, key=lambda p: (p[0], p[1]))[1]
+            high = min(present, key=lambda p: (-p[0], p[1]))[1]
+            early, late = sorted((low, high))
+            assert out[f"{name}_early_run"] == 1000 + early and out[f"{name}_late_run"] == 1000 + late
+            assert out[f"{name}_early"] == rows[early][2][column] and out[f"{name}_late_ms"] == rows[late][1]
+        assert out["total_early_limit"] in (None, 4000.0)
+
+
+def test_a_day_of_one_run_has_it_as_both_ends():
+    out = _day([(7, 5, [1.0] * len(SERIES), 4000.0)])
+    assert out["total_early_run"] == out["total_late_run"] == 7
+    assert out["read_p99_early"] == out["read_p99_late"] == 1.0 and out["total_late_limit"] == 4000.0
+
+
+def test_a_runs_time_is_cut_to_its_millisecond_so_it_stays_in_the_utc_day_it_finished():
+    moment = datetime(2026, 5, 1, 23, 59, 59, 999_900, tzinfo=UTC)
+    assert epoch_ms(moment) == 1_777_679_999_999
+    assert midnight(utc_day(epoch_ms(moment))) == datetime(2026, 5, 1, tzinfo=UTC)
+    assert utc_day(epoch_ms(moment + timedelta(microseconds=100))) == utc_day(epoch_ms(moment)) + 1
+    assert epoch_ms(datetime(1970, 1, 1, 1, tzinfo=timezone(timedelta(hours=1)))) == 0
