@@ -10,7 +10,20 @@ from audit import log as audit
 from audit.models import AuditEvent
 from jobs import services, ssh
 from jobs.forms import CredentialForm
-from jobs.models import Credential, Disk, Host, Membership, Profile, Run, RunSample, Schedule, ScheduleProfile, Team
+from jobs.models import (
+    Credential,
+    Disk,
+    Host,
+    Membership,
+    Profile,
+    Run,
+    RunResult,
+    RunResultDay,
+    RunSample,
+    Schedule,
+    ScheduleProfile,
+    Team,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -110,6 +123,27 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ["state", "trigger"]
     search_fields = ["uuid", "disk__label", "profile_name"]
     readonly_fields = ["uuid", "created_at"]
+
+    # The charts read RunResult / RunResultDay: an edit or delete here keeps them in step with the run.
+    def save_model(self, request: HttpRequest, obj: Run, form: Any, change: bool) -> None:
+        before = RunResult.objects.filter(run=obj).first() if change else None
+        super().save_model(request, obj, form, change)
+        if before:  # out of the day it was counted in (its time or state may have changed)
+            before.delete()
+            RunResultDay.refresh(before)
+        RunResult.record(obj)  # succeeded runs only: the row and its day
+
+    def delete_model(self, request: HttpRequest, obj: Run) -> None:
+        result = RunResult.objects.filter(run=obj).first()
+        super().delete_model(request, obj)
+        if result:
+            RunResultDay.refresh(result)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        disks = set(queryset.values_list("disk_id", flat=True))
+        super().delete_queryset(request, queryset)
+        for disk in Disk.objects.filter(pk__in=disks):
+            RunResultDay.rebuild(disk)
 
 
 @admin.register(RunSample)

@@ -10,4 +10,5 @@ from jobs import teams
 def current_team(request: HttpRequest) -> dict[str, Any]:
     if not request.user.is_authenticated:
         return {}
-    return {"current_team": teams.current_team(request)}
+    membership = teams.current_membership(request)
+    return {"current_team": membership and membership.team, "current_role": membership and membership.role}

@@ -120,9 +120,7 @@ class FioRunner:
             why = f"fio exited with status {exit_status} and left no result ({' / '.join(tail) or 'no output'})"
             return Outcome("failed", why if exit_status else f"fio's output could not be read: {exc}", None, raw,
                            raw_stderr)  # fmt: skip
-        summary = parsed.summary
-        if parsed.latency_bins:
-            summary["latency_bins_ns"] = {d: {str(k): v for k, v in b.items()} for d, b in parsed.latency_bins.items()}
+        summary = parsed.summary_with_bins()
         if parsed.job_errors:
             errors = "; ".join(
                 f"job {e['job']} error {e['errno']}" + (f" ({e['message']})" if e.get("message") else "")

@@ -593,7 +593,7 @@ def parse_import(text: str, tool: str = "auto") -> ParseResult:
 def import_result(disk: Disk, text: str, *, name: str, at: Any = None, user: Any = None, tool: str = "auto") -> Run:
     """Store existing tool output as a finished run of the disk (trigger 'import'), with its raw text."""
     parsed = parse_import(text, tool)
-    summary = parsed.summary
+    summary = parsed.summary_with_bins()
     finished = at or timezone.now()
     runtime = summary.get("runtime_s")
     block_size = summary.get("block_size_bytes")

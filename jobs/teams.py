@@ -12,11 +12,16 @@ DEFAULT_TEAM_NAME = "Default team"
 SESSION_KEY = "team_id"
 
 
-def current_team(request: HttpRequest) -> Team | None:
+def current_membership(request: HttpRequest) -> Membership | None:
+    """The user's membership of the team chosen in the session, else of their first team."""
     memberships = Membership.objects.filter(user=request.user).select_related("team")
     chosen = request.session.get(SESSION_KEY)
     membership = memberships.filter(team_id=chosen).first() if chosen else None
-    membership = membership or memberships.order_by("created_at").first()
+    return membership or memberships.order_by("created_at").first()
+
+
+def current_team(request: HttpRequest) -> Team | None:
+    membership = current_membership(request)
     return membership.team if membership else None
 
 

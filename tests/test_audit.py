@@ -86,6 +86,8 @@ def test_only_owners_read_the_log_and_only_their_teams(owner_client, team, role)
     client = Client()
     client.force_login(user)
     assert client.get("/audit/").status_code == 403
+    assert 'href="/audit/"' not in client.get("/overview/").content.decode()
+    assert 'href="/audit/"' in owner_client.get("/overview/").content.decode()  # in the owner's menu
 
 
 def test_tokens_and_membership_changes_made_through_the_api_are_recorded(owner_client, owner, team):

@@ -221,3 +221,26 @@ def test_migration_0005_fills_the_results_of_stored_runs_and_moves_their_samples
         assert {f"{name}_early" for name in SERIES} <= {f.name for f in Day._meta.get_fields()}
     finally:
         MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+def test_admin_edits_and_deletes_keep_the_chart_tables_in_step(disk, rf, owner):
+    from django.contrib import admin
+
+    from jobs.admin import RunAdmin
+
+    text = (Path(__file__).parent / "fixtures/fio-3.33-randrw.json").read_text()
+    first = services.import_result(disk, text, name="a")
+    second = services.import_result(disk, text, name="b")
+    assert RunResultDay.objects.get(disk=disk, profile_name="import: a").runs == 1
+    run_admin, request = RunAdmin(Run, admin.site), rf.post("/admin/")
+    request.user = owner
+    first.state = Run.State.FAILED  # an admin marks a run failed: it leaves the chart
+    run_admin.save_model(request, first, form=None, change=True)
+    assert not RunResult.objects.filter(run=first).exists()
+    assert not RunResultDay.objects.filter(disk=disk, profile_name="import: a").exists()
+    second.finished_at -= timedelta(days=3)  # moved in time: counted in its new day only
+    run_admin.save_model(request, second, form=None, change=True)
+    (day,) = RunResultDay.objects.filter(disk=disk, profile_name="import: b")
+    assert day.day == timeseries.epoch_ms(second.finished_at) // timeseries.DAY_MS
+    run_admin.delete_model(request, second)
+    assert not RunResultDay.objects.filter(disk=disk).exists() and not RunResult.objects.exists()

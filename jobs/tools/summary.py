@@ -42,6 +42,13 @@ class ParseResult:
     def failed(self) -> bool:
         return bool(self.job_errors)
 
+    def summary_with_bins(self) -> dict[str, Any]:
+        """The summary as a run stores it: json+ completion-latency bins included (the run page's histogram)."""
+        if not self.latency_bins:
+            return self.summary
+        bins = {direction: {str(ns): n for ns, n in b.items()} for direction, b in self.latency_bins.items()}
+        return self.summary | {"latency_bins_ns": bins}
+
 
 @dataclass
 class DirectionStats:

@@ -231,7 +231,8 @@
         displayFormats: { minute: "MMM d HH:mm", hour: "MMM d HH:mm", day: "MMM d", week: "MMM d", month: "MMM yyyy" },
       },
       title: { display: true, text: "run finished (your local time)" },
-      ticks: { maxRotation: 0, autoSkipPadding: 16 },
+      // A phone has room for about four "Nov 21 08:00" labels side by side.
+      ticks: { maxRotation: 0, autoSkipPadding: 16, maxTicksLimit: window.innerWidth < 600 ? 4 : 11 },
     };
     if (data.range.from) axis.min = Date.parse(data.range.from);
     if (data.range.to) axis.max = Date.parse(data.range.to);

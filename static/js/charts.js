@@ -150,10 +150,17 @@
       normalized: true,
       interaction: { mode: "nearest", intersect: false, axis: "xy" },
       plugins: {
-        legend: { position: "bottom", labels: { boxWidth: 14, boxHeight: 2, usePointStyle: false } },
+        legend: { position: "bottom", labels: { boxWidth: 14, boxHeight: 2, usePointStyle: false, generateLabels: shortLabels } },
         tooltip: { displayColors: true },
       },
     };
+  }
+
+  // On a phone a long series name ("4k randread QD32 numjobs=4 — total") would run past the canvas edge.
+  function shortLabels(chart) {
+    const labels = Chart.defaults.plugins.legend.labels.generateLabels(chart);
+    const most = chart.width < 500 ? 30 : 80;
+    return labels.map((l) => (l.text.length > most ? { ...l, text: l.text.slice(0, most - 1) + "…" } : l));
   }
 
   // A chart's box grows with its legend, so that many series never squeeze the plot (on a phone the legend
