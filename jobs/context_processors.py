@@ -11,4 +11,9 @@ def current_team(request: HttpRequest) -> dict[str, Any]:
     if not request.user.is_authenticated:
         return {}
     membership = teams.current_membership(request)
-    return {"current_team": membership and membership.team, "current_role": membership and membership.role}
+    return {
+        "current_team": membership and membership.team,
+        "current_role": membership and membership.role,
+        # The header's team switcher: only drawn for people in several teams (lazy: read when drawn).
+        "my_memberships": lambda: list(request.user.memberships.select_related("team").order_by("team__name")),
+    }

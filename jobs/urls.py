@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from jobs import views
+from jobs import account_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -10,6 +10,11 @@ urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.LogoutView.as_view(), name="logout"),
     path("disk-types/", views.disk_types, name="disk_types"),
+    path("team/switch", account_views.switch_team, name="switch_team"),
+    path("team/members/", account_views.members, name="members"),
+    path("team/members/<int:pk>", account_views.member_change, name="member_change"),
+    path("account/tokens/", account_views.tokens, name="tokens"),
+    path("account/tokens/<int:pk>/revoke", account_views.token_revoke, name="token_revoke"),
     path("healthz", views.healthz, name="healthz"),
     path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
     path("hosts/<int:pk>/scan-key", views.host_scan_key, name="host_scan_key"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Model, Q, QuerySet
@@ -13,7 +12,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from jobs import dispatcher, limits, scheduling, ssh
+from jobs import dispatcher, limits, scheduling, ssh, teams
 from jobs.api.auth import access
 from jobs.api.models import ApiToken
 from jobs.manage_forms import MAX_IMPORT_CHARS, MAX_IMPORT_FILES, normalise_newlines
@@ -537,16 +536,13 @@ class MemberSerializer(serializers.ModelSerializer):
         read_only_fields = ["created_at"]
 
     def validate_user(self, value: str) -> Any:
-        users = get_user_model().objects.filter(Q(username=value) | Q(email__iexact=value) & ~Q(email=""))
-        found = list(users[:2])
-        if len(found) != 1:
-            problem = "No account has" if not found else "Several accounts share"
-            raise serializers.ValidationError(
-                f"{problem} the username or email {value!r}; give the exact username (they sign up first)."
-            )
-        if Membership.objects.filter(team=_team(self), user=found[0]).exists():
-            raise serializers.ValidationError(f"{found[0].get_username()} is already in this team; change their role.")
-        return found[0]
+        try:
+            user = teams.find_user(value)
+        except teams.MembershipRefused as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+        if Membership.objects.filter(team=_team(self), user=user).exists():
+            raise serializers.ValidationError(f"{user.get_username()} is already in this team; change their role.")
+        return user
 
     def validate_role(self, role: str) -> str:
         membership = self.instance
@@ -565,10 +561,11 @@ class MemberUpdateSerializer(MemberSerializer):
         fields = ["id", "user_id", "username", "email", "role", "created_at"]
 
 
-LAST_OWNER = "This is the team's last owner: make another member an owner first."
+LAST_OWNER = teams.LAST_OWNER
 
 
 def last_owner_guard(membership: Membership) -> None:
-    owners = Membership.objects.filter(team_id=membership.team_id, role=Membership.Role.OWNER)
-    if not owners.exclude(pk=membership.pk).exists():
-        raise serializers.ValidationError(LAST_OWNER)
+    try:
+        teams.last_owner_guard(membership)
+    except teams.MembershipRefused as exc:
+        raise serializers.ValidationError(str(exc)) from exc

@@ -1,0 +1,160 @@
+"""Your team and your access: switch team, the team's members (owners change them), personal API tokens."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from audit import log as audit
+from audit.models import AuditEvent
+from jobs import teams
+from jobs.api.models import ApiToken
+from jobs.models import Membership
+
+
+def _membership(request: HttpRequest) -> Membership:
+    membership = teams.current_membership(request)
+    if membership is None:
+        raise Http404("You are not in a team.")
+    return membership
+
+
+@login_required
+@require_POST
+def switch_team(request: HttpRequest) -> HttpResponse:
+    membership = get_object_or_404(Membership, user=request.user, team_id=request.POST.get("team"))
+    request.session[teams.SESSION_KEY] = membership.team_id
+    messages.info(request, f"You are now working in {membership.team.name}.")
+    return redirect("overview")
+
+
+# ----------------------------------------------------------------------------------------- members
+
+
+class AddMemberForm(forms.Form):
+    user = forms.CharField(label="Username or email", max_length=254, help_text="They sign up first.")
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MEMBER)
+
+
+@login_required
+def members(request: HttpRequest) -> HttpResponse:
+    mine = _membership(request)
+    team, is_owner = mine.team, mine.role == Membership.Role.OWNER
+    form = AddMemberForm(request.POST or None)
+    if request.method == "POST":
+        if not is_owner:
+            raise PermissionDenied("Only the team's owners change its members.")
+        if form.is_valid():
+            try:
+                user = teams.find_user(form.cleaned_data["user"])
+            except teams.MembershipRefused as exc:
+                form.add_error("user", str(exc))
+            else:
+                added, created = Membership.objects.get_or_create(
+                    user=user, team=team, defaults={"role": form.cleaned_data["role"]}
+                )
+                if not created:
+                    form.add_error("user", f"{user.get_username()} is already in this team; change their role below.")
+                else:
+                    audit.record(team, request.user, AuditEvent.Action.MEMBER_ADDED, added,
+                                 member=user.get_username(), role=added.role)  # fmt: skip
+                    messages.success(request, f"{user.get_username()} joined {team.name} as {added.role}.")
+                    return redirect("members")
+    context = {
+        "team": team,
+        "is_owner": is_owner,
+        "form": form,
+        "members": team.memberships.select_related("user").order_by("created_at", "pk"),
+        "roles": Membership.Role.choices,
+    }
+    return render(request, "jobs/account/members.html", context)
+
+
+@login_required
+@require_POST
+def member_change(request: HttpRequest, pk: int) -> HttpResponse:
+    mine = _membership(request)
+    if mine.role != Membership.Role.OWNER:
+        raise PermissionDenied("Only the team's owners change its members.")
+    membership = get_object_or_404(Membership.objects.select_related("user"), pk=pk, team=mine.team)
+    name = membership.user.get_username()
+    remove = request.POST.get("action") == "remove"
+    role = request.POST.get("role", "")
+    if not remove and role not in Membership.Role.values:
+        messages.error(request, f"Choose a role for {name}: owner, member or viewer.")
+        return redirect("members")
+    try:
+        with transaction.atomic():
+            if remove or role != Membership.Role.OWNER:
+                teams.last_owner_guard(membership)
+            if remove:
+                membership.delete()
+                audit.record(mine.team, request.user, AuditEvent.Action.MEMBER_REMOVED, None, member=name,
+                             role=membership.role)  # fmt: skip
+                messages.success(request, f"{name} is no longer in {mine.team.name}.")
+            elif role != membership.role:
+                before, membership.role = membership.role, role
+                membership.save(update_fields=["role"])
+                audit.record(mine.team, request.user, AuditEvent.Action.MEMBER_ROLE_CHANGED, membership,
+                             member=name, role_from=before, role_to=role)  # fmt: skip
+                messages.success(request, f"{name} is now {role}.")
+    except teams.MembershipRefused as exc:
+        messages.error(request, str(exc))
+    return redirect("members")
+
+
+# ----------------------------------------------------------------------------------------- API tokens
+
+
+class NewTokenForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="What it is for, e.g. 'nightly CI'.")
+    days = forms.IntegerField(
+        label="Expires after (days)", required=False, min_value=1, max_value=3650,
+        help_text="Empty: never (revoke it when you no longer need it).",
+    )  # fmt: skip
+
+
+@login_required
+def tokens(request: HttpRequest) -> HttpResponse:
+    mine = _membership(request)
+    form = NewTokenForm(request.POST or None)
+    shown_once = None
+    if request.method == "POST" and form.is_valid():
+        days = form.cleaned_data["days"]
+        expires = timezone.now() + timedelta(days=days) if days else None
+        token, shown_once = ApiToken.issue(request.user, mine.team, form.cleaned_data["name"], expires_at=expires)
+        audit.record(mine.team, request.user, AuditEvent.Action.TOKEN_CREATED, token, name=token.name,
+                     prefix=token.prefix, expires_at=expires and expires.isoformat(), via="page")  # fmt: skip
+        form = NewTokenForm()
+    context = {
+        "team": mine.team,
+        "form": form,
+        "shown_once": shown_once,
+        "tokens": ApiToken.objects.filter(user=request.user, team=mine.team),
+        "now": timezone.now(),
+    }
+    response = render(request, "jobs/account/tokens.html", context)
+    response["Cache-Control"] = "no-store"  # the page that shows a new token must not be cached
+    return response
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    mine = _membership(request)
+    token = get_object_or_404(ApiToken, pk=pk, user=request.user, team=mine.team)
+    if token.revoked_at is None:
+        token.revoke()
+        audit.record(mine.team, request.user, AuditEvent.Action.TOKEN_REVOKED, token, prefix=token.prefix,
+                     via="page")  # fmt: skip
+        messages.success(request, f"Token {token} revoked: requests with it are refused from now on.")
+    return redirect("tokens")
