@@ -14,11 +14,12 @@ the busiest tick of each minute; `--step 5` ticks at the production cadence inst
 default 5 s), where most ticks find nothing due.
 
 Each tick is the real `jobs.dispatcher.tick(now)` (materialise, expire_outside_window, dispatch_due, sweep),
-timed as a Celery worker runs it: Celery closes the database connection around every task, so each tick
-opens its own. Claimed runs go out as one fan-out launch message per tick to the embedded redis, where no
-worker consumes it (so nothing connects anywhere); between ticks, untimed, the script plays the workers:
-queued runs start and finish after their profile's expected duration, so disks are busy and later runs wait,
-as in production.
+timed as a Celery worker runs it: around every task benchweb.celery closes the thread's database connection
+when it is older than CONN_MAX_AGE (always on SQLite, where that is 0) and otherwise keeps it, so on
+PostgreSQL a tick reuses the connection of the one before, as in the worker. Claimed runs go out as one fan-
+out launch message per tick to the embedded redis, where no worker consumes it (so nothing connects anywhere);
+between ticks, untimed, the script plays the workers: queued runs start and finish after their profile's
+expected duration, so disks are busy and later runs wait, as in production.
 
 The report gives median, p95 and max of the tick and of each step, the SQL statements (count, time, and the
 costliest statement shapes), the launch publishes, how many schedules were due and runs made and claimed,
@@ -325,9 +326,11 @@ def _shape(sql: str) -> str:
 
 
 def due_schedules(now: datetime) -> int:
+    """Schedules whose fires the tick at `now` makes: those due up to CLAIM_LEAD ahead (dispatcher.materialise)."""
+    from jobs import services
     from jobs.models import Schedule
 
-    return Schedule.objects.filter(enabled=True, next_fire_at__lte=now).count()
+    return Schedule.objects.filter(enabled=True, next_fire_at__lte=now + services.CLAIM_LEAD).count()
 
 
 def waiting_runs(now: datetime) -> int:
@@ -337,12 +340,12 @@ def waiting_runs(now: datetime) -> int:
 
 
 def one_tick(probe: Probe, now: datetime) -> Tick:
-    from django.db import connection, connections
+    from django.db import close_old_connections, connection
 
     from jobs import dispatcher
 
     due = due_schedules(now)
-    connections.close_all()  # as Celery's Django fix-up does before every task
+    close_old_connections()  # as benchweb.celery does before every task: SQLite closes, PostgreSQL's is kept
     probe.reset()
     with connection.execute_wrapper(probe.sql):
         c0, t0 = time.process_time(), time.perf_counter()
@@ -350,7 +353,7 @@ def one_tick(probe: Probe, now: datetime) -> Tick:
         t1 = time.perf_counter()
         result = dispatcher.tick(now)
         c2, t2 = time.process_time(), time.perf_counter()
-    connections.close_all()  # ... and after it
+    close_old_connections()  # ... and after it
     created, claimed = (int(part.split()[1]) for part in result.split(", ")[::2])
     return Tick(
         now=now.isoformat(timespec="seconds"),
@@ -585,6 +588,9 @@ def print_report(results: list[dict[str, Any]], per_tick: bool) -> bool:
         ]  # fmt: skip
         print(f"{'':<32}{'median':>10}{'p95':>10}{'max':>10}{'min':>10}")
         for label, values, unit in rows:
+            if not values:  # e.g. per due schedule when no tick found one due
+                print(f"{label:<32}{'-':>10}{'-':>10}{'-':>10}{'-':>10}  {unit}")
+                continue
             med, p95, top = _stats(values)
             print(f"{label:<32}{med:>10.1f}{p95:>10.1f}{top:>10.1f}{min(values):>10.1f}  {unit}")
         if per_tick:

@@ -236,7 +236,9 @@
     };
     if (data.range.from) axis.min = Date.parse(data.range.from);
     if (data.range.to) axis.max = Date.parse(data.range.to);
-    else if (data.range.from) axis.max = Date.now();
+    // Up to now, plus 2 % of the span: a run that just finished sits inside the chart, not cut in half
+    // by its right edge.
+    else if (data.range.from) axis.max = Date.now() + 0.02 * (Date.now() - axis.min);
     return axis;
   }
 
