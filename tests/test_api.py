@@ -464,6 +464,29 @@ def test_a_run_is_triggered_listed_filtered_and_cancelled(ours):
     assert cancelled["state"] == "cancelled" and cancelled["final"]
 
 
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata"])
+def test_the_runs_list_renders_every_run_exactly_as_the_run_serializer_does(ours, settings, zone):
+    from rest_framework.renderers import JSONRenderer
+
+    from jobs.api.serializers import RunSerializer
+
+    settings.TIME_ZONE = zone
+    world, secret = ours
+    api = client_for(secret)
+    post(api, "/api/v1/runs/", {"disk": world.disk.pk, "profile": world.profile.pk})  # by a user, queued
+    fired = timezone.now().replace(microsecond=0)
+    Run.objects.create(disk=world.disk, profile=world.profile, schedule=world.schedule, fire_time=fired,
+                       trigger=Run.Trigger.SCHEDULE, state=Run.State.SKIPPED, not_before=fired,
+                       explanation="skipped: missed", progress={"eta_s": 3, "read_iops": 12.5})  # fmt: skip
+    listed = api.get("/api/v1/runs/?page_size=200").json()["results"]
+    runs = Run.objects.filter(team=world.team).select_related("disk", "created_by").order_by("-created_at", "-pk")
+    expected = json.loads(JSONRenderer().render(RunSerializer(runs, many=True).data))
+    assert len(listed) == 3 and listed == expected
+    assert [list(item) for item in listed] == [list(item) for item in expected]  # the same field order
+    if zone != "UTC":
+        assert listed[0]["created_at"].endswith("+05:30")
+
+
 def test_a_run_shows_its_summary_and_samples(ours):
     world, secret = ours
     api = client_for(secret)

@@ -386,6 +386,12 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
             return filters.apply(runs.defer(*BULKY))
         return runs
 
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # Plain values, not model instances through RunSerializer: see serializers.RUN_LIST_COLUMNS.
+        rows = self.get_queryset().values(*s.RUN_LIST_COLUMNS.values())
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response([s.run_list_item(row) for row in page])
+
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         body = s.RunRequestSerializer(data=request.data, context=self.get_serializer_context())
         body.is_valid(raise_exception=True)
