@@ -1,7 +1,7 @@
 """Fan-out: one worker supervising 50 concurrent runs that one schedule fires at the same moment.
 
     .venv/bin/python bench/fanout.py [--concurrency 8 | --concurrency 4,8,16] [--targets 50] [--runtime 35]
-        [--rate-iops 50] [--db sqlite|postgres] [--tick-seconds 1] [--lead 10] [--timeout 300] [--per-run]
+        [--rate-iops 50] [--db sqlite|postgres] [--tick-seconds 1] [--lead 40] [--timeout 300] [--per-run]
         [--plain-worker] [--json]
 
 The stack is bench/start_precision.py's, set up by its functions: a fresh temporary directory, a migrated
@@ -357,7 +357,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --db postgres: the database to create, then drop (default %(default)s)")  # fmt: skip
     parser.add_argument("--tick-seconds", type=float, default=1.0,
                         help="BENCHWEB_TICK_SECONDS for beat (default 1; the product's default is 5)")  # fmt: skip
-    parser.add_argument("--lead", type=float, default=10.0, help="seconds from set-up to the fire (default 10)")
+    parser.add_argument("--lead", type=float, default=40.0,
+                        help="seconds from set-up to the fire (default 40: past the claim lead, so that the runs "
+                             "are claimed and launched ahead of the fire as in production)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for all runs (default 300)")
     parser.add_argument("--per-run", action="store_true", help="print one line per run")
     parser.add_argument("--plain-worker", action="store_true", help="start `celery -A benchweb worker` untraced")

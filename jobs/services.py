@@ -38,8 +38,10 @@ STALE_AFTER = timedelta(seconds=30)
 # A queued run no worker has taken for this long says so (and which queue it waits on).
 UNCLAIMED_AFTER = timedelta(seconds=60)
 # Runs are claimed and launched this long before their not_before; the wrapper waits on the host until
-# then, so neither the beat tick's period nor the SSH launch delays the start.
-CLAIM_LEAD = timedelta(seconds=float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")) + 10)
+# then, so neither the beat tick's period nor the SSH launch delays the start. 30 s covers a fan-out: one
+# worker's 8 threads launch 50 runs of one fire in ~10 s, longer while earlier runs load the machine
+# (bench/fanout.py: with 10 s of lead the last of 50 started 5.3 s late).
+CLAIM_LEAD = timedelta(seconds=float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")) + 30)
 # How long a launched wrapper may take to write its pid before it counts as dead.
 START_GRACE = timedelta(seconds=60)
 
