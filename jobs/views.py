@@ -191,7 +191,7 @@ def run_progress(request: HttpRequest, pk: int) -> JsonResponse:
             "state": run.state,
             "state_label": run.get_state_display(),
             "explanation": run.explanation,
-            "progress": run.progress,
+            "progress": run.live_progress(),
             "final": run.is_final,
         }
     )

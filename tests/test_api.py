@@ -686,3 +686,21 @@ def test_the_command_prints_a_working_token_once(ours):
     token = ApiToken.objects.get(name="cli")
     assert token.team == world.team and token.expires_at > timezone.now() + timedelta(days=6)
     assert client_for(secret).get("/api/v1/disks/").json()["count"] == 1
+
+
+def test_a_running_runs_elapsed_time_and_eta_move_on_between_polls(ours):
+    world, secret = ours
+    started = timezone.now() - timedelta(seconds=7)
+    stored = {"elapsed_s": 3.5, "eta_s": 6.5, "expected_s": 10, "read_iops": 61000.0}
+    Run.objects.filter(pk=world.run.pk).update(state=Run.State.RUNNING, started_at=started, progress=stored,
+                                               finished_at=None)  # fmt: skip
+    browser = Client()
+    browser.force_login(world.owner)
+    for progress in (
+        client_for(secret).get(f"/api/v1/runs/{world.run.pk}/").json()["progress"],
+        browser.get(f"/runs/{world.run.pk}/progress.json").json()["progress"],
+    ):
+        assert 7.0 <= progress["elapsed_s"] < 9 and 1 < progress["eta_s"] <= 3.0
+        assert progress["read_iops"] == 61000.0 and progress["expected_s"] == 10
+    Run.objects.filter(pk=world.run.pk).update(state=Run.State.SUCCEEDED, finished_at=timezone.now())
+    assert client_for(secret).get(f"/api/v1/runs/{world.run.pk}/").json()["progress"] == stored

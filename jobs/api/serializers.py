@@ -460,6 +460,10 @@ def run_list_item(row: dict[str, Any]) -> dict[str, Any]:
 
 
 class RunDetailSerializer(RunSerializer):
+    progress = serializers.JSONField(
+        source="live_progress", read_only=True, help_text="The last poll's progress, elapsed_s and eta_s as of now."
+    )
+
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "limits_snapshot", "command", "exit_status",
