@@ -496,14 +496,19 @@ class Run(models.Model):
     def is_final(self) -> bool:
         return self.state in self.FINAL_STATES
 
+    @staticmethod
+    def clock(started: Any, expected_s: float, now: Any) -> dict[str, float]:
+        """elapsed_s and eta_s, as a poll stores them in `progress`, for a run started at `started`."""
+        elapsed = max(0.0, (now - started).total_seconds())
+        return {"elapsed_s": round(elapsed, 1), "eta_s": max(0.0, round(expected_s - elapsed, 1))}
+
     def live_progress(self) -> dict[str, Any]:
         """The progress of the last poll, with elapsed time and ETA as of now. Near its end a run's poll waits
         on the host for the finish, so without this the bar would stand still for those seconds."""
         progress = dict(self.progress or {})
         expected = progress.get("expected_s")
         if self.state == self.State.RUNNING and self.started_at and expected:
-            elapsed = max(0.0, (timezone.now() - self.started_at).total_seconds())
-            progress |= {"elapsed_s": round(elapsed, 1), "eta_s": max(0.0, round(expected - elapsed, 1))}
+            progress |= self.clock(self.started_at, expected, timezone.now())
         return progress
 
 

@@ -453,10 +453,8 @@ def _still_running(run: Run, status: remote.PollResult, tool: runner.Tool) -> st
         Run.objects.filter(pk=run.pk).exclude(started_at=started).update(started_at=started)
         run.started_at = started
     progress = tool.progress(status.tail, run.parameters)
-    elapsed = max(0.0, (now - started).total_seconds())
     expected = runner.expected_seconds(run.parameters)
-    progress |= {"elapsed_s": round(elapsed, 1), "eta_s": max(0.0, round(expected - elapsed, 1)),
-                 "expected_s": expected}  # fmt: skip
+    progress |= Run.clock(started, expected, now) | {"expected_s": expected}
     Run.objects.filter(pk=run.pk, state=Run.State.RUNNING).update(
         progress=progress, heartbeat_at=now, explanation="running"
     )

@@ -64,8 +64,10 @@ def _redis_text(url: str) -> str:
             values = client.lrange(key, 0, -1)
         elif kind == "hash":
             values = [item for pair in client.hgetall(key).items() for item in pair]
-        elif kind in ("set", "zset"):
-            values = list(client.smembers(key)) if kind == "set" else client.zrange(key, 0, -1)
+        elif kind == "set":
+            values = list(client.smembers(key))
+        elif kind == "zset":
+            values = client.zrange(key, 0, -1)
         else:
             values = []
         parts.append(key.decode(errors="replace"))

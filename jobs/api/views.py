@@ -39,8 +39,6 @@ from jobs.tools.summary import ParseError
 
 MAX_ID = 2**63 - 1
 NEXT_FIRES_MAX = 50
-# Bulky text columns a list of runs never shows.
-BULKY = ("raw_output", "raw_stderr", "command", "summary", "parameters", "limits_snapshot")
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -379,17 +377,16 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
     def get_queryset(self) -> QuerySet:
         if self.fake:
             return Run.objects.none()
-        runs = Run.objects.filter(team=self.team).select_related("disk", "created_by")
+        runs = Run.objects.filter(team=self.team)
         if self.action == "list":
             filters = RunFilter(data=self.request.query_params)
             filters.is_valid(raise_exception=True)
-            return filters.apply(runs.defer(*BULKY))
-        return runs
+            # Plain values, not model instances through RunSerializer: see serializers.RUN_LIST_COLUMNS.
+            return filters.apply(runs).values(*s.RUN_LIST_COLUMNS.values())
+        return runs.select_related("disk", "created_by")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        # Plain values, not model instances through RunSerializer: see serializers.RUN_LIST_COLUMNS.
-        rows = self.get_queryset().values(*s.RUN_LIST_COLUMNS.values())
-        page = self.paginate_queryset(rows)
+        page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response([s.run_list_item(row) for row in page])
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
