@@ -20,6 +20,13 @@ class AuditEvent(models.Model):
         MEMBER_ADDED = "member.added", "Member added"
         MEMBER_ROLE_CHANGED = "member.role_changed", "Member's role changed"
         MEMBER_REMOVED = "member.removed", "Member removed"
+        INVITATION_CREATED = "invitation.created", "Invitation sent"
+        INVITATION_ACCEPTED = "invitation.accepted", "Invitation accepted"
+        INVITATION_DECLINED = "invitation.declined", "Invitation declined"
+        INVITATION_REVOKED = "invitation.revoked", "Invitation revoked"
+        HOST_KEY_REFUSED = "host_key.refused", "Connection refused (host key changed)"
+        DISK_IDENTITY_RECORDED = "disk.identity_recorded", "Disk identity recorded"
+        DISK_IDENTITY_REFUSED = "disk.identity_refused", "Write refused (a different disk at the path)"
 
     team = models.ForeignKey("jobs.Team", on_delete=models.CASCADE, related_name="audit_events", null=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)

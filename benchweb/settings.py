@@ -216,6 +216,12 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 # The API (api/): personal tokens (Authorization: Bearer ...) or the browser session with its CSRF check.
+# Request bodies are read into memory up to this size (Django's default is 2.5 MiB). An import takes up to
+# MAX_IMPORT_CHARS (2,000,000) characters, which a form post (percent-encoded, up to 3 bytes a character) or a
+# JSON body (escaped) can make several times larger; 16 MiB leaves that to the import's own limit, with its
+# message. Larger bodies get 413 with the limit and the way round it (jobs/errors.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 2**20
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "jobs.api.auth.TokenAuthentication",
@@ -224,9 +230,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "jobs.api.pagination.Pagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "jobs.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "jobs.api.views.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON bodies only: a form cannot say null, so its schema would promise what it cannot carry. The import
+    # endpoint adds multipart for files.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
 }
 # OpenAPI 3 at /api/schema/, Swagger UI at /api/docs/, its files served from here (drf-spectacular-sidecar).
 SPECTACULAR_SETTINGS = {
@@ -253,6 +262,9 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker waits for its broker as long as it takes (Redis restarting, a host rebooting) instead of exiting
+# after 100 attempts; benchweb.celery keeps a restart from ending it while it holds a message.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TIMEZONE = "UTC"
 # Celery's Django fix-up closes every database connection around every task unless this is set; then it
 # recycles them only every 2 x this many tasks, and benchweb.celery applies Django's own per-request rule

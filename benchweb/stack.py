@@ -4,12 +4,18 @@ web server, a Celery worker and Celery beat, supervised together.
 Each child runs in its own session, so Ctrl-C reaches only this supervisor, which then stops every
 child's whole process group (the worker's pool and gunicorn's workers included). Children also get
 SIGTERM from the kernel if this supervisor dies without cleaning up (PR_SET_PDEATHSIG).
+
+A child that dies once the stack is up is restarted with the same command (the embedded Redis on the same
+socket, with its append-only file) after a delay that starts at RESTART_FIRST_S and doubles with each crash in
+a row up to RESTART_MAX_S; one that stayed up STABLE_AFTER_S starts again from the shortest delay. A child
+that keeps crashing is said to, and still restarted: the rest of the stack (and the runs it watches) goes on.
 """
 
 from __future__ import annotations
 
 import ctypes
 import fcntl
+import io
 import json
 import os
 import signal
@@ -25,6 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("BENCHWEB_VAR_DIR", ROOT / "var")).resolve()
 PYTHON = sys.executable
 PR_SET_PDEATHSIG = 1
+RESTART_FIRST_S = 1.0
+RESTART_MAX_S = 60.0
+STABLE_AFTER_S = 60.0
+CRASH_LOOP_COUNT = 5
 
 
 class StackError(Exception):
@@ -38,32 +48,84 @@ def _die_with_parent() -> None:
 class Child:
     def __init__(self, name: str, argv: list[str], env: dict[str, str]) -> None:
         self.name = name
+        self.argv = argv
+        self.env = env
+        self.delay = 0.0
+        self.restart_at: float | None = None
+        self.crashes_in_a_row = 0
+        self._start(time.monotonic())
+
+    def _start(self, now: float) -> None:
+        self.started_at = now
         self.process = subprocess.Popen(
-            argv,
+            self.argv,
             cwd=ROOT,
-            env=env,
+            env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
-        threading.Thread(target=self._relay, daemon=True).start()
+        threading.Thread(target=self._relay, args=(self.process.stdout,), daemon=True).start()
 
-    def _relay(self) -> None:
-        assert self.process.stdout is not None
-        for line in iter(self.process.stdout.readline, b""):
+    def _relay(self, stdout: io.BufferedReader) -> None:
+        for line in iter(stdout.readline, b""):
             sys.stdout.write(f"[{self.name}] {line.decode(errors='replace')}")
             sys.stdout.flush()
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def supervise(self, now: float) -> None:
+        """Restart this child once it died and its delay has passed."""
+        if self.restart_at is None:
+            if self._leader_exited():
+                self._schedule_restart(now)
+        elif now >= self.restart_at:
+            self.restart_at = None
+            self._start(now)
+            print(f"benchweb: {self.name} restarted (pid {self.process.pid})", flush=True)
+
+    def _leader_exited(self) -> bool:
+        """Whether the child itself exited. What it left in its group (gunicorn's workers, say) is killed before
+        it is reaped: until then its pid, the group's id, cannot be given to an unrelated process."""
+        if self.process.returncode is None:
+            try:
+                if os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                    return False
+            except ChildProcessError:
+                pass  # already reaped by a poll()
+            self.signal_group(signal.SIGKILL)
+        self.process.wait()
+        return True
+
+    def _schedule_restart(self, now: float) -> None:
+        if now - self.started_at >= STABLE_AFTER_S:
+            self.crashes_in_a_row = 0
+        self.crashes_in_a_row += 1
+        self.delay = min(RESTART_FIRST_S * 2 ** (self.crashes_in_a_row - 1), RESTART_MAX_S)
+        self.restart_at = now + self.delay
+        looping = self.crashes_in_a_row >= CRASH_LOOP_COUNT
+        print(
+            f"benchweb: {self.name} {_exit_text(self.process.returncode)}; restarting it in {self.delay:.0f} s"
+            + (f" (it crashed {self.crashes_in_a_row} times in a row, each within {STABLE_AFTER_S:.0f} s of "
+               f"starting: see its lines above; it is restarted at most every {RESTART_MAX_S:.0f} s until it "
+               "stays up or Ctrl-C stops everything)" if looping else ""),
+            flush=True,
+        )  # fmt: skip
+
     def signal_group(self, signum: int) -> None:
         try:
             os.killpg(self.process.pid, signum)
         except ProcessLookupError:
             pass
+
+
+def _exit_text(returncode: int) -> str:
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    return f"exited with status {returncode}"
 
 
 def _lock_or_explain(lock_path: Path, state_path: Path) -> int:
@@ -250,8 +312,7 @@ def run() -> int:
         print(f"\nbenchweb is running at {url}  (Ctrl-C stops it)\n", flush=True)
         while not stopping.wait(0.5):
             for child in children:
-                if not child.alive():
-                    raise StackError(f"{child.name} exited with status {child.process.returncode}; stopping the rest")
+                child.supervise(time.monotonic())
         print("\nbenchweb: stopping ...", flush=True)
         return 0
     except StackError as exc:

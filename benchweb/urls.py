@@ -9,3 +9,6 @@ urlpatterns = [
     path("", include("audit.urls")),
     path("", include("jobs.urls")),
 ]
+# A body over the upload limit gets JSON under /api/ and a page that says what to do elsewhere (jobs/errors.py).
+handler400 = "jobs.errors.bad_request"
+handler404 = "jobs.errors.not_found"

@@ -1,4 +1,5 @@
-"""Your team and your access: switch team, the team's members (owners change them), personal API tokens."""
+"""Your team and your access: switch team, the team's members (owners invite and change them), invitations
+to answer, personal API tokens."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
@@ -18,7 +20,7 @@ from audit import log as audit
 from audit.models import AuditEvent
 from jobs import teams
 from jobs.api.models import ApiToken
-from jobs.models import Membership
+from jobs.models import Invitation, Membership
 
 
 def _membership(request: HttpRequest) -> Membership:
@@ -41,7 +43,9 @@ def switch_team(request: HttpRequest) -> HttpResponse:
 
 
 class AddMemberForm(forms.Form):
-    user = forms.CharField(label="Username or email", max_length=254, help_text="They sign up first.")
+    user = forms.CharField(
+        label="Username or email", max_length=254, help_text="They join once they accept the invitation."
+    )
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MEMBER)
 
 
@@ -55,28 +59,75 @@ def members(request: HttpRequest) -> HttpResponse:
             raise PermissionDenied("Only the team's owners change its members.")
         if form.is_valid():
             try:
-                user = teams.find_user(form.cleaned_data["user"])
+                invitation = teams.invite(team, request.user, form.cleaned_data["user"], form.cleaned_data["role"])
             except teams.MembershipRefused as exc:
                 form.add_error("user", str(exc))
             else:
-                added, created = Membership.objects.get_or_create(
-                    user=user, team=team, defaults={"role": form.cleaned_data["role"]}
-                )
-                if not created:
-                    form.add_error("user", f"{user.get_username()} is already in this team; change their role below.")
-                else:
-                    audit.record(team, request.user, AuditEvent.Action.MEMBER_ADDED, added,
-                                 member=user.get_username(), role=added.role)  # fmt: skip
-                    messages.success(request, f"{user.get_username()} joined {team.name} as {added.role}.")
-                    return redirect("members")
+                messages.success(request, teams.invited_message(invitation))
+                return redirect("members")
     context = {
         "team": team,
         "is_owner": is_owner,
         "form": form,
         "members": team.memberships.select_related("user").order_by("created_at", "pk"),
+        "invitations": team.invitations.pending().select_related("invited_by") if is_owner else [],
         "roles": Membership.Role.choices,
     }
     return render(request, "jobs/account/members.html", context)
+
+
+@login_required
+@require_POST
+def invitation_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    mine = _membership(request)
+    if mine.role != Membership.Role.OWNER:
+        raise PermissionDenied("Only the team's owners change its members.")
+    invitation = get_object_or_404(Invitation, pk=pk, team=mine.team)
+    teams.revoke(invitation, request.user)
+    messages.success(request, f"The invitation of {invitation.invited_as} is withdrawn; it can no longer be accepted.")
+    return redirect("members")
+
+
+# ----------------------------------------------------------------------------------------- invitations
+
+
+@login_required
+def invitations(request: HttpRequest) -> HttpResponse:
+    """The invitations waiting for the signed-in person, to accept or decline."""
+    return render(request, "jobs/account/invitations.html", {"invitations": teams.pending_invitations(request.user)})
+
+
+@login_required
+@require_POST
+def invitation_answer(request: HttpRequest, token: str) -> HttpResponse:
+    # Someone else's invitation is a 404, as if it did not exist.
+    invitation = get_object_or_404(Invitation.objects.select_related("team"), token=token, user=request.user)
+    answer = request.POST.get("answer")
+    if answer not in ("accept", "decline"):
+        messages.error(request, "Choose Accept or Decline.")
+        return redirect("invitations")
+    try:
+        if answer == "accept":
+            membership = teams.accept(invitation, request.user)
+        else:
+            teams.decline(invitation, request.user)
+    except teams.MembershipRefused as exc:
+        messages.error(request, str(exc))
+        return redirect("invitations")
+    if answer == "decline":
+        messages.info(request, f"You declined the invitation to {invitation.team.name}.")
+        return redirect("invitations")
+    request.session[teams.SESSION_KEY] = membership.team_id
+    messages.success(request, f"You joined {membership.team.name} as {membership.role} and now work in it.")
+    return redirect("overview")
+
+
+class SignupForm(UserCreationForm):
+    """Django's sign-up with an optional email address: invitations sent to it wait for the new account."""
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("username", "email")
+        help_texts = {"email": "Optional. An invitation to a team sent to this address waits for you."}
 
 
 @login_required

@@ -96,6 +96,8 @@ class DiskAdmin(admin.ModelAdmin):
     list_display = ["label", "host", "target_path", "kind", "disk_type", "size", "stripes", "allow_destructive"]
     list_filter = ["kind", "disk_type", "allow_destructive"]
     search_fields = ["label", "target_path", "host__name"]
+    # What the host said the target is; recorded by benchweb (the disk page's Record identity), never typed.
+    readonly_fields = ["identity", "identity_recorded_at", "identity_note"]
 
 
 @admin.register(Profile)

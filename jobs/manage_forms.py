@@ -22,7 +22,7 @@ from jobs.tools import options
 THROUGHPUT_UNITS = {"MB/s": 10**6, "MiB/s": 2**20}
 THROUGHPUT_FIELDS = ("spec_bytes_per_s", "spec_burst_bytes_per_s", "instance_bytes_per_s_cap")
 # Pasted or uploaded output travels back to the browser for confirmation, and Django refuses form bodies
-# above DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB by default); larger outputs go through `import_results`.
+# above DATA_UPLOAD_MAX_MEMORY_SIZE (16 MiB, benchweb/settings.py); larger outputs go through `import_results`.
 MAX_IMPORT_CHARS = 2_000_000
 MAX_IMPORT_FILES = 20
 
@@ -425,6 +425,8 @@ class MultipleFileField(forms.FileField):
 def _not_future(moment: Any) -> Any:
     if moment and moment > timezone.now():
         raise ValidationError("This is in the future: give when the run finished, or leave it empty for now.")
+    if moment and moment.year < 1970:  # services.import_result refuses it too; here it is shown on the field
+        raise ValidationError("This is before 1970: give when the run finished, or leave it empty for now.")
     return moment
 
 

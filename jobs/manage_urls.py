@@ -12,6 +12,7 @@ urlpatterns = [
     path("hosts/<int:pk>/test/", views.host_test, name="host_test"),
     path("hosts/<int:host_pk>/disks/new/", views.disk_edit, name="disk_new"),
     path("disks/<int:pk>/edit/", views.disk_edit, name="disk_edit"),
+    path("disks/<int:pk>/identity/", views.disk_record_identity, name="disk_record_identity"),
     path("disks/limits-preview.json", views.disk_limits_preview, name="disk_limits_preview"),
     path("profiles/", views.profile_list, name="profile_list"),
     path("profiles/new/", views.profile_edit, name="profile_new"),

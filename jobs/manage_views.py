@@ -32,7 +32,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import limits, services, ssh, teams, timeseries, units
+from jobs import limits, safety, services, ssh, teams, timeseries, units
 from jobs.manage_forms import (
     MAX_IMPORT_CHARS,
     DiskForm,
@@ -102,7 +102,7 @@ class ConnectionTest:
     output: str = ""
 
 
-def _connection_test(host: Host) -> ConnectionTest:
+def _connection_test(host: Host, user: Any = None) -> ConnectionTest:
     if not host.has_pinned_key:
         return ConnectionTest(
             False,
@@ -130,6 +130,7 @@ def _connection_test(host: Host) -> ConnectionTest:
         with ssh.connect(target, timeout=15) as conn:
             result = conn.run(command, timeout=30)
     except ssh.SSHError as exc:
+        services.note_ssh_refusal(host, exc, user=user)
         return ConnectionTest(False, str(exc))
     output = (result.stdout + result.stderr).decode("utf-8", errors="replace").strip()
     if "fio-" in output:
@@ -148,7 +149,7 @@ def host_test(request: HttpRequest, pk: int) -> HttpResponse:
     result = None
     if request.method == "POST":
         _require_change(request, host.team)
-        result = _connection_test(host)
+        result = _connection_test(host, request.user)
     context = {
         "host": host,
         "result": result,
@@ -184,8 +185,11 @@ def disk_edit(request: HttpRequest, pk: int | None = None, host_pk: int | None =
     if request.method == "POST":
         _require_change(request, team)
         if form.is_valid():
+            new_target = disk.pk is None or {"target_path", "kind"} & set(form.changed_data)
             disk = form.save()
             messages.success(request, f"Disk {disk.label} saved; its theoretical limits are on this page.")
+            if new_target:
+                _identify(request, disk, services.identify_new_target(disk, request.user))
             return redirect("disk_detail", pk=disk.pk)
     context = {
         "form": form,
@@ -195,6 +199,28 @@ def disk_edit(request: HttpRequest, pk: int | None = None, host_pk: int | None =
         "can_change": _can_change(request, team),
     }
     return render(request, "jobs/manage/disk_form.html", context)
+
+
+@login_required
+@require_POST
+def disk_record_identity(request: HttpRequest, pk: int) -> HttpResponse:
+    """Record what the target is now, e.g. after the disk was replaced on purpose."""
+    disk = _disk_for_user(request, pk)
+    _require_change(request, disk.team)
+    try:
+        services.record_disk_identity(disk, request.user)
+    except services.IdentityUnavailable as exc:
+        _identify(request, disk, str(exc))
+    else:
+        _identify(request, disk, "")
+    return redirect("disk_detail", pk=disk.pk)
+
+
+def _identify(request: HttpRequest, disk: Disk, problem: str) -> None:
+    if problem:
+        messages.warning(request, problem)
+    else:
+        messages.info(request, f"Identity of {disk.target_path} recorded: {safety.describe_identity(disk.identity)}.")
 
 
 @login_required

@@ -13,7 +13,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from jobs import crypto, limits, scheduling, timeseries
+from jobs import crypto, limits, paths, safety, scheduling, timeseries
 
 
 class Team(models.Model):
@@ -40,6 +40,52 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team} ({self.role})"
+
+
+class InvitationQuerySet(models.QuerySet):
+    def pending(self) -> InvitationQuerySet:
+        return self.filter(
+            accepted_at__isnull=True, declined_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now()
+        )
+
+
+class Invitation(models.Model):
+    """An owner's offer of a role in a team; the membership exists only once the invited person accepts.
+
+    `invited_as` is what the owner typed and all the owner ever sees: whether an account answers to it is not
+    shown, so the form cannot be used to find out which usernames exist. `user` is the account it was bound to
+    (at invitation, or at sign-up with the invited email), and only that account may accept or decline it.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    invited_as = models.CharField(max_length=254, help_text="The username or email the owner typed.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="invitations"
+    )
+    role = models.CharField(max_length=10, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    token = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    declined_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["user", "expires_at"], name="invitation_user_expires")]
+
+    def __str__(self) -> str:
+        return f"{self.invited_as} to {self.team} ({self.role})"
+
+    @property
+    def is_pending(self) -> bool:
+        answered = self.accepted_at or self.declined_at or self.revoked_at
+        return not answered and self.expires_at > timezone.now()
 
 
 class Credential(models.Model):
@@ -127,8 +173,16 @@ class Host(models.Model):
         return self.name
 
     def clean(self) -> None:
+        errors: dict[str, str] = {}
         if self.credential_id and self.credential.team_id != self.team_id:
-            raise ValidationError({"credential": "Choose a credential of this host's team."})
+            errors["credential"] = "Choose a credential of this host's team."
+        if self.run_base_dir:
+            try:
+                paths.check(self.run_base_dir, field="run directory", home=True)
+            except paths.PathError as exc:
+                errors["run_base_dir"] = str(exc)
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def has_pinned_key(self) -> bool:
@@ -163,6 +217,11 @@ class Disk(models.Model):
     allow_destructive = models.BooleanField(
         default=False, help_text="Allow write profiles on this target. Writes to a block device destroy its data."
     )
+    # What the host said the target is (WWN, serial, by-id path, loop backing file; the filesystem UUID of a
+    # directory), so a different disk attached at the same path is refused before a write run touches it.
+    identity = models.JSONField(default=dict, blank=True, editable=False)
+    identity_recorded_at = models.DateTimeField(null=True, blank=True, editable=False)
+    identity_note = models.CharField(max_length=500, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -182,11 +241,23 @@ class Disk(models.Model):
     def limits(self, block_size: int | None = None) -> limits.Limits:
         return limits.evaluate(self.spec(), block_size=block_size)
 
+    def identity_description(self) -> str:
+        return safety.describe_identity(self.identity)
+
     def clean(self) -> None:
+        errors: dict[str, str] = {}
         try:
             limits.evaluate(self.spec())
         except limits.SpecError as exc:
-            raise ValidationError({SPEC_FIELDS.get(exc.field, "disk_type"): str(exc)}) from exc
+            errors[SPEC_FIELDS.get(exc.field, "disk_type")] = str(exc)
+        try:
+            # An empty or relative path is the field's own error (blank=False and its validator): said once.
+            if self.target_path.startswith("/"):
+                paths.check(self.target_path, field="target path")
+        except paths.PathError as exc:
+            errors["target_path"] = str(exc)
+        if errors:
+            raise ValidationError(errors)
 
 
 # limits.Spec field -> Disk field, so a spec error lands on the form field the user typed.
@@ -454,6 +525,8 @@ class Run(models.Model):
         null=True, blank=True, help_text="The disk's limits when the run was made (scheduled runs: when it launched)."
     )
     destructive = models.BooleanField(default=False)
+    # Things a person should know that did not stop the run, e.g. a directory disk now on another filesystem.
+    warnings = models.JSONField(default=list, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

@@ -13,6 +13,12 @@ No worker waits for a run: each call here is one short SSH command, and a worker
 loses nothing, because the next poll reads the same files. `flock -n` on a per-target lock file keeps
 two benchmarks off one target even if the database were wrong, and `timeout` kills a runaway on the
 target when no worker is left to cancel it.
+
+Paths are data, never text to re-parse. Every path sent passes jobs/paths.py first; the run directory is
+computed here as <base>/<uuid>, the host only confirms the base it resolved; and every answer is a marker
+and then fields that each end with a NUL byte, which no shell value can hold, so no value (a path, a file
+the run wrote, the tail of its output) can end a field early or forge another. The clean-up removes only
+<base>/<uuid>, compared on the host with the base it resolves itself.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+import uuid
 from dataclasses import dataclass
 
+from jobs import paths
 from jobs.ssh import Connection, SSHError
 
 # flock's exit status when the lock is held (-E); chosen outside the tools' own statuses.
@@ -61,16 +69,43 @@ class PollResult:
 
 def base_expression(base: str) -> str:
     """The run directory base as a shell expression; a leading ~ means the login user's home on the target."""
+    in_home, rest = _split_base(base)
+    if in_home:
+        return '"$HOME"' + (f"/{q(rest)}" if rest else "")
+    return q(rest)
+
+
+def resolved_base(base: str, home: str) -> str:
+    """What base_expression(base) is on a host whose login user's home is `home`: the same string operations."""
+    in_home, rest = _split_base(base)
+    if not in_home:
+        return rest
+    return home + (f"/{rest}" if rest else "")
+
+
+def run_dir_for(resolved: str, run_uuid: str) -> str:
+    return f"{resolved}/{_checked_uuid(run_uuid)}"
+
+
+def _split_base(base: str) -> tuple[bool, str]:
+    """(whether the base is in the login user's home, the rest of it without trailing slashes)."""
     base = base or DEFAULT_BASE
-    if base == "~":
-        return '"$HOME"'
-    if base.startswith("~/"):
-        return '"$HOME"/' + q(base[2:].rstrip("/"))
-    if base.startswith("/"):
-        return q(base.rstrip("/") or "/")
-    raise RemoteError(
-        f"the run directory base must be absolute or start with ~/ (got {base!r}); fix it on the host page"
-    )
+    try:
+        paths.check(base, field="run directory", home=True)
+    except paths.PathError as exc:
+        raise RemoteError(f"{exc} Fix it on the host page; nothing was sent to the host.") from exc
+    if base == "~" or base.startswith("~/"):
+        return True, base[2:].rstrip("/")
+    return False, base.rstrip("/") or "/"
+
+
+def _checked_uuid(run_uuid: str) -> str:
+    try:
+        if str(uuid.UUID(run_uuid)) == run_uuid:
+            return run_uuid
+    except ValueError:
+        pass
+    raise RemoteError(f"{run_uuid!r} is not a run UUID; nothing was sent to the host")
 
 
 @dataclass(frozen=True)
@@ -85,38 +120,90 @@ class Preflight:
 
 def preflight(conn: Connection, base: str, run_uuid: str, tool_check: str, safety_script: str) -> Preflight:
     """One round trip before a launch: make the run directory, say whether this UUID was already launched,
-    check the tool, and run the read-only safety probe (every shell start costs ~0.1-0.3 s on a busy host)."""
-    script = f"""base={base_expression(base)}
-case "$base" in /*) ;; *) echo "benchweb_error=the login user's home is not an absolute path ($base)"; exit 0;; esac
-d="$base"/{q(run_uuid)}
-if ! mkdir -p "$d" "$base/../locks" 2>/dev/null; then echo "benchweb_error=cannot create $d"; exit 0; fi
-echo "benchweb_base=$base"
-echo "benchweb_run_dir=$d"
-if [ -d "$d/launched" ]; then echo benchweb_launched=yes; else echo benchweb_launched=no; fi
-echo ---benchweb-tool---
-( {tool_check} ) 2>&1
-echo "---benchweb-tool-status=$?---"
+    check the tool, and run the read-only safety probe (every shell start costs ~0.1-0.3 s on a busy host).
+
+    The answer: the marker, then answer, $HOME, the base the host resolved, launched, the tool check's
+    status and its output's length in bytes, each ended by NUL; then that many bytes of tool output; then
+    the safety report. The run directory is not read back: it is <base>/<uuid>, computed here."""
+    expression = base_expression(base)
+    d = q(_checked_uuid(run_uuid))
+    home_check = 'case "$HOME" in /*) ;; *) answer=home;; esac\n' if expression.startswith('"$HOME"') else ""
+    script = f"""base={expression}
+d="$base"/{d}
+answer=ok launched=no
+{home_check}[ $answer = ok ] && ! mkdir -p "$d" "$base/../locks" 2>/dev/null && answer=mkdir
+[ $answer = ok ] && [ -d "$d/launched" ] && launched=yes
+printf '\\0benchweb-preflight\\0%s\\0%s\\0%s\\0%s\\0' "$answer" "$HOME" "$base" "$launched"
+[ $answer = ok ] || exit 0
+( {tool_check} ) >"$d/preflight.out" 2>&1
+status=$?
+printf '%s\\0%s\\0' "$status" "$(wc -c <"$d/preflight.out")"
+cat "$d/preflight.out"; rm -f "$d/preflight.out"
 (
 {safety_script}
 )
 """
-    out = conn.run(script, timeout=120).stdout.decode(errors="replace")
-    head, _, rest = out.partition("---benchweb-tool---\n")
-    facts = dict(line.split("=", 1) for line in head.splitlines() if line.startswith("benchweb_") and "=" in line)
-    if "benchweb_error" in facts:
-        raise RemoteError(facts["benchweb_error"])
-    if "benchweb_run_dir" not in facts:
+    out = conn.run(script, timeout=120).stdout
+    (answer, home, resolved, launched), rest = answer_fields(out, "preflight", 4)
+    if answer == "home":
+        raise RemoteError(
+            f"the login user's home on the host is not an absolute path (HOME={paths.shown(home)}), so the run "
+            f"directory {base!r} means nothing there; set an absolute run directory on the host page"
+        )
+    if answer == "mkdir":
+        raise RemoteError(
+            f"cannot create the run directory in {paths.shown(resolved)} on the host; check that the login user may "
+            "write there, or choose another run directory on the host page"
+        )
+    if answer != "ok":
         raise RemoteError(f"the preflight on the host answered {out[:300]!r}")
-    tool_output, marker, safety_report = rest.partition("---benchweb-tool-status=")
-    status, _, safety_report = safety_report.partition("---\n")
+    expected = resolved_base(base, home)
+    _check_resolved(resolved, expected)
+    (status, length), rest = _fields(rest, 2, out)
+    size = _int_or_none(length.strip())
+    if size is None or size > len(rest):
+        raise RemoteError(f"the preflight on the host answered a tool check of {length!r} bytes: {out[:300]!r}")
     return Preflight(
-        base=facts["benchweb_base"],
-        run_dir=facts["benchweb_run_dir"],
-        launched=facts.get("benchweb_launched") == "yes",
-        tool_status=_int_or_none(status) if marker else None,
-        tool_output=tool_output,
-        safety_report=safety_report,
+        base=resolved,
+        run_dir=run_dir_for(resolved, run_uuid),
+        launched=launched == "yes",
+        tool_status=_int_or_none(status),
+        tool_output=rest[:size].decode(errors="replace"),
+        safety_report=rest[size:].decode(errors="replace"),
     )
+
+
+def _check_resolved(resolved: str, expected: str) -> None:
+    """The base the host used is the one benchweb computed, and one that may hold run directories."""
+    if resolved != expected:
+        raise RemoteError(
+            f"the host resolved the run directory to {paths.shown(resolved)}, not {paths.shown(expected)}; nothing was "
+            "started: check the login user's home and the run directory on the host page"
+        )
+    try:
+        paths.check(resolved, field="run directory as the host resolved it (check the login user's home)")
+    except paths.PathError as exc:
+        raise RemoteError(f"{exc} Nothing was started.") from exc
+
+
+def answer_fields(out: bytes, marker: str, count: int) -> tuple[list[str], bytes]:
+    """The `count` fields after NUL <marker> NUL, each ended by NUL, and the bytes after them.
+
+    What comes before the marker (a login banner) does not count. A shell value cannot hold a NUL byte,
+    so no value, whatever characters it has, can end its own field early or make up another."""
+    head = b"\0benchweb-" + marker.encode() + b"\0"
+    start = out.find(head)
+    if start < 0:
+        raise RemoteError(f"the {marker} on the host answered {out[:300]!r}")
+    return _fields(out[start + len(head) :], count, out)
+
+
+def _fields(data: bytes, count: int, out: bytes) -> tuple[list[str], bytes]:
+    parts = data.split(b"\0", count)
+    if len(parts) <= count:
+        raise RemoteError(f"the host's answer ended early: {out[:300]!r}")
+    # surrogateescape keeps bytes that are not UTF-8 visible to jobs/paths.py, which refuses them.
+    return [part.decode("utf-8", "surrogateescape") for part in parts[:count]], parts[count]
 
 
 def lock_path_for(base: str, target_path: str) -> str:
@@ -158,10 +245,9 @@ sleep "$delay" 2>/dev/null || sleep "${{delay%.*}}"
 
 
 def launch(conn: Connection, plan: Plan) -> bool:
-    """Upload the files (SFTP starts no shell) and start the run detached; False when this UUID was already
-    launched: the atomic mkdir makes a second launch a no-op, never a second benchmark."""
-    for name, data in plan.files.items():
-        conn.put_file(f"{plan.run_dir}/{name}", data, mode=0o700 if name.endswith(".sh") else 0o600)
+    """Start the uploaded run (see upload) detached; False when this UUID was already launched: the atomic
+    mkdir makes a second launch a no-op, never a second benchmark. From the moment this command is sent the
+    host may have started the run, whatever happens to its answer: the caller records that first."""
     result = conn.run(
         f"cd {q(plan.run_dir)} && if mkdir launched 2>/dev/null; then "
         f"setsid sh run.sh </dev/null >wrapper.log 2>&1 & echo started; else echo already; fi",
@@ -178,32 +264,31 @@ def poll(conn: Connection, run_dir: str, tail_file: str, *, wait_s: float = 0) -
     near a run's expected end this notices the finish within 0.1 s instead of a poll interval later."""
     d = q(run_dir)
     tenths = max(0, min(100, int(wait_s * 10)))
+    # The answer: the marker, then state, pid, started and exit, each ended by NUL; then the tail.
     script = f"""d={d}
-if [ ! -d "$d" ]; then echo state=vanished; exit 0; fi
+if [ ! -d "$d" ]; then printf '\\0benchweb-poll\\0vanished\\0\\0\\0\\0'; exit 0; fi
 i=0; while [ $i -lt {tenths} ] && [ ! -f "$d/status" ]; do sleep 0.1; i=$((i+1)); done
 pid=$(cat "$d/pid" 2>/dev/null)
-echo pid=$pid
-echo started=$(cat "$d/started" 2>/dev/null)
-if [ -f "$d/status" ]; then echo state=finished; echo exit=$(cat "$d/status")
-elif [ -n "$pid" ] && ps -p "$pid" -o args= 2>/dev/null | grep -q run.sh; then echo state=running
-elif [ -d "$d/launched" ] && [ -z "$pid" ]; then echo state=starting
-elif [ -d "$d/launched" ]; then echo state=dead
-else echo state=unlaunched; fi
-echo ---tail---
-tail -c {TAIL_BYTES} "$d/{tail_file}" 2>/dev/null || true
+started=$(cat "$d/started" 2>/dev/null)
+status=
+if [ -f "$d/status" ]; then state=finished; status=$(cat "$d/status")
+elif [ -n "$pid" ] && ps -p "$pid" -o args= 2>/dev/null | grep -q run.sh; then state=running
+elif [ -d "$d/launched" ] && [ -z "$pid" ]; then state=starting
+elif [ -d "$d/launched" ]; then state=dead
+else state=unlaunched; fi
+printf '\\0benchweb-poll\\0%s\\0%s\\0%s\\0%s\\0' "$state" "$pid" "$started" "$status"
+tail -c {TAIL_BYTES} "$d/"{q(tail_file)} 2>/dev/null || true
 """
-    out = conn.run(script, timeout=60 + wait_s).stdout.decode(errors="replace")
-    head, _, tail = out.partition("---tail---\n")
-    facts = dict(line.split("=", 1) for line in head.splitlines() if "=" in line)
-    state = facts.get("state", "")
+    out = conn.run(script, timeout=60 + wait_s).stdout
+    (state, pid, started, status), tail = answer_fields(out, "poll", 4)
     if state not in {"running", "starting", "finished", "dead", "vanished", "unlaunched"}:
-        raise RemoteError(f"poll on the host answered {head[:300]!r}")
+        raise RemoteError(f"poll on the host answered {out[:300]!r}")
     return PollResult(
         state=state,
-        exit_status=_int_or_none(facts.get("exit")),
-        tail=tail,
-        pid=_int_or_none(facts.get("pid")),
-        started_epoch=_float_or_none(facts.get("started")),
+        exit_status=_int_or_none(status),
+        tail=tail.decode(errors="replace"),
+        pid=_int_or_none(pid),
+        started_epoch=_float_or_none(started),
     )
 
 
@@ -231,26 +316,73 @@ pkill -KILL -s "$pid" 2>/dev/null || true
     )
 
 
-def cleanup(conn: Connection, run_dir: str, test_files_glob: str | None) -> None:
-    """Remove the run directory and, for directory targets, the run's own test files."""
-    parts = [f"rm -rf {q(run_dir)}"]
+def cleanup(conn: Connection, run_dir: str, test_files_glob: str | None, *, base: str, run_uuid: str) -> None:
+    """Remove the run directory and, for directory targets, the run's own test files.
+
+    `base` is the host's run directory as configured (Host.run_base_dir). Only <base>/<run_uuid> is removed:
+    checked here before anything is sent, and again on the host against the base it resolves itself."""
+    _check_run_dir(run_dir, base, run_uuid)
+    removal = ""
     if test_files_glob:
         directory, _, pattern = test_files_glob.rpartition("/")
-        if not re.fullmatch(r"benchweb-[0-9a-f-]{36}[*]?", pattern):
-            raise RemoteError(f"refusing to remove files that are not benchweb's own: {test_files_glob!r}")
-        parts.append(f"rm -f {q(directory)}/{pattern}")
-    conn.run(" ; ".join(parts), timeout=120)
+        if pattern not in (f"benchweb-{run_uuid}", f"benchweb-{run_uuid}*") or paths.problem(directory):
+            raise RemoteError(f"refusing to remove files that are not this run's own: {test_files_glob!r}")
+        removal = f"rm -f -- {q(directory)}/{pattern}; "
+    out = conn.run(
+        f"""d={q(run_dir)}
+base={base_expression(base)}
+if [ "$d" != "$base"/{q(run_uuid)} ]; then answer=refused
+elif [ ! -e "$d" ] && [ ! -L "$d" ]; then {removal}answer=absent
+else {removal}rm -rf -- "$d"; if [ -e "$d" ]; then answer=failed; else answer=removed; fi; fi
+printf '\\0benchweb-cleanup\\0%s\\0%s\\0' "$answer" "$base"
+""",
+        timeout=120,
+    ).stdout
+    (answer, resolved), _ = answer_fields(out, "cleanup", 2)
+    if answer == "refused":
+        raise RemoteError(
+            f"refused to remove {paths.shown(run_dir)}: it is not this run's directory in the host's run directory "
+            f"{paths.shown(resolved)} (changed since the run started?); nothing was removed, remove it by hand"
+        )
+    if answer == "failed":
+        raise RemoteError(f"could not remove {paths.shown(run_dir)} on the host; remove it by hand")
+    if answer not in {"removed", "absent"}:
+        raise RemoteError(f"the clean-up on the host answered {out[:300]!r}")
+
+
+def _check_run_dir(run_dir: str, base: str, run_uuid: str) -> None:
+    """Refuse, before sending anything, a run directory that is not <base>/<run_uuid>. A base in the login
+    user's home is only known up to the home here; the host checks the whole path."""
+    in_home, rest = _split_base(base)
+    suffix = f"/{_checked_uuid(run_uuid)}"
+    parent = run_dir.removesuffix(suffix)
+    if in_home:
+        fits = not rest or parent.endswith(f"/{rest}")
+    else:
+        fits = parent == rest
+    if paths.problem(run_dir) or not run_dir.endswith(suffix) or not fits:
+        raise RemoteError(
+            f"refused to remove {paths.shown(run_dir)}: it is not <run directory>/{run_uuid} for the run directory "
+            f"{base or DEFAULT_BASE!r}; nothing was removed"
+        )
+
+
+# A number from the host is ASCII digits and nothing else: int() and float() would also take "٣", " 1_0 ",
+# "inf" and "nan".
+_INT = re.compile(r"[0-9]{1,18}")
+_FLOAT = re.compile(r"[0-9]{1,15}(\.[0-9]{1,9})?")
 
 
 def _float_or_none(value: str | None) -> float | None:
-    try:
-        return float(value) if value not in (None, "") else None
-    except ValueError:
-        return None
+    return float(value) if value is not None and _FLOAT.fullmatch(value) else None
 
 
 def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
+    return int(value) if value is not None and _INT.fullmatch(value) else None
+
+
+def upload(conn: Connection, plan: Plan) -> None:
+    """Put the run's files in its directory (SFTP starts no shell). Nothing runs yet: a failure here means
+    the run was never started."""
+    for name, data in plan.files.items():
+        conn.put_file(f"{plan.run_dir}/{name}", data, mode=0o700 if name.endswith(".sh") else 0o600)

@@ -7,18 +7,24 @@ and turns the collected files into a run outcome (succeeded / failed) with an ex
 
 from __future__ import annotations
 
+import logging
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from jobs.remote import LOCK_BUSY_STATUS, WATCHDOG_STATUS
-from jobs.tools import fio, ndisk
+from jobs.tools import bounds, fio, ndisk
 from jobs.tools.options import ToolOptionError
-from jobs.tools.summary import ParseError
+from jobs.tools.summary import ParseError, ParseResult, finite
 
-# Time allowed beyond runtime + ramp before the watchdog kills a run: fio lays out its test files first.
-WATCHDOG_GRACE_S = 300
-LAYOUT_BYTES_PER_S = 50 * 2**20
+log = logging.getLogger(__name__)
+
+# The watchdog's allowance beyond the run's own time (see watchdog_seconds): starting the tool, opening and
+# closing its files, removing them and writing the result take seconds; two minutes is a margin, not a budget.
+WATCHDOG_MARGIN_S = 120
+# The slowest write rate a test file is assumed to be laid out at: a small cloud volume (~25 MB/s) or a busy disk.
+LAYOUT_BYTES_PER_S = 20 * 2**20
 
 
 class ToolUnavailable(Exception):
@@ -51,9 +57,18 @@ def needed_bytes(params: dict[str, Any], kind: str) -> int | None:
     return int(params["size_bytes"]) * int(params.get("jobs") or 1)
 
 
-def watchdog_seconds(params: dict[str, Any]) -> int:
-    layout = (needed_bytes(params, "directory") or 0) // LAYOUT_BYTES_PER_S
-    return expected_seconds(params) + WATCHDOG_GRACE_S + int(layout)
+def watchdog_seconds(params: dict[str, Any], kind: str = "directory") -> int:
+    """How long a run may take on the host before its `timeout` watchdog stops it, in whole seconds:
+
+        runtime_s + ramp_time_s + ceil(size_bytes * jobs / LAYOUT_BYTES_PER_S) + WATCHDOG_MARGIN_S
+
+    fio and ndisk64 both stop on their own at runtime (fio after its ramp; ndisk64 has none, and its
+    parameters carry no ramp). The layout term counts only where the tool first writes its test files, a
+    directory; a device is used in place. Without the kind, a run is assumed to lay out, which only ever
+    allows more. Anything past this bound is a runaway: the host kills it even with every worker gone.
+    """
+    layout_s = -(-(needed_bytes(params, kind) or 0) // LAYOUT_BYTES_PER_S)  # rounded up
+    return expected_seconds(params) + layout_s + WATCHDOG_MARGIN_S
 
 
 def _text(data: bytes) -> str:
@@ -114,7 +129,7 @@ class FioRunner:
         if special:
             return Outcome("failed", special, None, raw, raw_stderr)
         try:
-            parsed = fio.parse_fio_json(raw)
+            parsed = _parse(fio.parse_fio_json, raw)
         except ParseError as exc:
             tail = (raw_stderr or raw).strip().splitlines()[-3:]
             why = f"fio exited with status {exit_status} and left no result ({' / '.join(tail) or 'no output'})"
@@ -168,12 +183,30 @@ class NdiskRunner:
         if special:
             return Outcome("failed", special, None, raw, stderr)
         try:
-            parsed = ndisk.parse_ndisk(raw)
+            parsed = _parse(ndisk.parse_ndisk, raw)
         except ParseError as exc:
             # nstress tools exit 1 even on success, so the parsed report, not the status, decides.
             return Outcome("failed", f"ndisk64 printed no result (exit status {exit_status}): {exc}", None, raw,
                            stderr)  # fmt: skip
         return Outcome("succeeded", "", parsed.summary, raw, stderr)
+
+
+def _parse(parse: Callable[[str], ParseResult], raw: str) -> ParseResult:
+    """parse(raw); any other exception than ParseError (a parser bug) becomes one, logged with its traceback.
+
+    The run then fails with the reason and keeps its raw output, instead of the worker's task dying and the run
+    staying "collecting" until the sweep retries the same crash.
+    """
+    try:
+        return parse(raw)
+    except ParseError:
+        raise
+    except Exception as exc:
+        log.exception("%s could not read this output", parse.__name__)
+        raise ParseError(
+            f"benchweb could not read it ({type(exc).__name__}: {exc}); this is a bug, please "
+            "report it with the run's raw output, which is kept"
+        ) from exc
 
 
 def for_parameters(params: dict[str, Any]) -> FioRunner | NdiskRunner:
@@ -198,13 +231,24 @@ def _complete_documents(tail: str) -> list[dict[str, Any]]:
 def _interval_iops(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float | None]:
     rates: dict[str, float | None] = {}
     for direction in ("read", "write"):
-        ios = [
-            sum(job.get(direction, {}).get("total_ios", 0) for job in doc.get("jobs", [])) for doc in (before, after)
-        ]
-        ms = [max((job.get(direction, {}).get("runtime", 0) for job in doc.get("jobs", [])), default=0)
-              for doc in (before, after)]  # fmt: skip
+        ios = [sum(_counters(doc, direction, "total_ios")) for doc in (before, after)]
+        ms = [max(_counters(doc, direction, "runtime"), default=0) for doc in (before, after)]
         if ms[1] > ms[0] and ios[1] >= ios[0]:
-            rates[direction] = (ios[1] - ios[0]) * 1000.0 / (ms[1] - ms[0])
+            rate = (ios[1] - ios[0]) * 1000.0 / (ms[1] - ms[0])
+            # Shown live and kept in the run's progress: a rate beyond any disk is a damaged document, not a number.
+            rates[direction] = rate if rate <= bounds.MAX_IOPS else None
         elif ios[1] == 0:
             rates[direction] = None
     return rates
+
+
+def _counters(doc: dict[str, Any], direction: str, key: str) -> list[float]:
+    """One counter of every job of a status document; what is not a finite number (nan, a string) counts as 0,
+    so a damaged document in the tail cannot stop the poll."""
+    jobs = doc.get("jobs")
+    jobs = jobs if isinstance(jobs, list) else []
+    return [
+        finite(data.get(key)) or 0.0
+        for job in jobs
+        if isinstance(job, dict) and isinstance(data := job.get(direction), dict)
+    ]

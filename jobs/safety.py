@@ -6,7 +6,7 @@ it printed and decides. The probe prints one `key=value` per line between `bench
 
     benchweb_safety=1            header; anything printed before it (a login banner) is ignored
     kind=block | directory       writes=yes | no
-    target=<path as given>       invalid=relative | control | separator   (only for an unusable path, then end)
+    target=<path as given>       invalid=<a code of paths.PROBLEMS>   (only for an unusable path, then end)
     user=<login>                 missing_tool=<name>
     realpath=<resolved path>     symlink=yes | no             link=<readlink of the target>
     type=missing | directory | block | character | regular | other
@@ -21,6 +21,15 @@ it printed and decides. The probe prints one `key=value` per line between `bench
     lsblk_rc=<n>                 lsblk=<KNAME TYPE MAJ:MIN MOUNTPOINT>
     blkid_rc=<n>                 blkid=<line of blkid -p -o export, or its error message>
     wipefs_rc=<n>                wipefs=<TYPE OFFSET>   or, from an old wipefs, wipefs_p=<line of wipefs -p>
+  identity of a directory target (always; `identity_of` reads it):
+    id_findmnt=<findmnt -P UUID SOURCE TARGET FSTYPE of the filesystem it is on>
+    id_blkid_uuid=<blkid -p UUID of that source, when it is a block device>    id_fsid=<stat -f %i>
+  identity of a block target (always, also for read runs):
+    id_lsblk=<lsblk -d -P WWN SERIAL MODEL PARTUUID>     id_size_sectors=<512-byte sectors>
+    id_sysfs_wwid=, id_sysfs_serial=, id_sysfs_model=<the same from sysfs, for an lsblk without them>
+    id_by_id=</dev/disk/by-id link that resolves to the device>   (one per link)
+    id_backing_file=<a loop device's backing file>   id_losetup=<its BACK-INO BACK-MAJ:MIN>
+                                                     or id_backing_stat=<stat -L %i %D of it>
     end=1
 
 fio's own allow_mounted_write only compares exact names with /etc/mtab, so the probe matches by
@@ -32,16 +41,16 @@ from __future__ import annotations
 
 import re
 import shlex
-import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+from jobs import paths
 
 KINDS = ("directory", "block")
 # A device benchweb cannot fully inspect is not safe to overwrite.
 REQUIRED_TOOLS = ("lsblk", "blkid", "wipefs")
 CANNOT_CHECK = "benchweb refuses to write to a device it cannot check."
-LINE_SEPARATORS = "\u2028\u2029"
 TEST_FILE_PREFIX = "benchweb-"
 _OWNED_NAME = re.compile(r"benchweb-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\.[0-9]+)*")
 
@@ -127,6 +136,42 @@ if [ "$kind" = directory ] && [ "$ty" = directory ]; then
     have df && s=$(df -Pk -- "$r" 2>/dev/null | tail -n 1)
     if [ -n "$s" ]; then say df "$s"; else say missing_tool df; fi
   fi
+fi
+
+# Identity: what says this is the disk that was registered, read whether or not the run writes.
+if [ "$kind" = directory ] && [ "$ty" = directory ]; then
+  if have findmnt; then
+    say id_findmnt "$(findmnt -n -P -o UUID,SOURCE,TARGET,FSTYPE -T "$r" 2>/dev/null)"
+    src=$(findmnt -n -o SOURCE -T "$r" 2>/dev/null)
+    src=${src%%\[*}
+    [ -b "$src" ] && have blkid && say id_blkid_uuid "$(blkid -p -o value -s UUID -- "$src" 2>/dev/null)"
+  fi
+  have stat && say id_fsid "$(stat -f -c %i -- "$r" 2>/dev/null)"
+fi
+if [ "$kind" = block ] && [ "$ty" = block ]; then
+  mm=$(majmin_of "$r")
+  isys=/sys/dev/block/$mm
+  if [ -n "$mm" ] && [ -d "$isys" ]; then
+    isys=$(cd -P -- "$isys" && pwd)
+    for f in wwid device/wwid; do [ -r "$isys/$f" ] && say id_sysfs_wwid "$(cat "$isys/$f" 2>/dev/null)"; done
+    for f in serial device/serial; do [ -r "$isys/$f" ] && say id_sysfs_serial "$(cat "$isys/$f" 2>/dev/null)"; done
+    [ -r "$isys/device/model" ] && say id_sysfs_model "$(cat "$isys/device/model" 2>/dev/null)"
+    [ -r "$isys/size" ] && say id_size_sectors "$(cat "$isys/size")"
+    if [ -r "$isys/loop/backing_file" ]; then
+      bf=$(cat "$isys/loop/backing_file" 2>/dev/null)
+      say id_backing_file "$bf"
+      # The inode losetup reads from the kernel is the file attached, even if its name now points elsewhere.
+      if have losetup; then
+        say id_losetup "$(losetup -n -l -O BACK-INO,BACK-MAJ:MIN -- "$r" 2>/dev/null)"
+      elif have stat; then
+        say id_backing_stat "$(stat -L -c '%i %D' -- "$bf" 2>/dev/null)"
+      fi
+    fi
+  fi
+  have lsblk && say id_lsblk "$(lsblk -d -n -P -o WWN,SERIAL,MODEL,PARTUUID -- "$r" 2>/dev/null)"
+  for l in /dev/disk/by-id/*; do
+    [ -L "$l" ] && [ "$l" -ef "$r" ] && say id_by_id "$l"
+  done
 fi
 
 if [ "$kind" = block ] && [ "$ty" = block ] && [ "$writes" = yes ]; then
@@ -229,6 +274,8 @@ class Verdict:
     ok: bool
     reasons: list[str] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
+    # What a person should know that does not stop the run (a directory now on another filesystem).
+    warnings: list[str] = field(default_factory=list)
 
 
 def check_script(target_path: str, kind: str, *, writes: bool) -> str:
@@ -246,22 +293,13 @@ def check_script(target_path: str, kind: str, *, writes: bool) -> str:
 
 
 # What _path_problem finds, as a refusal says it.
-_PATH_PROBLEMS = {
-    "relative": "is not absolute",
-    "control": "contains a control character",
-    "separator": "contains a Unicode line separator",
-}
+_PATH_PROBLEMS = paths.PROBLEMS
 
 
 def _path_problem(target_path: str) -> str:
-    if not target_path.startswith("/"):
-        return "relative"
-    # Control characters include U+0085 (NEL), which Python, unlike sh, reads as a line break.
-    if any(unicodedata.category(c) == "Cc" for c in target_path):
-        return "control"
-    if any(c in LINE_SEPARATORS for c in target_path):
-        return "separator"
-    return ""
+    # The one rule for every path sent to a host (jobs/paths.py): the model, the form and the API refuse the
+    # same paths; this catches one stored before the rule existed.
+    return paths.problem(target_path)
 
 
 def parse_report(text: str) -> tuple[dict[str, list[str]], bool]:
@@ -290,7 +328,10 @@ def judge(
     writes: bool,
     allow_destructive: bool,
     needed_bytes: int | None = None,
+    recorded_identity: dict[str, Any] | None = None,
 ) -> Verdict:
+    """recorded_identity is what the disk's registration saw (see `identity_of`); a block device that no
+    longer matches it is refused for writes, a directory on another filesystem gets a warning."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
     values, complete = parse_report(report_text)
@@ -325,7 +366,157 @@ def judge(
         reasons = _judge_directory(values, facts, needed_bytes)
     else:
         reasons = _judge_block(values, facts, writes, allow_destructive, needed_bytes)
-    return Verdict(ok=not reasons, reasons=reasons, facts=facts)
+    warnings: list[str] = []
+    if facts["type"] == kind:
+        facts["identity"] = found = identity_of(values, kind)
+        if recorded_identity:
+            changed = _identity_problem(recorded_identity, found, facts, writes)
+            if changed and kind == "block" and writes:
+                reasons.insert(0, changed)
+            elif changed:
+                warnings.append(changed)
+    return Verdict(ok=not reasons, reasons=reasons, facts=facts, warnings=warnings)
+
+
+# ----------------------------------------------------------------------------------------- identity
+
+# Facts that tell one disk from another, as a person reads them; model only backs the others up, because
+# two disks of one model are common and a firmware update may rename one.
+IDENTITY_LABELS = {
+    "wwn": "WWN",
+    "serial": "serial",
+    "partuuid": "PARTUUID",
+    "by_id": "by-id",
+    "backing_file": "backing file",
+    "backing_inode": "backing inode",
+    "size_bytes": "size",
+    "model": "model",
+    "fs_uuid": "filesystem UUID",
+    "fsid": "filesystem id",
+}
+_PAIR = re.compile(r'([A-Z:_-]+)="((?:[^"\\]|\\.)*)"')
+
+
+def identity_of(values: dict[str, list[str]], kind: str) -> dict[str, Any]:
+    """What the probe's id_* lines say the target is; a fact the host did not give is left out."""
+    if kind == "directory":
+        mount = _pairs(_one(values, "id_findmnt"))
+        fsid = _one(values, "id_fsid").strip()
+        identity: dict[str, Any] = {
+            "kind": "directory",
+            "fs_uuid": mount.get("UUID") or _one(values, "id_blkid_uuid").strip(),
+            "fs_source": mount.get("SOURCE", ""),
+            "fs_type": mount.get("FSTYPE", ""),
+            "mountpoint": mount.get("TARGET", ""),
+            # tmpfs and some others have no fsid: all zeros says nothing.
+            "fsid": fsid if fsid.strip("0") else "",
+        }
+        return {key: value for key, value in identity.items() if value}
+    lsblk = _pairs(_one(values, "id_lsblk"))
+    sectors = _int(_one(values, "id_size_sectors"))
+    identity = {
+        "kind": "block",
+        "wwn": lsblk.get("WWN") or _first(values, "id_sysfs_wwid"),
+        "serial": lsblk.get("SERIAL") or _first(values, "id_sysfs_serial"),
+        "model": lsblk.get("MODEL") or _first(values, "id_sysfs_model"),
+        "partuuid": lsblk.get("PARTUUID", ""),
+        "size_bytes": sectors * 512 if sectors is not None else None,
+        "by_id": sorted(set(values.get("id_by_id", []))),
+        "backing_file": _one(values, "id_backing_file"),
+        "backing_inode": _backing_inode(values),
+    }
+    return {key: value for key, value in identity.items() if value not in ("", None, [])}
+
+
+def _pairs(line: str) -> dict[str, str]:
+    """lsblk -P / findmnt -P output: KEY="value" pairs, special characters escaped as \\xHH."""
+    return {key: _unescape_hex(value).strip() for key, value in _PAIR.findall(line)}
+
+
+def _first(values: dict[str, list[str]], key: str) -> str:
+    return next((value.strip() for value in values.get(key, []) if value.strip()), "")
+
+
+def _backing_inode(values: dict[str, list[str]]) -> str:
+    """The attached file's inode and its filesystem's major:minor, e.g. "2147573 on 254:0"."""
+    fields = _one(values, "id_losetup").split()
+    if len(fields) == 2 and fields[0].isdigit():
+        return f"{fields[0]} on {fields[1]}"
+    fields = _one(values, "id_backing_stat").split()
+    if len(fields) == 2 and fields[0].isdigit() and re.fullmatch(r"[0-9a-fA-F]+", fields[1]):
+        dev = int(fields[1], 16)  # stat %D: the kernel's dev_t, split as glibc's major() and minor() do
+        major = ((dev >> 8) & 0xFFF) | ((dev >> 32) & ~0xFFF)
+        minor = (dev & 0xFF) | ((dev >> 12) & ~0xFF)
+        return f"{fields[0]} on {major}:{minor}"
+    return ""
+
+
+def identity_changes(recorded: dict[str, Any], found: dict[str, Any]) -> list[str]:
+    """The facts in which found is not the recorded disk, by key. A fact missing on both sides is no
+    difference; one the registration saw and the target no longer shows (or the reverse) is."""
+    if recorded.get("kind", found.get("kind")) != found.get("kind"):
+        return ["kind"]
+    if found.get("kind") == "directory":
+        for key in ("fs_uuid", "fsid"):
+            # The UUID when both sides have one; the statfs id only when neither has a UUID.
+            if recorded.get(key) and found.get(key):
+                return [key] if recorded[key] != found[key] else []
+        return []
+    changed = [
+        key
+        for key in ("wwn", "serial", "partuuid", "backing_file", "backing_inode", "size_bytes")
+        if recorded.get(key) != found.get(key)
+    ]
+    old_links, new_links = set(recorded.get("by_id", [])), set(found.get("by_id", []))
+    if (old_links or new_links) and not old_links & new_links:
+        changed.append("by_id")
+    if changed and recorded.get("model") != found.get("model"):
+        changed.append("model")
+    return changed
+
+
+def describe_identity(identity: dict[str, Any]) -> str:
+    """One line a person can compare with lsblk or losetup on the host."""
+    parts = []
+    for key, label in IDENTITY_LABELS.items():
+        value = identity.get(key)
+        if not value:
+            continue
+        if key == "size_bytes":
+            parts.append(_size(value))
+        elif key == "by_id":
+            parts.append(f"by-id {', '.join(value)}")
+        elif key == "backing_file":
+            parts.append(f"backing {value}")
+        elif key == "backing_inode":
+            parts.append(f"inode {value}")
+        else:
+            parts.append(f"{label} {value}")
+    if identity.get("kind") == "directory" and identity.get("fs_source"):
+        parts.append(f"{identity.get('fs_type', '')} {identity['fs_source']} on {identity.get('mountpoint', '?')}")
+    return ", ".join(parts) or "nothing that identifies it"
+
+
+def _identity_problem(recorded: dict[str, Any], found: dict[str, Any], facts: dict[str, Any], writes: bool) -> str:
+    changed = identity_changes(recorded, found)
+    facts["identity_changes"] = changed
+    if not changed:
+        return ""
+    target = facts["target"]
+    what = ", ".join(IDENTITY_LABELS.get(key, key) for key in changed)
+    both = f"registered {describe_identity(recorded)}; found {describe_identity(found)} (changed: {what})"
+    again = "if the disk was replaced on purpose, record its identity again on the disk page"
+    if found.get("kind") == "directory":
+        return (
+            f"{target} is now on another filesystem than when it was registered: {both}. The results may not "
+            f"compare with earlier runs; {again}."
+        )
+    if not writes:
+        return f"{target} is not the disk registered: {both}. This read run measures a different disk; {again}."
+    return (
+        f"{target} is not the disk registered: {both}. benchweb never writes to a disk it cannot tell is the "
+        f"one registered; {again}."
+    )
 
 
 def _refuse(facts: dict[str, Any], reason: str) -> Verdict:

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, Value, When
+from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
 from audit import log as audit
@@ -33,10 +33,22 @@ POLL_INTERVAL_S = 2.0
 # A poll waits at most this long on the host for a run that is about to finish.
 FINISH_WAIT_S = 5.0
 OVERRUN_WAIT_S = 15.0
-# A run no worker looked at for this long is picked up again by the sweep.
+# A run no worker looked at for this long is picked up again by the sweep (see sweep() for the bound).
 STALE_AFTER = timedelta(seconds=30)
+# A launch whose answer was lost is asked again after a quarter of the time since its planned start, at least
+# RELAUNCH_MIN_S and at most RELAUNCH_MAX_S: the cap stays under STALE_AFTER, so while this chain of attempts
+# lives the sweep does not start a second one.
+RELAUNCH_MIN_S = 5.0
+RELAUNCH_MAX_S = 20.0
+# timeout(1) in the wrapper sends KILL this long after TERM (`timeout -k 30`).
+WATCHDOG_KILL_S = 30
+# A run whose launch answer was lost and whose host stays unreachable is *lost* this long after the host's own
+# watchdog has certainly stopped it (planned start + runners.watchdog_seconds + WATCHDOG_KILL_S).
+LOST_LAUNCH_MARGIN = timedelta(minutes=5)
 # A queued run no worker has taken for this long says so (and which queue it waits on).
 UNCLAIMED_AFTER = timedelta(seconds=60)
+# A finishing run claims at most this many of the runs waiting for its disk or host (the tick does the rest).
+CLAIMS_ON_FINISH = 20
 # Runs are claimed and launched this long before their not_before; the wrapper waits on the host until
 # then, so neither the beat tick's period nor the SSH launch delays the start. 30 s covers a fan-out: one
 # worker's 8 threads launch 50 runs of one fire in ~10 s, longer while earlier runs load the machine
@@ -270,6 +282,80 @@ def _send(step: str, run: Run, countdown: float = 0) -> None:
     task.apply_async(args=[run.pk], countdown=countdown, queue=queue_for(run.disk.host.site))
 
 
+class IdentityUnavailable(Exception):
+    """The host could not say what a disk's target is; the message says why and what to do."""
+
+
+def record_disk_identity(disk: Disk, user: Any = None) -> dict[str, Any]:
+    """Ask the host what the disk's target is (the read-only safety probe) and store it as the disk's identity,
+    which every later write run is checked against. Raises IdentityUnavailable and keeps the disk's old
+    identity, with the reason in identity_note, when the host cannot be asked or the target is not there."""
+    try:
+        with _connect(disk.host) as conn:
+            probe = conn.run(safety.check_script(disk.target_path, disk.kind, writes=False), timeout=60)
+    except (ssh.SSHError, remote.RemoteError) as exc:
+        raise _identity_not_recorded(disk, f"the host could not be asked: {exc}") from exc
+    verdict = safety.judge(probe.stdout.decode(errors="replace"), kind=disk.kind, writes=False,
+                           allow_destructive=False)  # fmt: skip
+    found = verdict.facts.get("identity")
+    if not found:
+        raise _identity_not_recorded(disk, " ".join(verdict.reasons) or "the host named nothing that identifies it")
+    _store_identity(disk, found, user, how="recorded on request")
+    return found
+
+
+def identify_new_target(disk: Disk, user: Any = None) -> str:
+    """After a disk is created or its target path or kind changed: forget what the old target was and record
+    the new one. Returns "" or why it could not be recorded; the disk stays saved either way, and the first
+    run that passes the safety check records it then."""
+    Disk.objects.filter(pk=disk.pk).update(identity={}, identity_recorded_at=None)
+    disk.identity, disk.identity_recorded_at = {}, None
+    try:
+        record_disk_identity(disk, user)
+    except IdentityUnavailable as exc:
+        return str(exc)
+    return ""
+
+
+def _identity_not_recorded(disk: Disk, why: str) -> IdentityUnavailable:
+    note = (
+        f"identity of {disk.target_path} not recorded ({timezone.now():%Y-%m-%d %H:%M} UTC): {why}; press "
+        "Record identity on the disk page when the host answers (otherwise the first run records it)"
+    )[:500]
+    Disk.objects.filter(pk=disk.pk).update(identity_note=note)
+    disk.identity_note = note
+    return IdentityUnavailable(note)
+
+
+def _store_identity(disk: Disk, identity: dict[str, Any], user: Any, *, how: str, first_use: bool = False) -> bool:
+    """Store what the probe found; on first use only if nothing was recorded meanwhile."""
+    now = timezone.now()
+    rows = Disk.objects.filter(pk=disk.pk)
+    if first_use:
+        rows = rows.filter(identity_recorded_at__isnull=True)
+    if not rows.update(identity=identity, identity_recorded_at=now, identity_note=""):
+        return False
+    audit.record(disk.team, user, AuditEvent.Action.DISK_IDENTITY_RECORDED, disk, how=how,
+                 device=disk.target_path, identity=safety.describe_identity(identity),
+                 replaced=safety.describe_identity(disk.identity) if disk.identity else None)  # fmt: skip
+    disk.identity, disk.identity_recorded_at, disk.identity_note = identity, now, ""
+    return True
+
+
+def _note_identity(run: Run, verdict: safety.Verdict) -> None:
+    """Audit a write refused because a different disk sits at the path; trust the first run's disk that
+    passes the check (and was never recorded, e.g. its host was down at registration)."""
+    disk, found = run.disk, verdict.facts.get("identity")
+    refused_write = not verdict.ok and disk.kind == Disk.Kind.BLOCK and verdict.facts["writes"]
+    if refused_write and verdict.facts.get("identity_changes"):
+        audit.record(disk.team, None, AuditEvent.Action.DISK_IDENTITY_REFUSED, disk, run=run.pk,
+                     device=disk.target_path, registered=safety.describe_identity(disk.identity),
+                     found=safety.describe_identity(found or {}),
+                     changed=verdict.facts["identity_changes"])  # fmt: skip
+    elif verdict.ok and found and disk.identity_recorded_at is None:
+        _store_identity(disk, found, run.created_by, how=f"first use by run {run.pk}", first_use=True)
+
+
 # ----------------------------------------------------------------------------------------- moving on
 
 
@@ -282,8 +368,26 @@ def _move(run: Run, from_states: tuple[str, ...], to_state: str, **fields: Any) 
 
 
 def _finish(run: Run, state: str, explanation: str, **fields: Any) -> bool:
+    """Move a run to a final state, and hand the disk (or exclusive host) it held to the runs waiting for it
+    in the same transaction: a free disk does not wait for the beat tick, and no waiting run keeps naming a
+    run that has ended."""
     active = (Run.State.PENDING, *Run.ACTIVE_STATES)
-    return _move(run, active, state, explanation=explanation, finished_at=timezone.now(), **fields)
+    with transaction.atomic():
+        finished = _move(run, active, state, explanation=explanation, finished_at=timezone.now(), **fields)
+        if finished:
+            _claim_waiting(run)
+    return finished
+
+
+def _claim_waiting(run: Run) -> None:
+    """claim() the due runs waiting for `run`'s disk (its whole host when exclusive), oldest first: the first
+    takes it, and each of the others gets its reason anew from claim(). The beat tick does the same for any
+    beyond the first CLAIMS_ON_FINISH."""
+    host = run.disk.host
+    waiting = Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=timezone.now() + CLAIM_LEAD)
+    waiting = waiting.filter(disk__host_id=host.pk) if host.exclusive else waiting.filter(disk_id=run.disk_id)
+    for next_run in waiting.select_related("disk__host").order_by("not_before", "pk")[:CLAIMS_ON_FINISH]:
+        claim(next_run)
 
 
 def _connect(host: Host) -> ssh.Connection:
@@ -313,8 +417,27 @@ def _connect(host: Host) -> ssh.Connection:
 
 
 def launch(run_id: int) -> str:
+    """Start a queued run on its host, or re-attach to it by its UUID.
+
+    The launch command divides failures in two. Before it is sent (connecting, the preflight, the safety
+    verdict, the upload) nothing can have started: the run fails as *error* and frees its disk. Once it is
+    sent, the host may have started the benchmark even if its answer never came back, so the run directory
+    is stored first and a lost answer does not finish the run: it stays *launching*, keeps its disk, says so,
+    and this function is sent again with back-off (the sweep sends it too if that chain dies). The next
+    attempt's preflight asks the host whether the run directory holds `launched/`:
+
+    1. yes: the run is running; it is polled and collected as usual;
+    2. no: the host never started it (mkdir of `launched/` is the first thing the launch command does), so
+       it is launched now, as it would have been; the atomic mkdir still makes a second start impossible.
+       A run cancelled meanwhile, or a scheduled one whose active window closed meanwhile, ends instead;
+    3. no answer: the run keeps waiting, with the last error in its explanation, until its host's own
+       watchdog has certainly stopped it (planned start + watchdog + WATCHDOG_KILL_S) plus
+       LOST_LAUNCH_MARGIN; then it is *lost*, and its files, if any, stay on the host.
+    """
     run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
-    if run.cancel_requested and run.state in (Run.State.QUEUED, Run.State.LAUNCHING):
+    # A stored run directory means an earlier attempt sent the launch command and never heard back.
+    answer_lost = bool(run.remote_dir)
+    if run.cancel_requested and run.state in (Run.State.QUEUED, Run.State.LAUNCHING) and not answer_lost:
         _finish(run, Run.State.CANCELLED, "cancelled before it started")
         return run.state
     # Scheduled runs are created by the beat tick without a snapshot (it keeps the tick short); they take the
@@ -323,7 +446,8 @@ def launch(run_id: int) -> str:
     if snapshot is None:
         snapshot = limits_snapshot(run.disk, run.parameters.get("block_size_bytes"))
     launching = (Run.State.QUEUED, Run.State.LAUNCHING)
-    if not _move(run, launching, Run.State.LAUNCHING, explanation="connecting", limits_snapshot=snapshot):
+    doing = f"launch answer lost; re-attaching by UUID {run.uuid}: connecting" if answer_lost else "connecting"
+    if not _move(run, launching, Run.State.LAUNCHING, explanation=doing, limits_snapshot=snapshot):
         return run.state
     tool = runner.for_parameters(run.parameters)
     disk = run.disk
@@ -337,31 +461,108 @@ def launch(run_id: int) -> str:
                 safety.check_script(disk.target_path, disk.kind, writes=runner.writes(run.parameters)),
             )
             run_dir = pre.run_dir
-            # Already launched: a worker died after launching. Re-attach; never start twice.
+            # Already launched: a worker died after launching, or the launch's answer was lost. Re-attach;
+            # never start twice.
             if not pre.launched:
+                if answer_lost and (ending := _never_launched_ending(run)):
+                    _finish(run, *ending)
+                    _cleanup(conn, run)
+                    return run.state
+                # The host definitely never started it: from here a failure is again one before the launch.
+                answer_lost = False
                 try:
                     plan = _prepare(run, tool, pre)
                 except runner.ToolUnavailable:
-                    remote.cleanup(conn, run_dir, None)
+                    remote.cleanup(conn, run_dir, None, base=disk.host.run_base_dir, run_uuid=str(run.uuid))
                     raise
                 if plan is None:
-                    remote.cleanup(conn, run_dir, None)
+                    remote.cleanup(conn, run_dir, None, base=disk.host.run_base_dir, run_uuid=str(run.uuid))
                     return run.state
+                remote.upload(conn, plan)
+                if not _sending_launch(run, run_dir):
+                    return run.state
+                # From here the host may start the run, whatever becomes of the answer.
+                answer_lost = True
                 remote.launch(conn, plan)
     except (ssh.SSHError, remote.RemoteError, runner.ToolUnavailable) as exc:
+        note_ssh_refusal(disk.host, exc, run=run)
+        if answer_lost:
+            return _launch_answer_lost(run, exc)
         _finish(run, Run.State.ERROR, f"could not start: {exc}")
         return run.state
-    _move(
+    if _move(
         run,
         (Run.State.LAUNCHING,),
         Run.State.RUNNING,
         remote_dir=run_dir,
         # Until the host reports the real start, the planned one (the wrapper waits for not_before).
-        started_at=run.started_at or max(timezone.now(), run.not_before or timezone.now()),
+        started_at=run.started_at or _planned_start(run),
         explanation="running",
-    )
-    _send("poll", run, countdown=1)
+    ):
+        # Only the attempt that moved the run on starts its chain of polls: a duplicate launch adds none.
+        _send("poll", run, countdown=1)
     return run.state
+
+
+def _planned_start(run: Run) -> datetime:
+    now = timezone.now()
+    return max(now, run.not_before or now)
+
+
+def _sending_launch(run: Run, run_dir: str) -> bool:
+    """Record the run directory (and the planned start) before the launch command goes out, so that a lost
+    answer can be re-attached; False when the run moved on meanwhile (a duplicate attempt ended it), and
+    then nothing is started."""
+    changed = Run.objects.filter(pk=run.pk, state=Run.State.LAUNCHING).update(
+        remote_dir=run_dir, started_at=run.started_at or _planned_start(run), heartbeat_at=timezone.now()
+    )
+    run.refresh_from_db()
+    return bool(changed)
+
+
+def _never_launched_ending(run: Run) -> tuple[str, str] | None:
+    """How a run whose launch answer was lost ends when its host says it never started it; None: launch it now."""
+    if run.cancel_requested:
+        return Run.State.CANCELLED, "cancelled before it started (the host never started it)"
+    window_end = run.schedule.window_end if run.schedule_id and run.schedule else None
+    if window_end and window_end < timezone.now():
+        return Run.State.SKIPPED, (
+            "skipped: the host never started it (its launch answer was lost) and the schedule's active window "
+            "has closed since"
+        )
+    return None
+
+
+def _launch_answer_lost(run: Run, exc: Exception) -> str:
+    """The launch command went out and no answer came back: keep the run and its disk, and ask again later."""
+    run.refresh_from_db()
+    if run.state != Run.State.LAUNCHING:
+        return run.state  # a duplicate attempt (the sweep's) re-attached it meanwhile
+    now = timezone.now()
+    give_up = _lost_launch_deadline(run)
+    if now > give_up:
+        _finish(run, Run.State.LOST, (
+            f"lost: the launch answer never came back and the host has not answered since; if the benchmark "
+            f"ran, the host's watchdog stopped it by {give_up:%Y-%m-%d %H:%M:%S} UTC, and its files stay in "
+            f"{run.remote_dir} on the host (remove them when it is back). Last error: {exc}"
+        ))  # fmt: skip
+        return run.state
+    Run.objects.filter(pk=run.pk, state=Run.State.LAUNCHING).update(
+        explanation=(
+            f"launch answer lost; re-attaching by UUID {run.uuid} (the disk stays reserved until the host says "
+            f"whether it started; gives up at {give_up:%Y-%m-%d %H:%M:%S} UTC). Last error: {exc}"
+        ),
+        heartbeat_at=now,
+    )
+    age = (now - (run.started_at or now)).total_seconds()
+    _send("launch", run, countdown=min(RELAUNCH_MAX_S, max(RELAUNCH_MIN_S, age / 4)))
+    return run.state
+
+
+def _lost_launch_deadline(run: Run) -> datetime:
+    started = run.started_at or run.queued_at or timezone.now()
+    watchdog = runner.watchdog_seconds(run.parameters) + WATCHDOG_KILL_S
+    return started + timedelta(seconds=watchdog) + LOST_LAUNCH_MARGIN
 
 
 def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight) -> remote.Plan | None:
@@ -374,7 +575,9 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight) -> remote.Plan 
         writes=runner.writes(params),
         allow_destructive=disk.allow_destructive,
         needed_bytes=runner.needed_bytes(params, disk.kind),
+        recorded_identity=disk.identity,
     )
+    _note_identity(run, verdict)
     if not verdict.ok:
         _finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons))
         return None
@@ -384,12 +587,14 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight) -> remote.Plan 
         run_dir=pre.run_dir,
         lock_path=remote.lock_path_for(pre.base, disk.target_path),
         argv=argv,
-        limit_s=runner.watchdog_seconds(params),
+        limit_s=runner.watchdog_seconds(params, disk.kind),
         files=files,
         start_at=run.not_before.timestamp() if run.not_before else None,
     )
     files["run.sh"] = remote.wrapper_script(plan).encode()
-    Run.objects.filter(pk=run.pk).update(command=command_text, summary={"tool_version": version})
+    Run.objects.filter(pk=run.pk).update(
+        command=command_text, summary={"tool_version": version}, warnings=verdict.warnings
+    )
     return plan
 
 
@@ -417,6 +622,7 @@ def poll(run_id: int) -> str:
                 return run.state
             _collect(conn, run, tool, status.exit_status)
     except (ssh.SSHError, remote.RemoteError) as exc:
+        note_ssh_refusal(run.disk.host, exc, run=run)
         # The run goes on on the host whatever happened to our connection; try again later. The heartbeat
         # moves too: this chain of polls is alive, so the sweep must not start a second one.
         Run.objects.filter(pk=run.pk).update(explanation=f"{run.state}; last poll failed: {exc}",
@@ -506,7 +712,13 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, exit_status: int
 def _cleanup(conn: ssh.Connection, run: Run) -> None:
     glob = f"{run.disk.target_path.rstrip('/')}/{safety.test_file_name(str(run.uuid))}*"
     try:
-        remote.cleanup(conn, run.remote_dir, glob if run.disk.kind == Disk.Kind.DIRECTORY else None)
+        remote.cleanup(
+            conn,
+            run.remote_dir,
+            glob if run.disk.kind == Disk.Kind.DIRECTORY else None,
+            base=run.disk.host.run_base_dir,
+            run_uuid=str(run.uuid),
+        )
     except (ssh.SSHError, remote.RemoteError) as exc:
         log.warning("run %s: could not remove its files on the host: %s", run.pk, exc)
 
@@ -524,9 +736,22 @@ def cancel(run: Run) -> Run:
 
 
 def sweep(now: Any = None) -> int:
-    """Pick up runs no worker has looked at lately (a worker died, a message was lost)."""
+    """Pick up runs no worker has looked at lately (a worker died, a message was lost, a chain of polls or of
+    re-attaching launches ended without finishing its run).
+
+    A live chain writes the run's heartbeat at every attempt and sends the next one within RELAUNCH_MAX_S
+    (< STALE_AFTER), so a heartbeat older than STALE_AFTER means no chain is left (or one attempt hangs on a
+    frozen session: a second chain is then harmless, as every step is a conditional update and a start is
+    guarded by the host's atomic mkdir). The beat tick calls this every BENCHWEB_TICK_SECONDS, so a dead chain
+    is picked up within STALE_AFTER + one tick period of its last heartbeat (35 s by default), plus the time
+    its message waits for a worker. Queued and launching runs get a launch (which re-attaches by UUID), running
+    and collecting ones a poll; a run with no heartbeat at all is stale at once. Only the sweep that moved a
+    run's heartbeat on sends it, so two beat processes do not start two chains.
+    """
     now = now or timezone.now()
-    stale = Run.objects.filter(state__in=Run.ACTIVE_STATES, heartbeat_at__lt=now - STALE_AFTER)
+    stale = Run.objects.filter(
+        Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True), state__in=Run.ACTIVE_STATES
+    )
     count = 0
     for run in stale.select_related("disk__host").only("pk", "state", "heartbeat_at", "queued_at", "disk__host__site"):
         fields: dict[str, Any] = {"heartbeat_at": now}
@@ -537,7 +762,8 @@ def sweep(now: Any = None) -> int:
                 f"queued on {queue} for {(now - run.queued_at).total_seconds():.0f} s and no worker has taken it: "
                 f"is a worker running with -Q {queue}? (celery -A benchweb worker -Q {queue})"
             )
-        Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields)
+        if not Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields):
+            continue  # another sweep, or the run's own chain, moved it on meanwhile
         _send("launch" if run.state in (Run.State.QUEUED, Run.State.LAUNCHING) else "poll", run)
         count += 1
     return count
@@ -590,11 +816,17 @@ def parse_import(text: str, tool: str = "auto") -> ParseResult:
     return detect.parse_output(text, fmt)
 
 
+EARLIEST_IMPORT = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def import_result(disk: Disk, text: str, *, name: str, at: Any = None, user: Any = None, tool: str = "auto") -> Run:
     """Store existing tool output as a finished run of the disk (trigger 'import'), with its raw text."""
+    finished = at or timezone.now()
+    if finished < EARLIEST_IMPORT:
+        # The charts count in ms since 1970, and a date near year 1 minus the runtime is no date at all.
+        raise RunRefused("finished_at", f"{finished.isoformat()} is before 1970: give when the run finished.")
     parsed = parse_import(text, tool)
     summary = parsed.summary_with_bins()
-    finished = at or timezone.now()
     runtime = summary.get("runtime_s")
     block_size = summary.get("block_size_bytes")
     try:
@@ -623,3 +855,37 @@ def import_result(disk: Disk, text: str, *, name: str, at: Any = None, user: Any
         )
         RunResult.record(run)
     return run
+
+
+# ----------------------------------------------------------------------------------------- refusals
+
+# A run whose polls meet a changed key retries every few seconds: the audit log gets one event per host,
+# presented key and run (or connection test) in this window, not one per attempt.
+REFUSAL_AUDIT_EVERY = timedelta(hours=1)
+
+
+def note_ssh_refusal(host: Host, exc: Exception, run: Run | None = None, user: Any = None) -> AuditEvent | None:
+    """Record a run or connection test refused because the host presented another key than the approved one."""
+    if not isinstance(exc, ssh.SSHError) or exc.reason != "host_key_changed":
+        return None
+    presented = exc.presented
+    during = f"run {run.pk}" if run else "connection test"
+    fingerprint = presented.fingerprint if presented else ""
+    recent = AuditEvent.objects.filter(
+        action=AuditEvent.Action.HOST_KEY_REFUSED,
+        object_type="host",
+        object_id=str(host.pk),
+        details__presented=fingerprint,
+        details__during=during,
+        created_at__gte=timezone.now() - REFUSAL_AUDIT_EVERY,
+    )
+    if recent.exists():
+        return None
+    # A run's refusal is put to whoever started it (none for a scheduled run); a test's to whoever tested.
+    actor = user or (run.created_by if run else None)
+    return audit.record(
+        host.team, actor, AuditEvent.Action.HOST_KEY_REFUSED, host,
+        address=f"{host.address}:{host.port}", during=during,
+        pinned=exc.pinned.fingerprint if exc.pinned else host.host_key_fingerprint,
+        presented=fingerprint, presented_type=presented.key_type if presented else "",
+    )  # fmt: skip

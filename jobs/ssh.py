@@ -48,6 +48,10 @@ class SSHError(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+        # For host_key_changed: the approved key and the one presented (None when the host no longer offers
+        # that type), so the refusal can be recorded without parsing the message.
+        self.pinned: HostKey | None = None
+        self.presented: HostKey | None = None
 
 
 @dataclass(frozen=True)
@@ -286,12 +290,14 @@ def _key_changed(target: Target, pinned: HostKey, presented: HostKey | None) -> 
         if presented
         else f"no longer offers a {pinned.key_type} key"
     )
-    return SSHError(
+    error = SSHError(
         "host_key_changed",
         f"{where} {shown}, but the approved key is {pinned.fingerprint} ({pinned.key_type}). Nothing was sent: "
         "no login was attempted. If the host was reinstalled or its keys rotated, scan and approve the new key; "
         "otherwise treat this as a possible man-in-the-middle.",
     )
+    error.pinned, error.presented = pinned, presented
+    return error
 
 
 def _authenticate(transport: paramiko.Transport, target: Target, pkey: paramiko.PKey | None, budget: _Budget) -> None:
@@ -316,6 +322,8 @@ def _authenticate(transport: paramiko.Transport, target: Target, pkey: paramiko.
         except paramiko.AuthenticationException as exc:
             if budget.expired():
                 raise _timed_out(where, budget, "logging in") from exc
+            if not transport.is_active():
+                raise _closed_during_login(where, credential) from exc
             refusals.append(f"it refused {credential}")
             continue
         except (paramiko.SSHException, EOFError, OSError) as exc:
@@ -329,6 +337,17 @@ def _authenticate(transport: paramiko.Transport, target: Target, pkey: paramiko.
         "auth_failed",
         f"{where} refused the login as {target.username!r}: {'; '.join(refusals)}. Check the user name and the "
         f"credential; for a key, its public half must be in ~{target.username}/.ssh/authorized_keys on the host.",
+    )
+
+
+def _closed_during_login(where: str, credential: str) -> SSHError:
+    """paramiko raises the same AuthenticationException for a refusal and for a connection the server closed
+    before answering (a killed session, MaxStartups, LoginGraceTime); only a refusal leaves the transport up."""
+    return SSHError(
+        "unreachable",
+        f"{where} closed the connection during login, before answering {credential}: that says nothing about the "
+        "credential. Retry later; if it happens every time, the host's sshd log says why (e.g. MaxStartups, "
+        "MaxAuthTries, LoginGraceTime).",
     )
 
 

@@ -1,14 +1,21 @@
-"""Which team a request acts for, and the team a new user starts in."""
+"""Which team a request acts for, the team a new user starts in, and invitations to join a team."""
 
 from __future__ import annotations
 
+import secrets
+from datetime import timedelta
+
+from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
-from jobs.models import Membership, Team
+from audit import log as audit
+from audit.models import AuditEvent
+from jobs.models import Invitation, Membership, Team
 
 DEFAULT_TEAM_NAME = "Default team"
 SESSION_KEY = "team_id"
@@ -49,17 +56,115 @@ class MembershipRefused(ValueError):
     """A membership change that cannot be made; the message says why and what to do."""
 
 
-def find_user(username_or_email: str) -> AbstractBaseUser:
-    """The one account with this username or email address."""
-    value = username_or_email.strip()
+INVITATION_DAYS = 14
+INVITED = (
+    "If an account with the username or email {value!r} exists, it has been invited to {team} as {role}; "
+    "they join when they accept, within {days} days."
+)
+
+
+def invited_message(invitation: Invitation) -> str:
+    """The same answer whether or not an account answers to what the owner typed: no username probing."""
+    return INVITED.format(
+        value=invitation.invited_as, team=invitation.team.name, role=invitation.role, days=INVITATION_DAYS
+    )
+
+
+def _only_account(value: str) -> AbstractBaseUser | None:
+    """The one account with this username or email address; None when there is none or several."""
     users = get_user_model().objects.filter(Q(username=value) | Q(email__iexact=value) & ~Q(email=""))
     found = list(users[:2])
-    if len(found) != 1:
-        problem = "No account has" if not found else "Several accounts share"
-        raise MembershipRefused(
-            f"{problem} the username or email {value!r}; give the exact username (they sign up first)."
+    return found[0] if len(found) == 1 else None
+
+
+@transaction.atomic
+def invite(team: Team, invited_by: AbstractBaseUser, value: str, role: str) -> Invitation:
+    """Invite whoever has this username or email to `team`; nobody joins until they accept.
+
+    Inviting the same username or email again replaces the pending invitation (new role, new expiry)."""
+    value = value.strip()
+    user = _only_account(value)
+    if user is not None and Membership.objects.filter(team=team, user=user).exists():
+        # Members and their emails are listed on the page already: saying so gives nothing away.
+        raise MembershipRefused(f"{user.get_username()} is already in this team; change their role below.")
+    expires = timezone.now() + timedelta(days=INVITATION_DAYS)
+    fields = {"user": user, "role": role, "invited_by": invited_by, "expires_at": expires}
+    invitation = team.invitations.pending().filter(invited_as__iexact=value).first()
+    if invitation is None:
+        invitation = Invitation.objects.create(team=team, invited_as=value, token=secrets.token_urlsafe(32), **fields)
+    else:
+        Invitation.objects.filter(pk=invitation.pk).update(**fields)
+        invitation.refresh_from_db()
+    # What the owner typed, never whether it matched an account: owners read this log.
+    audit.record(team, invited_by, AuditEvent.Action.INVITATION_CREATED, invitation, invited=value, role=role)
+    return invitation
+
+
+def pending_invitations(user: AbstractBaseUser) -> QuerySet[Invitation]:
+    return Invitation.objects.pending().filter(user=user).select_related("team", "invited_by")
+
+
+def claim_invitations(user: AbstractBaseUser) -> int:
+    """At sign-up: pending invitations sent to the new account's email address are now theirs to answer.
+
+    Only email invitations are claimed: a username typed before anyone had it may be a typo, and whoever
+    registers it later was not the person meant."""
+    email = getattr(user, "email", "")
+    if not email:
+        return 0
+    unbound = Invitation.objects.pending().filter(user__isnull=True, invited_as__iexact=email)
+    return unbound.update(user=user)
+
+
+def tell_about_invitations(request: HttpRequest) -> None:
+    """On sign-in and sign-up: say that invitations wait, and where to answer them."""
+    names = [invitation.team.name for invitation in pending_invitations(request.user)]
+    if names:
+        messages.info(
+            request,
+            f"You are invited to join {', '.join(names)}: open Invitations at the top of the page (in the Menu "
+            "on a phone) to accept or decline.",
         )
-    return found[0]
+
+
+def _answerable(invitation: Invitation) -> None:
+    if invitation.revoked_at:
+        raise MembershipRefused("This invitation was withdrawn by the team's owners; ask them to invite you again.")
+    if invitation.accepted_at or invitation.declined_at:
+        raise MembershipRefused("You have answered this invitation already.")
+    if invitation.expires_at <= timezone.now():
+        raise MembershipRefused(
+            f"This invitation to {invitation.team.name} expired on {invitation.expires_at:%Y-%m-%d}; "
+            "ask one of its owners to invite you again."
+        )
+
+
+@transaction.atomic
+def accept(invitation: Invitation, user: AbstractBaseUser) -> Membership:
+    """Join the team with the invited role. Only the invited account, only while the invitation is pending."""
+    invitation = Invitation.objects.select_for_update().select_related("team").get(pk=invitation.pk, user=user)
+    _answerable(invitation)
+    membership, _ = Membership.objects.get_or_create(user=user, team=invitation.team,
+                                                     defaults={"role": invitation.role})  # fmt: skip
+    Invitation.objects.filter(pk=invitation.pk).update(accepted_at=timezone.now())
+    audit.record(invitation.team, user, AuditEvent.Action.INVITATION_ACCEPTED, membership,
+                 invited=invitation.invited_as, member=user.get_username(), role=membership.role)  # fmt: skip
+    return membership
+
+
+@transaction.atomic
+def decline(invitation: Invitation, user: AbstractBaseUser) -> None:
+    invitation = Invitation.objects.select_for_update().select_related("team").get(pk=invitation.pk, user=user)
+    _answerable(invitation)
+    Invitation.objects.filter(pk=invitation.pk).update(declined_at=timezone.now())
+    audit.record(invitation.team, user, AuditEvent.Action.INVITATION_DECLINED, invitation,
+                 invited=invitation.invited_as, role=invitation.role)  # fmt: skip
+
+
+def revoke(invitation: Invitation, by: AbstractBaseUser) -> None:
+    if Invitation.objects.filter(pk=invitation.pk, revoked_at=None).update(revoked_at=timezone.now()):
+        audit.record(invitation.team, by, AuditEvent.Action.INVITATION_REVOKED, invitation,
+                     invited=invitation.invited_as, role=invitation.role)  # fmt: skip
 
 
 def last_owner_guard(membership: Membership) -> None:

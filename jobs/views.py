@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from django import forms
@@ -8,7 +9,6 @@ from django.conf import settings
 from django.contrib import auth, messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import UserCreationForm
 from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.db.models import Q
@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs import dispatcher, limits, scheduling, services, ssh, teams
+from jobs.account_views import SignupForm
 from jobs.forms import ScheduleForm
 from jobs.models import Disk, Host, Membership, Profile, Run, Schedule, Team
 
@@ -25,6 +26,11 @@ from jobs.models import Disk, Host, Membership, Profile, Run, Schedule, Team
 class LoginView(auth_views.LoginView):
     template_name = "registration/login.html"
     redirect_authenticated_user = True
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        teams.tell_about_invitations(self.request)
+        return response
 
 
 class LogoutView(auth_views.LogoutView):
@@ -34,11 +40,13 @@ class LogoutView(auth_views.LogoutView):
 def signup(request: HttpRequest) -> HttpResponse:
     if not settings.BENCHWEB_ALLOW_SIGNUP:
         raise Http404("Sign-up is turned off on this server; ask an owner to invite you.")
-    form = UserCreationForm(request.POST or None)
+    form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         teams.place_new_user(user)
+        teams.claim_invitations(user)
         auth.login(request, user, backend="django.contrib.auth.backends.ModelBackend")  # axes checks sign-ins only
+        teams.tell_about_invitations(request)
         return redirect("home")
     return render(request, "registration/signup.html", {"form": form})
 

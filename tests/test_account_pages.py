@@ -1,4 +1,5 @@
-"""Team switching, members and API tokens in the browser pages (the API covers the same in tests/test_api.py)."""
+"""Team switching, members and API tokens in the browser pages (the API covers the same in tests/test_api.py;
+tests/test_invitations.py covers invitations)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from audit.models import AuditEvent
+from jobs import teams
 from jobs.api.models import ApiToken
 from jobs.models import Host, Membership, Team
 
@@ -34,14 +36,17 @@ def test_a_member_of_two_teams_switches_between_them_and_sees_only_the_current_o
     assert owner_client.post("/team/switch", {"team": stranger_team.pk}).status_code == 404
 
 
-def test_owners_add_members_by_username_or_email_change_roles_and_remove_them(owner_client, team, owner):
+def test_owners_invite_members_by_username_or_email_change_roles_and_remove_them(owner_client, team, owner):
     User.objects.create_user("vera", email="vera@example.com", password="x-long-password-5")
     page = owner_client.post("/team/members/", {"user": "VERA@example.com", "role": "viewer"}, follow=True)
-    assert "vera joined" in page.content.decode()
+    assert "it has been invited" in page.content.decode()
+    assert not Membership.objects.filter(team=team, user__username="vera").exists()  # not before she accepts
+    vera_client = Client()
+    vera_client.force_login(User.objects.get(username="vera"))
+    (invitation,) = teams.pending_invitations(User.objects.get(username="vera"))
+    vera_client.post(f"/invitations/{invitation.token}", {"answer": "accept"})
     vera = Membership.objects.get(team=team, user__username="vera")
     assert vera.role == "viewer"
-    missing = owner_client.post("/team/members/", {"user": "nobody", "role": "member"})
-    assert "No account has the username or email" in missing.content.decode()
     owner_client.post(f"/team/members/{vera.pk}", {"role": "member"})
     vera.refresh_from_db()
     assert vera.role == "member"
@@ -54,7 +59,7 @@ def test_owners_add_members_by_username_or_email_change_roles_and_remove_them(ow
     owner_client.post(f"/team/members/{vera.pk}", {"action": "remove"})
     assert not Membership.objects.filter(pk=vera.pk).exists()
     actions = list(AuditEvent.objects.filter(team=team).order_by("pk").values_list("action", flat=True))
-    assert actions == ["member.added", "member.role_changed", "member.removed"]
+    assert actions == ["invitation.created", "invitation.accepted", "member.role_changed", "member.removed"]
 
 
 def test_members_and_viewers_see_the_members_but_cannot_change_them(team, owner):
@@ -62,7 +67,7 @@ def test_members_and_viewers_see_the_members_but_cannot_change_them(team, owner)
     Membership.objects.create(user=viewer, team=team, role=Membership.Role.VIEWER)
     client = _client(viewer)
     page = client.get("/team/members/").content.decode()
-    assert owner.username in page and "Add a member" not in page
+    assert owner.username in page and "Invite a member" not in page and "Pending invitations" not in page
     assert client.post("/team/members/", {"user": "vic", "role": "owner"}).status_code == 403
     mine = Membership.objects.get(user=viewer)
     assert client.post(f"/team/members/{mine.pk}", {"role": "owner"}).status_code == 403

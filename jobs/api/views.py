@@ -7,6 +7,7 @@ schedules are checked by jobs.scheduling, and the chart series come from jobs.ch
 from __future__ import annotations
 
 import copy
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -27,7 +28,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import chart_views, dispatcher, limits, scheduling, services, ssh, teams
+from jobs import chart_views, dispatcher, errors, limits, scheduling, services, ssh, teams, timeseries
 from jobs.api import serializers as s
 from jobs.api.auth import Access, access
 from jobs.api.models import ApiToken
@@ -38,11 +39,15 @@ from jobs.models import Disk, Host, Membership, Profile, Run, Schedule, Team
 from jobs.tools.summary import ParseError
 
 MAX_ID = 2**63 - 1
+ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 NEXT_FIRES_MAX = 50
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's JSON errors, plus the domain's refusals as field-level 400s."""
+    request = context.get("request")
+    if request is not None and (refused := errors.refusal(request, exc)):
+        return Response({"detail": refused[1]}, status=refused[0])  # a body over the limit: 413, not Django's HTML
     if isinstance(exc, services.RunRefused):
         exc = ValidationError({exc.field: [str(exc)]})
     elif isinstance(exc, DjangoValidationError):
@@ -166,7 +171,7 @@ class HostViewSet(viewsets.ModelViewSet, TeamViewSet):
     @action(detail=True, methods=["post"], url_path="test-connection")
     def test_connection(self, request: Request, pk: str) -> Response:
         """Log in over SSH with the pinned key and the stored credential, and look for fio."""
-        result = _connection_test(self.get_object())
+        result = _connection_test(self.get_object(), request.user)
         return Response(s.ConnectionTestSerializer(result).data)
 
 
@@ -182,13 +187,33 @@ def _delegate(request: Request, view: Any, pk: str) -> HttpResponse:
     return view(inner, int(pk))
 
 
+# An ISO date (a whole day) or date-time, as chart_views reads it; a date is not a `format: date-time`.
+_TIME = r"[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?"
+ISO_MOMENT = {"type": "string", "pattern": rf"^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}({_TIME})?$"}
 SERIES_PARAMETERS = [
     OpenApiParameter("range", str, enum=[*chart_views.RANGES, "custom"], description="Default 30d."),
-    OpenApiParameter("from", OpenApiTypes.DATETIME, description="With range=custom: an ISO date or date-time."),
-    OpenApiParameter("to", OpenApiTypes.DATETIME, description="With range=custom: an ISO date or date-time."),
+    OpenApiParameter("from", ISO_MOMENT, description="Only with range=custom: an ISO date or date-time."),
+    OpenApiParameter("to", ISO_MOMENT, description="Only with range=custom: an ISO date or date-time."),
     OpenApiParameter("profile", str, description="A profile id or name."),
-    OpenApiParameter("points", int, description="Most points per series (downsampled on the server)."),
+    OpenApiParameter(
+        "points",
+        {"type": "integer", "minimum": 10, "maximum": timeseries.MAX_POINTS},
+        description="Most points per series (downsampled on the server).",
+    ),
 ]
+
+
+def _custom_range_only(request: Request) -> None:
+    """`from` and `to` mean something only with range=custom (elsewhere they would be ignored without a word),
+    and take the documented forms only (chart_views alone would also read 20240501 or an empty value)."""
+    problems = {}
+    for name in sorted({"from", "to"} & set(request.query_params)):
+        if request.query_params.get("range") != "custom":
+            problems[name] = [f"Give {name} only with range=custom; this range sets its own."]
+        elif not re.fullmatch(ISO_MOMENT["pattern"], request.query_params[name]):
+            problems[name] = [f"Give {name} as an ISO date or date-time, e.g. 2024-05-01 or 2024-05-01T08:00Z."]
+    if problems:
+        raise ValidationError(problems)
 
 
 class DiskViewSet(viewsets.ModelViewSet, TeamViewSet):
@@ -196,6 +221,7 @@ class DiskViewSet(viewsets.ModelViewSet, TeamViewSet):
 
     serializer_class = s.DiskSerializer
     http_method_names = ["get", "post", "patch", "put", "delete", "head", "options"]
+    list_parameters = ("host",)
 
     def get_queryset(self) -> QuerySet:
         if self.fake:
@@ -206,15 +232,39 @@ class DiskViewSet(viewsets.ModelViewSet, TeamViewSet):
             disks = disks.filter(host_id=_id(host, "host"))
         return disks
 
-    @extend_schema(parameters=[OpenApiParameter("host", int, description="Only this host's disks.")])
+    @extend_schema(parameters=[OpenApiParameter("host", ID_SCHEMA, description="Only this host's disks.")])
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().list(request, *args, **kwargs)
+
+    def perform_create(self, serializer: serializers.Serializer) -> None:
+        # The identity is asked of the host now; when it cannot answer, identity_note in the answer says why.
+        services.identify_new_target(serializer.save(), self.request.user)
+
+    def perform_update(self, serializer: serializers.Serializer) -> None:
+        was = serializer.instance.target_path, serializer.instance.kind
+        disk = serializer.save()
+        if (disk.target_path, disk.kind) != was:
+            services.identify_new_target(disk, self.request.user)
+
+    @extend_schema(request=None, responses={200: s.DiskSerializer, 409: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"])
+    def identity(self, request: Request, pk: str) -> Response:
+        """Record what the target is now (WWN, serial, by-id, a loop device's backing file; a directory's
+        filesystem UUID): write runs are refused when a different disk sits at the path. Use it after
+        replacing the disk on purpose. 409 when the host cannot say (unreachable, the target missing)."""
+        disk = self.get_object()
+        try:
+            services.record_disk_identity(disk, request.user)
+        except services.IdentityUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(self.get_serializer(disk).data)
 
     @extend_schema(parameters=SERIES_PARAMETERS, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
     def series(self, request: Request, pk: str) -> HttpResponse:
         """The disk chart's series: successful runs per profile against the disk's limits, downsampled."""
         self.get_object()
+        _custom_range_only(request)
         return _delegate(request, chart_views.disk_series, pk)
 
 
@@ -298,7 +348,13 @@ class ScheduleViewSet(viewsets.ModelViewSet, TeamViewSet):
         return self._set_enabled(True)
 
     @extend_schema(
-        parameters=[OpenApiParameter("count", int, description=f"How many fires, 1 to {NEXT_FIRES_MAX}; default 10.")],
+        parameters=[
+            OpenApiParameter(
+                "count",
+                {"type": "integer", "minimum": 1, "maximum": NEXT_FIRES_MAX},
+                description=f"How many fires, 1 to {NEXT_FIRES_MAX}; default 10.",
+            )
+        ],
         responses={200: s.NextFiresSerializer},
     )
     @action(detail=True, methods=["get"], url_path="next-fires")
@@ -370,6 +426,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
     """Runs: list with filters, start one now (trigger 'api'), cancel, and read the result."""
 
     pagination_class = NewestFirst
+    list_parameters = tuple(RunFilter().fields)
 
     def get_serializer_class(self) -> type[serializers.Serializer]:
         return s.RunSerializer if self.action == "list" else s.RunDetailSerializer
@@ -480,23 +537,31 @@ class TeamListViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamView
 
 
 class MemberViewSet(viewsets.ModelViewSet, TeamViewSet):
-    """Members of the current team. Owners add people by username or email, change roles and remove them."""
+    """Members of the current team. Owners invite people by username or email, change roles and remove them."""
 
     change_role = Membership.Role.OWNER
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_serializer_class(self) -> type[serializers.Serializer]:
-        return s.MemberUpdateSerializer if self.action == "partial_update" else s.MemberSerializer
+        return s.InviteSerializer if self.action == "create" else s.MemberSerializer
 
     def get_queryset(self) -> QuerySet:
         if self.fake:
             return Membership.objects.none()
         return Membership.objects.filter(team=self.team).select_related("user").order_by("created_at", "pk")
 
-    def perform_create(self, serializer: serializers.Serializer) -> None:
-        membership = serializer.save()
-        audit.record(self.team, self.request.user, AuditEvent.Action.MEMBER_ADDED, membership,
-                     member=membership.user.get_username(), role=membership.role)  # fmt: skip
+    @extend_schema(responses={202: s.InvitedSerializer}, summary="Invite someone (they join when they accept)")
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Invite whoever has this username or email; the answer is the same whether or not such an account exists."""
+        body = self.get_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            invitation = teams.invite(self.team, request.user, body.validated_data["user"], body.validated_data["role"])
+        except teams.MembershipRefused as exc:
+            raise ValidationError({"user": [str(exc)]}) from exc
+        answer = {"detail": teams.invited_message(invitation), "invited_as": invitation.invited_as,
+                  "role": invitation.role, "expires_at": invitation.expires_at}  # fmt: skip
+        return Response(s.InvitedSerializer(answer).data, status=status.HTTP_202_ACCEPTED)
 
     def perform_update(self, serializer: serializers.Serializer) -> None:
         before = serializer.instance.role

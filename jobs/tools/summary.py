@@ -3,7 +3,9 @@
 Units are settled here so no caller has to ask: bytes per second and microseconds. A value the tool did not
 report is None, never an estimate. Every number in a summary is finite and not negative: a measured value
 that is negative, or a result that overflows to infinity, is a ParseError saying where, since no run reports
-one; a setting the tool would have refused (numjobs=-2, rwmixread=150) leaves its field None.
+one; a setting the tool would have refused (numjobs=-2, rwmixread=150) leaves its field None. Every number is
+also within what a disk can do (bounds.py), checked when a ParseResult is made, so what a parser returns can
+always be stored.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from jobs.tools import bounds
 
 # The percentiles a summary carries: (key, percent).
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p99_9", 99.9))
@@ -37,6 +41,12 @@ class ParseResult:
     settings: dict[str, str] = field(default_factory=dict)
     # fio json+ only: completion-latency histogram per direction, {latency ns: count}, summed over jobs.
     latency_bins: dict[str, dict[int, int]] | None = None
+
+    def __post_init__(self) -> None:
+        # Every parser returns one of these, so this is the one gate between a tool's numbers and the database.
+        problem = bounds.summary_problem(self.summary) or bounds.bins_problem(self.latency_bins)
+        if problem:
+            raise ParseError(problem)
 
     @property
     def failed(self) -> bool:

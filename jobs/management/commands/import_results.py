@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,13 +15,14 @@ from jobs.models import Disk
 from jobs.tools.summary import ParseError
 
 MAX_BYTES = 64 * 2**20
+log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
     help = (
         "Import fio (JSON, text, terse) or ndisk64 output files as finished runs of a disk, or, with --dry-run, "
-        "print what they parse to. A file that cannot be read or recognised is reported (exit status 2) and "
-        "skipped; the other files are still processed."
+        "print what they parse to. A file that cannot be read, recognised or stored is reported with its reason "
+        "and skipped; the other files are still processed, and the exit status is 2 if any failed."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -36,28 +38,40 @@ class Command(BaseCommand):
         disk = self._disk(options["disk"]) if options["disk"] is not None else None
         at = self._at(options["at"])
         results: list[Any] = []
-        failures = 0
         for path in options["paths"]:
             try:
-                text = self._read(Path(path))
-                if disk is None:
-                    summary = services.parse_import(text, options["tool"]).summary
-                    results.append(summary)
-                    if not options["json"]:
-                        self.stdout.write(f"{path}: {summary['tool']}, {summary['total']['iops']:.1f} IOPS")
-                else:
-                    run = services.import_result(disk, text, name=Path(path).name, at=at, tool=options["tool"])
-                    results.append({"path": path, "run": run.pk, "state": run.state, "summary": run.summary})
-                    if not options["json"]:
-                        self.stdout.write(f"{path}: stored as run {run.pk} ({run.state}) on {disk}")
-            except (OSError, UnicodeDecodeError, ParseError) as exc:
-                failures += 1
+                results.append(self._one(path, disk, at, options))
+            except (OSError, UnicodeDecodeError, ParseError, services.RunRefused) as exc:
                 results.append(None)
                 self.stderr.write(f"{path}: not imported: {exc}")
+            except Exception as exc:
+                # Whatever went wrong with one file, the others are still imported (the README promises it).
+                log.exception("import_results: %s failed", path)
+                results.append(None)
+                self.stderr.write(
+                    f"{path}: not imported: unexpected {type(exc).__name__}: {exc} (a bug: please "
+                    "report it with this file); nothing was stored for it"
+                )
+        failures = results.count(None)
         if options["json"]:
             self.stdout.write(json.dumps(results, indent=2))
+        done = "parsed" if disk is None else "imported"
+        tally = f"{len(results) - failures} of {len(results)} file(s) {done}, {failures} failed"
+        (self.stderr if options["json"] else self.stdout).write(tally)
         if failures:
             sys.exit(2)
+
+    def _one(self, path: str, disk: Disk | None, at: Any, options: dict[str, Any]) -> dict[str, Any]:
+        text = self._read(Path(path))
+        if disk is None:
+            summary = services.parse_import(text, options["tool"]).summary
+            if not options["json"]:
+                self.stdout.write(f"{path}: {summary['tool']}, {summary['total']['iops']:.1f} IOPS")
+            return summary
+        run = services.import_result(disk, text, name=Path(path).name, at=at, tool=options["tool"])
+        if not options["json"]:
+            self.stdout.write(f"{path}: stored as run {run.pk} ({run.state}) on {disk}")
+        return {"path": path, "run": run.pk, "state": run.state, "summary": run.summary}
 
     def _disk(self, pk: int) -> Disk:
         try:
