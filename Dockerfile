@@ -7,6 +7,7 @@ RUN npm ci --no-audit --no-fund
 FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 BENCHWEB_VAR_DIR=/var/lib/benchweb
 WORKDIR /app
+# The runtime set only: test and lint tools (requirements-dev.txt) stay out of the image.
 COPY requirements.txt ./
 RUN pip install -r requirements.txt
 COPY . .

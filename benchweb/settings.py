@@ -273,7 +273,8 @@ CELERY_TIMEZONE = "UTC"
 CELERY_DB_REUSE_MAX = 1000
 # Runs of hosts with a site go to the queue site.<name>; everything else to this one.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-# Beat only ticks; the runs and schedules in the database say what is due (DESIGN.md decision 5).
+# Beat only ticks; the runs and schedules in the database say what is due
+# (docs/decisions/0003-schedules-owned-by-benchweb.md).
 CELERY_BEAT_SCHEDULE = {
     "tick": {
         "task": "jobs.tick",

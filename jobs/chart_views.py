@@ -1,4 +1,4 @@
-"""JSON for the disk and run charts, downsampled on the server (DESIGN.md decision 8).
+"""JSON for the disk and run charts, downsampled on the server (docs/decisions/0006-server-side-downsampling.md).
 
 The disk chart never reads a Run. A succeeded run keeps the numbers the chart draws as a RunResult row, and
 every UTC day of a profile's runs on a disk keeps the lowest and highest run of each series as a RunResultDay

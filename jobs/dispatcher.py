@@ -1,6 +1,7 @@
 """The beat tick: turn schedule fires into runs, then start what is due.
 
-Beat only calls `tick()` every few seconds; the Schedule rows say what fires when (DESIGN.md decision 5).
+Beat only calls `tick()` every few seconds; the Schedule rows say what fires when
+(docs/decisions/0003-schedules-owned-by-benchweb.md).
 Each fire creates one run per (target, profile) keyed unique(schedule, fire_time, disk, profile), so a
 duplicated tick or a second beat process creates nothing twice. A fire missed by more than the schedule's
 grace (beat or the workers were down) is recorded as *skipped* with the reason, never launched late in a pile.

@@ -3,7 +3,7 @@
 Pure: no Django import (the `disk_limits` command and the models are the edges). The figures live in
 `disk_catalog.yaml` beside this module, one record per (type, effective period), each with its source.
 
-Evaluation, per DESIGN.md:
+Evaluation (docs/architecture.md, "Disk limits"):
 1. pick the type's record in effect on the given date;
 2. compute one volume's baseline and burst limits (formula, tier table or provisioned values);
 3. multiply by the stripe count;

@@ -181,6 +181,11 @@ class Host(models.Model):
                 paths.check(self.run_base_dir, field="run directory", home=True)
             except paths.PathError as exc:
                 errors["run_base_dir"] = str(exc)
+        if self.ndisk64_path:
+            try:
+                paths.check(self.ndisk64_path, field="ndisk64 path", command=True)
+            except paths.PathError as exc:
+                errors["ndisk64_path"] = str(exc)
         if errors:
             raise ValidationError(errors)
 
@@ -487,7 +492,7 @@ class Run(models.Model):
         API = "api", "API"
         IMPORT = "import", "Import"
 
-    # States in which a run holds its disk; at most one such run per disk (decision 4).
+    # States in which a run holds its disk; at most one per disk (docs/decisions/0002-database-is-the-truth.md).
     ACTIVE_STATES = ("queued", "launching", "running", "collecting")
     FINAL_STATES = ("succeeded", "failed", "error", "cancelled", "lost", "skipped")
 

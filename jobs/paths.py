@@ -10,6 +10,7 @@ stored before this rule existed must still be refused.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 MAX_LENGTH = 1024  # the model fields' max_length; PATH_MAX is 4096, but no real base or device path nears this
@@ -29,6 +30,7 @@ PROBLEMS = {
     "long": f"is longer than {MAX_LENGTH} characters",
     "relative": "is not absolute",
     "home": "is not absolute and does not start with ~/",
+    "command": "is neither an absolute path nor a plain command name",
     "parent": "contains a '..' component",
     "control": "contains a control character",
     "separator": "contains a Unicode line separator",
@@ -39,14 +41,20 @@ PROBLEMS = {
 }
 
 
+_COMMAND_NAME = re.compile(r"[A-Za-z0-9._+-]{1,255}")
+
+
 class PathError(ValueError):
     """A path that must not cross the SSH boundary; the message names the field and the fix."""
 
 
-def problem(value: str, *, home: bool = False) -> str:
+def problem(value: str, *, home: bool = False, command: bool = False) -> str:
     """The first thing wrong with a path as a code of PROBLEMS, or "" when it may be sent to a host.
 
-    With home, the path may also be ~ or start with ~/ (the login user's home on the host)."""
+    With home, the path may also be ~ or start with ~/ (the login user's home on the host); with command, it
+    may also be a plain command name found on the host's PATH (letters, digits, '.', '_', '+', '-')."""
+    if command and value and "/" not in value:
+        return "" if _COMMAND_NAME.fullmatch(value) and value not in (".", "..") else "command"
     if not value:
         return "empty"
     if len(value) > MAX_LENGTH:
@@ -62,13 +70,15 @@ def problem(value: str, *, home: bool = False) -> str:
     return ""
 
 
-def check(value: str, *, field: str, home: bool = False) -> str:
+def check(value: str, *, field: str, home: bool = False, command: bool = False) -> str:
     """The value itself, or PathError saying what is wrong with the named field and how to fix it."""
-    code = problem(value, home=home)
+    code = problem(value, home=home, command=command)
     if not code:
         return value
     kind, example = ("an absolute path or one starting with ~/", "/srv/benchweb/runs or ~/.benchweb/runs")
-    if not home:
+    if command:
+        kind, example = "an absolute path or a plain command name", "/usr/local/bin/ndisk64 or ndisk64"
+    elif not home:
         kind, example = "an absolute path", "/data/bench or /dev/nvme1n1"
     raise PathError(
         f"The {field} {PROBLEMS[code]} ({shown(value)}); give {kind} of printable characters without '..', "

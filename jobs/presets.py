@@ -1,4 +1,4 @@
-"""Built-in profiles: the field workloads benchweb must carry (DESIGN.md), shared read-only by every team."""
+"""Built-in profiles: the field workloads benchweb must carry (docs/architecture.md), shared read-only by every team."""
 
 from __future__ import annotations
 

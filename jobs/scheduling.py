@@ -1,7 +1,8 @@
 """Schedule maths: when a rule fires, whether a moment is blacked out, and how targets are spread out.
 
 Pure: standard library, croniter and zoneinfo only. The Schedule model and the beat tick are the edges
-(DESIGN.md decision 5); every instant in and out of this module is an aware datetime, and out it is UTC.
+(docs/decisions/0003-schedules-owned-by-benchweb.md); every instant in and out of this module is an aware
+datetime, and out it is UTC.
 
 Cron expressions are read in the rule's time zone, on the wall clock. croniter walks naive local times
 (it mishandles aware ones across DST changes) and zoneinfo turns each into an instant:

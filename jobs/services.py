@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import limits, remote, safety, ssh
+from jobs import limits, messages, remote, safety, ssh
 from jobs import runners as runner
 from jobs.models import Disk, Host, Profile, Run, RunResult, RunSample
 from jobs.tools import detect
@@ -265,21 +265,17 @@ def queue_for(site: str) -> str:
 def _send_launches(sites: dict[int, str]) -> None:
     """One message per site for many launches: a worker of that site fans it out, so the tick publishes once
     per site and every launch runs near its host."""
-    from jobs import tasks
-
     by_queue: dict[str, list[int]] = {}
     for run_id, site in sites.items():
         by_queue.setdefault(queue_for(site), []).append(run_id)
     for queue, run_ids in by_queue.items():
-        tasks.launch_runs.apply_async(args=[run_ids, queue], queue=queue)
+        messages.send(messages.LAUNCH_RUNS, run_ids, queue, queue=queue)
 
 
 def _send(step: str, run: Run, countdown: float = 0) -> None:
     """launch or poll one run, on its host's site queue."""
-    from jobs import tasks
-
-    task = {"launch": tasks.launch_run, "poll": tasks.poll_run}[step]
-    task.apply_async(args=[run.pk], countdown=countdown, queue=queue_for(run.disk.host.site))
+    name = {"launch": messages.LAUNCH_RUN, "poll": messages.POLL_RUN}[step]
+    messages.send(name, run.pk, queue=queue_for(run.disk.host.site), countdown=countdown)
 
 
 class IdentityUnavailable(Exception):
@@ -294,6 +290,7 @@ def record_disk_identity(disk: Disk, user: Any = None) -> dict[str, Any]:
         with _connect(disk.host) as conn:
             probe = conn.run(safety.check_script(disk.target_path, disk.kind, writes=False), timeout=60)
     except (ssh.SSHError, remote.RemoteError) as exc:
+        note_ssh_refusal(disk.host, exc, user=user, during=f"identity of disk {disk.pk}")
         raise _identity_not_recorded(disk, f"the host could not be asked: {exc}") from exc
     verdict = safety.judge(probe.stdout.decode(errors="replace"), kind=disk.kind, writes=False,
                            allow_destructive=False)  # fmt: skip
@@ -561,7 +558,7 @@ def _launch_answer_lost(run: Run, exc: Exception) -> str:
 
 def _lost_launch_deadline(run: Run) -> datetime:
     started = run.started_at or run.queued_at or timezone.now()
-    watchdog = runner.watchdog_seconds(run.parameters) + WATCHDOG_KILL_S
+    watchdog = runner.watchdog_seconds(run.parameters, run.disk.kind) + WATCHDOG_KILL_S
     return started + timedelta(seconds=watchdog) + LOST_LAUNCH_MARGIN
 
 
@@ -864,12 +861,15 @@ def import_result(disk: Disk, text: str, *, name: str, at: Any = None, user: Any
 REFUSAL_AUDIT_EVERY = timedelta(hours=1)
 
 
-def note_ssh_refusal(host: Host, exc: Exception, run: Run | None = None, user: Any = None) -> AuditEvent | None:
-    """Record a run or connection test refused because the host presented another key than the approved one."""
+def note_ssh_refusal(
+    host: Host, exc: Exception, run: Run | None = None, user: Any = None, during: str = "connection test"
+) -> AuditEvent | None:
+    """Record a run, connection test or identity probe refused because the host presented another key than the
+    approved one."""
     if not isinstance(exc, ssh.SSHError) or exc.reason != "host_key_changed":
         return None
     presented = exc.presented
-    during = f"run {run.pk}" if run else "connection test"
+    during = f"run {run.pk}" if run else during
     fingerprint = presented.fingerprint if presented else ""
     recent = AuditEvent.objects.filter(
         action=AuditEvent.Action.HOST_KEY_REFUSED,

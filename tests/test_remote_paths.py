@@ -151,6 +151,29 @@ def test_a_run_directory_with_a_line_separator_is_refused_by_the_model_the_form_
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "bad", ["nd\ndisk64", "nd\u2028isk64", "bin/ndisk64", "/opt/../ndisk64", "nd disk", "..", "$(id)"]
+)
+def test_an_ndisk64_path_that_is_neither_a_command_name_nor_an_absolute_path_is_refused(bad: str, team) -> None:
+    host = Host(team=team, name="h", address="a", username="u", ndisk64_path=bad)
+    with pytest.raises(Exception) as refused:
+        host.full_clean()
+    assert "The ndisk64 path " in refused.value.message_dict["ndisk64_path"][0]
+
+    world, secret = make_world("ndisk-path")
+    response = post(client_for(secret), f"/api/v1/hosts/{world.host.pk}/", {"ndisk64_path": bad}, method="patch")
+    assert response.status_code == 400, response.content
+    assert "ndisk64 path" in response.json()["ndisk64_path"][0]
+    world.host.refresh_from_db()
+    assert world.host.ndisk64_path == ""
+
+
+@pytest.mark.parametrize("good", ["ndisk64", "ndisk64-7.1", "/usr/local/bin/ndisk64", "/opt/nstress/ndisk 64"])
+def test_an_ndisk64_path_may_be_a_command_name_or_an_absolute_path(good: str) -> None:
+    assert paths.problem(good, command=True) == ""
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("separator", ["\n", "\x85", "\u2028", "\u2029", "\u200e"])
 def test_a_target_path_with_a_line_separator_is_refused_by_the_model_the_form_and_the_api(separator: str, host) -> None:
     bad = f"/data{separator}bench"

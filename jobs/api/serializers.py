@@ -31,9 +31,9 @@ def _team(serializer: serializers.Field | serializers.Serializer) -> Team:
     return access(serializer.context["request"]).team
 
 
-def _path(value: str, *, field: str, home: bool = False) -> str:
+def _path(value: str, *, field: str, home: bool = False, command: bool = False) -> str:
     try:
-        return paths.check(value, field=field, home=home)
+        return paths.check(value, field=field, home=home, command=command)
     except paths.PathError as exc:
         raise serializers.ValidationError(str(exc)) from exc
 
@@ -173,6 +173,9 @@ class HostSerializer(ModelSerializer):
 
     def validate_run_base_dir(self, base: str) -> str:
         return _path(base, field="run directory", home=True) if base else base
+
+    def validate_ndisk64_path(self, path: str) -> str:
+        return _path(path, field="ndisk64 path", command=True) if path else path
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         password, key, passphrase = (attrs.get(name) for name in ("password", "private_key", "passphrase"))

@@ -193,7 +193,7 @@ def make_summary(
     runtime_s: float | None = None,
     samples: list[dict[str, float | None]] | None = None,
 ) -> dict[str, Any]:
-    """The canonical summary (DESIGN.md), keys in the documented order. total defaults to read + write."""
+    """The canonical summary (docs/architecture.md), keys in the documented order. total defaults to read + write."""
     if total is None:
         directions = [d for d in (read, write) if d]
         total = {

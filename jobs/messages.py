@@ -1,0 +1,20 @@
+"""Work sent to the Celery workers, by the task names jobs/tasks.py registers.
+
+The use cases (jobs/services.py) send launches and polls; the tasks call the use cases. Sending by name keeps
+that one-way: this module imports nothing of the app, so the use cases need not import the tasks module (and
+no function-level import is needed to dodge a cycle). A test checks that every name here is a registered task.
+"""
+
+from __future__ import annotations
+
+from celery import current_app
+
+LAUNCH_RUN = "jobs.launch_run"
+LAUNCH_RUNS = "jobs.launch_runs"
+POLL_RUN = "jobs.poll_run"
+NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN)
+
+
+def send(name: str, *args: object, queue: str, countdown: float = 0) -> None:
+    """Publish one task message on `queue`, to run `countdown` seconds from now."""
+    current_app.send_task(name, args=list(args), queue=queue, countdown=countdown or None)
