@@ -48,3 +48,15 @@ def wait_final(run: Run, timeout: float = 90) -> Run:
             return run
         time.sleep(0.3)
     raise AssertionError(f"run stayed {run.state} ({run.explanation}) for {timeout} s")
+
+
+def wait_state(run: Run, state: str, timeout: float = 60) -> Run:
+    """Poll the database until the run reaches `state`; fail at once if it ends in another."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.state == state:
+            return run
+        assert not run.is_final, f"run ended {run.state}: {run.explanation}"
+        time.sleep(0.2)
+    raise AssertionError(f"run never reached {state}; it is {run.state} ({run.explanation})")

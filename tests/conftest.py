@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -9,6 +11,7 @@ from django.test import Client
 
 from jobs import teams
 from jobs.models import Credential, Disk, Host, Membership, Team
+from tests.test_safety import Lab, require_loop_devices
 
 
 @pytest.fixture
@@ -69,3 +72,14 @@ def fio_installed():
 from tests.browser import *  # noqa: E402, F403  (fixtures: browser, page, screenshot)
 from tests.sshd import *  # noqa: E402, F403  (fixtures: sshd, sshd_target, sshd_factory, other_sshd)
 from tests.workers import *  # noqa: E402, F403  (fixtures: broker, worker_factory, worker)
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    """Loop devices on files in tmp_path (root only; skips with the reason otherwise), detached afterwards."""
+    require_loop_devices()
+    lab = Lab(tmp_path)
+    try:
+        yield lab
+    finally:
+        lab.close()

@@ -10,20 +10,9 @@ import pytest
 
 from jobs import services
 from jobs.models import Disk, Run
-from tests.builders import quick_profile, target_dir, team_with_host, wait_final
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wait_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-def _wait_state(run: Run, state: str, timeout: float = 60) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.state == state:
-            return run
-        assert not run.is_final, f"run ended {run.state}: {run.explanation}"
-        time.sleep(0.2)
-    raise AssertionError(f"run never reached {state}; it is {run.state} ({run.explanation})")
 
 
 def _wrappers_of(run: Run) -> set[int]:
@@ -56,7 +45,7 @@ def test_a_redis_restart_mid_run_keeps_the_worker_and_the_run_ends_once_with_its
     worker = worker_factory()
     beat = beat_factory()
     run = services.request_run(disk, quick_profile(team, runtime_s=10))
-    _wait_state(run, Run.State.RUNNING)
+    wait_state(run, Run.State.RUNNING)
     wrappers = _wrappers_of(run)
     time.sleep(3)  # a few polls in: the worker now holds one, waiting for its countdown or running it
 

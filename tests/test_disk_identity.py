@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from jobs import safety, services
 from jobs.api.models import ApiToken
 from jobs.models import Disk, Membership, Run, Team
 from tests.builders import quick_profile, team_with_host, wait_final
-from tests.test_safety import BENCH_DIR, CLEAN_DISK, Lab, MiB, edit, probe, require_loop_devices, sh, sha256
+from tests.test_safety import BENCH_DIR, CLEAN_DISK, Lab, MiB, edit, probe, sh, sha256
 
 # --- the comparison, on synthetic reports ---------------------------------------------------------------
 
@@ -162,16 +161,6 @@ def test_a_directory_without_a_uuid_is_compared_by_its_filesystem_id_and_tmpfs_z
 
 
 # --- the real probe on loop devices ----------------------------------------------------------------------
-
-
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
-    require_loop_devices()
-    lab = Lab(tmp_path)
-    try:
-        yield lab
-    finally:
-        lab.close()
 
 
 def identity_of(device: str) -> dict:

@@ -14,20 +14,9 @@ from django.utils import timezone
 
 from jobs import services
 from jobs.models import Disk, Membership, Profile, Run
-from tests.builders import quick_profile, target_dir, team_with_host, wait_final
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wait_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-def _wait_state(run: Run, state: str, timeout: float = 60) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.state == state:
-            return run
-        assert not run.is_final, f"run ended {run.state}: {run.explanation}"
-        time.sleep(0.2)
-    raise AssertionError(f"run never reached {state}; it is {run.state} ({run.explanation})")
 
 
 def _processes_mentioning(text: str, name: str | None = None) -> list[psutil.Process]:
@@ -104,7 +93,7 @@ def test_cancelling_a_run_leaves_no_fio_process_on_the_target(fio_installed, ssh
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     run = services.request_run(disk, quick_profile(team, runtime_s=120))
-    _wait_state(run, Run.State.RUNNING)
+    wait_state(run, Run.State.RUNNING)
     deadline = time.monotonic() + 30
     while not _processes_mentioning(str(run.uuid), "fio"):
         assert time.monotonic() < deadline, "fio never started"
@@ -139,7 +128,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_fio_runs_once(fio_installed, 
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     first = worker_factory()
     run = services.request_run(disk, quick_profile(team, runtime_s=8))
-    _wait_state(run, Run.State.RUNNING)
+    wait_state(run, Run.State.RUNNING)
     wrappers = {p.pid for p in _processes_mentioning("run.sh") if _cwd_has(p, str(run.uuid))}
     first.kill9()
 
@@ -169,7 +158,7 @@ def test_a_run_survives_its_ssh_server_going_away_mid_run(fio_installed, sshd_fa
     team, host = team_with_host(server)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     run = services.request_run(disk, quick_profile(team, runtime_s=8))
-    _wait_state(run, Run.State.RUNNING)
+    wait_state(run, Run.State.RUNNING)
     server.handle.stop()
     time.sleep(4)
     run.refresh_from_db()

@@ -7,7 +7,7 @@ import re
 import shutil
 import struct
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -117,16 +117,6 @@ class Lab:
     def close(self) -> None:
         for argv in reversed(self.undo):
             subprocess.run(argv, capture_output=True, check=False)
-
-
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
-    require_loop_devices()
-    lab = Lab(tmp_path)
-    try:
-        yield lab
-    finally:
-        lab.close()
 
 
 def write_mbr(image: Path) -> None:
