@@ -264,7 +264,9 @@ def poll(conn: Connection, run_dir: str, tail_file: str, *, wait_s: float = 0) -
     near a run's expected end this notices the finish within 0.1 s instead of a poll interval later."""
     d = q(run_dir)
     tenths = max(0, min(100, int(wait_s * 10)))
-    # The answer: the marker, then state, pid, started and exit, each ended by NUL; then the tail.
+    # The answer: the marker, then state, pid, started and exit, each ended by NUL; then the tail. The status
+    # file is looked at again once ps says the wrapper is gone: the wrapper writes it as its last act, so a run
+    # that finished between the two looks is finished, not dead.
     script = f"""d={d}
 if [ ! -d "$d" ]; then printf '\\0benchweb-poll\\0vanished\\0\\0\\0\\0'; exit 0; fi
 i=0; while [ $i -lt {tenths} ] && [ ! -f "$d/status" ]; do sleep 0.1; i=$((i+1)); done
@@ -273,6 +275,7 @@ started=$(cat "$d/started" 2>/dev/null)
 status=
 if [ -f "$d/status" ]; then state=finished; status=$(cat "$d/status")
 elif [ -n "$pid" ] && ps -p "$pid" -o args= 2>/dev/null | grep -q run.sh; then state=running
+elif [ -f "$d/status" ]; then state=finished; status=$(cat "$d/status")
 elif [ -d "$d/launched" ] && [ -z "$pid" ]; then state=starting
 elif [ -d "$d/launched" ]; then state=dead
 else state=unlaunched; fi

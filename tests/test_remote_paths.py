@@ -9,6 +9,7 @@ Python's str.splitlines(), the run directory read back as a directory above it, 
 from __future__ import annotations
 
 import shlex
+import subprocess
 import unicodedata
 import uuid
 from collections.abc import Iterator
@@ -409,6 +410,30 @@ def test_a_finished_run_is_read_back_with_its_numbers(conn, tmp_path) -> None:
     assert (status.state, status.pid, status.started_epoch, status.exit_status) == ("finished", 4242, 1700000000.25, 3)
     assert status.tail == "fio says\n"
     assert remote.poll(conn, str(tmp_path / "gone"), "stdout").state == "vanished"
+
+
+def test_a_run_that_finishes_between_the_polls_two_looks_is_finished_not_dead(conn, tmp_path) -> None:
+    """The wrapper writes its status file and exits just after the poll found no status file and just before
+    it asks ps. Fault injection: the poll's `ps` is wrapped (a shell function prepended to the script sent
+    over the real sshd) so that the wrapper "finishes" at exactly that moment; the process is gone already."""
+    run_dir = tmp_path / str(uuid.uuid4())
+    (run_dir / "launched").mkdir(parents=True)
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    (run_dir / "pid").write_text(f"{finished.pid}\n")
+    status_file = shlex.quote(str(run_dir / "status"))
+    real_run = conn.run
+
+    def run_finishing_at_ps(script: str, **kwargs):
+        return real_run(f'ps() {{ echo 0 > {status_file}; command ps "$@"; }}\n' + script, **kwargs)
+
+    conn.run = run_finishing_at_ps
+    try:
+        status = remote.poll(conn, str(run_dir), "stdout")
+    finally:
+        conn.run = real_run
+
+    assert (status.state, status.exit_status) == ("finished", 0)
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "1_0", "٣", " 3", "-1", "3\n4", "1e9"])
