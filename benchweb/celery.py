@@ -7,6 +7,7 @@ from celery import Celery, Task
 from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchweb.settings")
 
@@ -15,6 +16,13 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 log = logging.getLogger(__name__)
 _restore_unacked = kombu_redis.QoS.restore_unacked
+_ack = kombu_redis.QoS.ack
+_reject = kombu_redis.QoS.reject
+
+
+def _collected(qos: kombu_redis.QoS) -> bool:
+    """The channel's connection was collected after the broker went away: it has no client to talk through."""
+    return getattr(qos.channel.connection, "client", None) is None
 
 
 def _restore_unacked_unless_collected(self: kombu_redis.QoS, client: object = None) -> object:
@@ -23,6 +31,9 @@ def _restore_unacked_unless_collected(self: kombu_redis.QoS, client: object = No
     close tries to push the messages it held back to the queue through that dropped client. The
     AttributeError ('NoneType' object has no attribute 'hostname') is not a connection error, so it ended
     the worker whenever it held a message: any run polling (a poll waiting for its countdown) or launching.
+    A task that was running when the connection went, and finishes after the collect, acks (or rejects) its
+    message through the same dropped channel, which ends the worker the same way ('NoneType' object has no
+    attribute 'client'); the ack and reject guards below are for that path.
 
     Redis is unreachable at that moment anyway, and every unacknowledged message is also kept in Redis's
     unacked hash (when Redis kept its data), which redelivers it after the visibility timeout; the beat sweep
@@ -31,7 +42,7 @@ def _restore_unacked_unless_collected(self: kombu_redis.QoS, client: object = No
     worker reconnect (test: tests/test_broker_restart.py).
     Remove it once Celery no longer closes a collected connection (celery/worker/consumer/consumer.py,
     on_connection_error_after_connected)."""
-    if client is None and getattr(self.channel.connection, "client", None) is None:
+    if client is None and _collected(self):
         log.warning(
             "broker connection lost holding %d unacknowledged message(s); Redis keeps them and redelivers them "
             "after the visibility timeout, and the sweep re-polls their runs sooner",
@@ -42,7 +53,25 @@ def _restore_unacked_unless_collected(self: kombu_redis.QoS, client: object = No
     return _restore_unacked(self, client)
 
 
+def _ack_unless_collected(self: kombu_redis.QoS, delivery_tag: object) -> None:
+    if _collected(self):
+        log.warning("a task finished after the broker connection was lost; its message is redelivered later, a no-op")
+        virtual.QoS.ack(self, delivery_tag)  # forget it here only: Redis cannot be told
+        return
+    _ack(self, delivery_tag)
+
+
+def _reject_unless_collected(self: kombu_redis.QoS, delivery_tag: object, requeue: bool = False) -> None:
+    if _collected(self):
+        log.warning("a task was rejected after the broker connection was lost; Redis redelivers its message")
+        virtual.QoS.ack(self, delivery_tag)
+        return
+    _reject(self, delivery_tag, requeue)
+
+
 kombu_redis.QoS.restore_unacked = _restore_unacked_unless_collected
+kombu_redis.QoS.ack = _ack_unless_collected
+kombu_redis.QoS.reject = _reject_unless_collected
 
 
 @task_prerun.connect
