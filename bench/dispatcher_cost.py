@@ -13,7 +13,7 @@ of that minute comes due: about 1-3 % of the schedules per tick (the report says
 the busiest tick of each minute; `--step 5` ticks at the production cadence instead (BENCHWEB_TICK_SECONDS,
 default 5 s), where most ticks find nothing due.
 
-Each tick is the real `jobs.dispatcher.tick(now)` (materialise, expire_outside_window, dispatch_due, sweep),
+Each tick is the real `jobs.schedules.dispatcher.tick(now)` (materialise, expire_outside_window, dispatch_due, sweep),
 timed as a Celery worker runs it: around every task benchweb.celery closes the thread's database connection
 when it is older than CONN_MAX_AGE (always on SQLite, where that is 0) and otherwise keeps it, so on
 PostgreSQL a tick reuses the connection of the one before, as in the worker. Claimed runs go out as one fan-
@@ -34,7 +34,6 @@ on error or Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import functools
 import io
@@ -42,22 +41,32 @@ import json
 import os
 import pstats
 import random
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from benchkit import DEFAULT_PG_URL, ROOT, BenchError, Stack, configure_django, say, start_redis
+from benchkit import (
+    DEFAULT_PG_URL,
+    ROOT,
+    BenchError,
+    Stack,
+    add_database_options,
+    code_version,
+    configure_django,
+    each_database,
+    interrupt_on_signals,
+    p95_rounded,
+    run_guarded,
+    say,
+    server_version,
+    sql_shape,
+    start_redis,
+)
 
 TARGET_MEDIAN_MS = 50.0
 TEAMS = 20
@@ -83,9 +92,6 @@ DISK_TYPES = (
     ("gcp-pd-ssd", 500, {}),
     ("custom", None, {"spec_iops": 50000, "spec_bytes_per_s": 1_000_000_000}),
 )
-
-
-# ----------------------------------------------------------------------------------------- processes and files
 
 
 # ----------------------------------------------------------------------------------------- the fleet
@@ -123,8 +129,9 @@ def _pick_cron(rng: random.Random, index: int) -> tuple[str, str, str]:
 def build_fleet(n_schedules: int, n_history: int, start: datetime, seed: int) -> Fleet:
     from django.contrib.auth import get_user_model
 
-    from jobs import dispatcher, scheduling
+    from jobs import scheduling
     from jobs.models import Disk, Host, Profile, Run, Schedule, ScheduleProfile, Team
+    from jobs.schedules import dispatcher
 
     rng = random.Random(seed)
     fleet = Fleet()
@@ -279,7 +286,8 @@ class Probe:
                 seen[1] += elapsed
 
     def install(self) -> None:
-        from jobs import dispatcher, services
+        from jobs.runs import lifecycle, queueing
+        from jobs.schedules import dispatcher
 
         def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
             def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -294,8 +302,8 @@ class Probe:
         # tick() looks these up at call time: module attributes, so wrapping them here times the real tick.
         dispatcher.materialise = timed("materialise", dispatcher.materialise)
         dispatcher.expire_outside_window = timed("expire", dispatcher.expire_outside_window)
-        services.dispatch_due = timed("dispatch_due", services.dispatch_due)
-        services.sweep = timed("sweep", services.sweep)
+        queueing.dispatch_due = timed("dispatch_due", queueing.dispatch_due)
+        lifecycle.sweep = timed("sweep", lifecycle.sweep)
 
         def counted(send: Callable[..., Any]) -> Callable[..., Any]:
             def wrapper(*args: Any, **kwargs: Any) -> None:
@@ -309,28 +317,16 @@ class Probe:
             return wrapper
 
         # Claimed runs go out as one fan-out message per tick; the sweep re-sends single steps.
-        services._send_launches = counted(services._send_launches)
-        services._send = counted(services._send)
-
-
-_IN_LIST = re.compile(r"\((?:%s, )+%s\)")
-_SELECT_LIST = re.compile(r"^SELECT .*? FROM ", re.DOTALL)
-
-
-def _shape(sql: str) -> str:
-    """A statement without its column list and with IN lists collapsed: one line per kind of statement."""
-    sql = _IN_LIST.sub("(...)", sql)
-    sql = _SELECT_LIST.sub("SELECT ... FROM ", sql)
-    sql = re.sub(r'"jobs_(\w+)"\."(\w+)"', r"\1.\2", sql).replace('"', "")
-    return sql[:150]
+        queueing._send_launches = counted(queueing._send_launches)
+        queueing.send = counted(queueing.send)
 
 
 def due_schedules(now: datetime) -> int:
     """Schedules whose fires the tick at `now` makes: those due up to CLAIM_LEAD ahead (dispatcher.materialise)."""
-    from jobs import services
     from jobs.models import Schedule
+    from jobs.runs import queueing
 
-    return Schedule.objects.filter(enabled=True, next_fire_at__lte=now + services.CLAIM_LEAD).count()
+    return Schedule.objects.filter(enabled=True, next_fire_at__lte=now + queueing.CLAIM_LEAD).count()
 
 
 def waiting_runs(now: datetime) -> int:
@@ -342,7 +338,7 @@ def waiting_runs(now: datetime) -> int:
 def one_tick(probe: Probe, now: datetime) -> Tick:
     from django.db import close_old_connections, connection
 
-    from jobs import dispatcher
+    from jobs.schedules import dispatcher
 
     due = due_schedules(now)
     close_old_connections()  # as benchweb.celery does before every task: SQLite closes, PostgreSQL's is kept
@@ -429,7 +425,7 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     probe.keep_shapes = False
     grouped: dict[str, list[float]] = {}
     for sql, (count, seconds) in probe.statements.items():
-        shape = grouped.setdefault(_shape(sql), [0, 0.0])
+        shape = grouped.setdefault(sql_shape(sql)[:150], [0, 0.0])
         shape[0] += count
         shape[1] += seconds
     shapes = sorted(grouped.items(), key=lambda item: -item[1][1])
@@ -445,7 +441,7 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
         "calibration_us": yardstick,
         "machine": {"cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()[0]},
         "vendor": connection.vendor,
-        "server_version": _server_version(),
+        "server_version": server_version(),
         "code": code_version(),
         "fleet": asdict(fleet),
         "step_s": args.step,
@@ -494,26 +490,6 @@ def calibrate(n: int = 200) -> dict[str, float]:
     }
 
 
-def code_version() -> str:
-    """The commit measured, and whether the working tree differs from it (read-only git)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (no git)"
-    return f"commit {head}" + (" with uncommitted changes" if dirty else "")
-
-
-def _server_version() -> str:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("select sqlite_version()" if connection.vendor == "sqlite" else "show server_version")
-        return f"{connection.vendor} {cursor.fetchone()[0]}"
-
-
 def profile_ticks(probe: Probe, times: Iterator[datetime], now: datetime, count: int) -> str:
     profiler = cProfile.Profile()
     for _ in range(count):
@@ -540,9 +516,7 @@ def profile_ticks(probe: Probe, times: Iterator[datetime], now: datetime, count:
 
 
 def _stats(values: list[float]) -> tuple[float, float, float]:
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return statistics.median(ordered), p95, ordered[-1]
+    return statistics.median(values), p95_rounded(values), max(values)
 
 
 def print_report(results: list[dict[str, Any]], per_tick: bool) -> bool:
@@ -622,56 +596,11 @@ def print_report(results: list[dict[str, Any]], per_tick: bool) -> bool:
 # ----------------------------------------------------------------------------------------- entry point
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    # The first Ctrl-C or SIGTERM stops the measurement; further ones must not cut the clean-up short.
-    _swallow_signals()
-    raise KeyboardInterrupt
-
-
-def _swallow_signals() -> None:
-    # A handler that does nothing rather than SIG_IGN: a signal already on its way then finds a handler.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, frame: None)
-
-
-def run_one(args: argparse.Namespace) -> tuple[int, dict[str, Any] | None]:
-    stack = Stack(Path(tempfile.mkdtemp(prefix=f"benchweb-dispatch-{args.db}-")))
-    try:
-        return 0, measure(args, stack)
-    except KeyboardInterrupt:
-        say(f"[{args.db}] interrupted: removing everything this script started")
-        return 130, None
-    except Exception as exc:
-        if not isinstance(exc, BenchError):
-            traceback.print_exc()
-        say(f"dispatcher_cost [{args.db}]: the measurement failed: {exc}")
-        return 2, None
-    finally:
-        _swallow_signals()  # nothing may cut the clean-up short
-        stack.close()
-
-
 def run_both(args: argparse.Namespace, argv: list[str]) -> int:
-    """Each database in a child process of its own: Django's database settings are fixed at setup."""
     results = []
-    for db in ("sqlite", "postgres"):
-        child = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *argv, "--db", db, "--json"],
-                                 cwd=ROOT, stdout=subprocess.PIPE)  # fmt: skip
-        try:
-            out, _ = child.communicate()
-        except KeyboardInterrupt:
-            # Ctrl-C reached the child too; SIGTERM (to this process only) is passed on. Either way the child
-            # removes what it made before it exits: wait for that, never kill it mid-way unless it hangs.
-            with contextlib.suppress(ProcessLookupError):
-                child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-            raise
-        if child.returncode in (2, 130) or not out.strip():
-            return child.returncode or 2
+    for status, out in each_database(__file__, argv):
+        if status in (2, 130) or not out.strip():
+            return status or 2
         results.append(json.loads(out)[0])
     if args.json:
         print(json.dumps(results, indent=2))
@@ -683,9 +612,7 @@ def run_both(args: argparse.Namespace, argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
-    parser.add_argument("--database-url", default=DEFAULT_PG_URL,
-                        help=f"PostgreSQL database to create and drop (default {DEFAULT_PG_URL})")  # fmt: skip
+    add_database_options(parser, DEFAULT_PG_URL)
     parser.add_argument("--schedules", type=int, default=1000)
     parser.add_argument("--history", type=int, default=20000, help="finished runs already in the database")
     parser.add_argument("--ticks", type=int, default=30, help="measured ticks (default 30)")
@@ -699,33 +626,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.schedules < TEAMS or args.ticks < 1 or args.warmup < 0 or args.step <= 0:
         parser.error(f"need --schedules >= {TEAMS}, --ticks >= 1, --warmup >= 0, --step > 0")
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+    interrupt_on_signals()
     if args.db == "both":
-        cleaned = [a for a in argv if a not in ("--json",)]
         try:
-            return run_both(args, _without_db(cleaned))
+            return run_both(args, argv)
         except KeyboardInterrupt:
             return 130
-    status, result = run_one(args)
+    stack = Stack(f"benchweb-dispatch-{args.db}-")
+    status, result = run_guarded(f"dispatcher_cost [{args.db}]", stack, lambda: measure(args, stack))
     if result is None:
         return status
     if args.json:
         print(json.dumps([result]))
         return 0 if statistics.median(t["total_ms"] for t in result["ticks"]) <= TARGET_MEDIAN_MS else 1
     return 0 if print_report([result], args.per_tick) else 1
-
-
-def _without_db(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--db":
-            skip = True
-        elif not arg.startswith("--db="):
-            out.append(arg)
-    return out
 
 
 if __name__ == "__main__":

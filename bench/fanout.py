@@ -27,23 +27,36 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
-from pathlib import Path
 from typing import Any
 
 import start_precision as sp
-from benchkit import BenchError, say
+from benchkit import (
+    DATABASES,
+    PG_SERVER,
+    BenchError,
+    add_database_options,
+    code_version,
+    configure_django,
+    fmt,
+    interrupt_on_signals,
+    run_child,
+    run_guarded,
+    say,
+    server_version,
+    sshd_counts,
+    start_redis,
+    start_sshd,
+    without_options,
+)
 
-DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/benchweb_fanout"
+DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_fanout"
 TARGET_LAUNCH_S = 5.0
 TARGET_RSS_MB = 200.0
 SAMPLE_S = 0.5
@@ -87,12 +100,12 @@ def tree_rss(pid: int) -> tuple[int, int]:
 
 
 def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
-    sp.configure_django(stack, args.db, args.database_url)
+    configure_django(stack, args.db, args.database_url)
     from jobs.models import Run
 
     say("starting redis, sshd and the worker ...")
-    sp.start_redis(stack)
-    private_key = sp.start_sshd(stack)
+    start_redis(stack)
+    private_key = start_sshd(stack)
     team, disks, profile = sp.make_objects(stack, private_key, args.targets, args.rate_iops, args.runtime)
     sp.start_worker(stack, args.concurrency, args.plain_worker)
     say("idle yardsticks: SSH logins and commands, one 2 s warm-up run ...")
@@ -124,7 +137,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
         "db": args.db, "targets": args.targets, "concurrency": args.concurrency, "runtime_s": args.runtime,
         "rate_iops": args.rate_iops, "tick_s": args.tick_seconds, "lead_s": args.lead, "fire_at": fire_at.isoformat(),
         "cpus": os.cpu_count(), "load_before": load_before, "load_after": load_after, "all_final": done,
-        "traced_worker": not args.plain_worker, "database": sp._server_version(), "code": sp.code_version(),
+        "traced_worker": not args.plain_worker, "database": server_version(), "code": code_version(),
     }  # fmt: skip
     return {
         "config": config,
@@ -134,7 +147,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
         "collected": runs.filter(state__in=(Run.State.SUCCEEDED, Run.State.FAILED)).exclude(raw_output="").count(),
         "rss": {"idle_bytes": rss_idle, "samples": rss.samples},
         "yardsticks": yardsticks,
-        "sshd": sp.sshd_counts(stack, sshd_offset),
+        "sshd": sshd_counts(stack, sshd_offset),
         "cpu": {
             "wall_s": cpu.wall_s,
             "machine_busy_s": cpu.busy_s,
@@ -199,8 +212,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _f(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+_f = functools.partial(fmt, digits=2)
 
 
 def _load(values: tuple[float, float, float]) -> str:
@@ -288,36 +300,18 @@ def to_json(result: dict[str, Any], summary: dict[str, Any]) -> str:
 def sweep(argv: list[str], values: list[int]) -> int:
     """Run this script once per concurrency value, each in its own process with a fresh stack (Django
     settings and the database belong to one process), and compare."""
-    rest = [a for i, a in enumerate(argv) if a != "--json" and not _is_concurrency(argv, i)]
+    rest = without_options(argv, ("--concurrency",), ("--json",))
     lines, status = [], 0
-    current: list[subprocess.Popen[str]] = []
-    stopping = threading.Event()
-
-    def forward(signum: int, frame: object) -> None:
-        # The child cleans up its own stack; killing it (as subprocess.run does on Ctrl-C) would leave it behind.
-        stopping.set()
-        for child in current:
-            with contextlib.suppress(ProcessLookupError):
-                child.send_signal(signal.SIGTERM)
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, forward)
     for value in values:
-        if stopping.is_set():
-            return 130
         say(f"=== --concurrency {value} ===")
-        with subprocess.Popen([sys.executable, __file__, *rest, "--concurrency", str(value), "--json"],
-                              stdout=subprocess.PIPE, text=True) as child:  # fmt: skip
-            current[:] = [child]
-            stdout, _ = child.communicate()
-        current.clear()
-        if child.returncode == 130 or stopping.is_set():
+        code, stdout = run_child([sys.executable, __file__, *rest, "--concurrency", str(value), "--json"])
+        if code == 130:
             return 130
-        if child.returncode not in (0, 1):
-            lines.append(f"{value:>11}  the measurement failed (exit {child.returncode})")
+        if code not in (0, 1):
+            lines.append(f"{value:>11}  the measurement failed (exit {code})")
             status = 2
             continue
-        status = max(status, child.returncode)
+        status = max(status, code)
         out = json.loads(stdout)
         s, c = out["summary"], out["config"]
         lag, run, rss = s["launch_delay"], s["running_delay"], s["rss"]
@@ -337,10 +331,6 @@ def sweep(argv: list[str], values: list[int]) -> int:
     return status
 
 
-def _is_concurrency(argv: list[str], i: int) -> bool:
-    return argv[i].startswith("--concurrency") or (i > 0 and argv[i - 1] == "--concurrency")
-
-
 # ----------------------------------------------------------------------------------------- entry point
 
 
@@ -352,9 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", type=int, default=50, help="directory disks fired at once (default 50)")
     parser.add_argument("--runtime", type=int, default=35, help="fio runtime in seconds (default 35)")
     parser.add_argument("--rate-iops", type=int, default=50, help="fio rate_iops per run, 0 for off (default 50)")
-    parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument("--database-url", default=DEFAULT_PG_URL,
-                        help="with --db postgres: the database to create, then drop (default %(default)s)")  # fmt: skip
+    add_database_options(parser, DEFAULT_PG_URL, choices=DATABASES)
     parser.add_argument("--tick-seconds", type=float, default=1.0,
                         help="BENCHWEB_TICK_SECONDS for beat (default 1; the product's default is 5)")  # fmt: skip
     parser.add_argument("--lead", type=float, default=40.0,
@@ -373,30 +361,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("need --concurrency, --targets, --runtime >= 1, --rate-iops >= 0 and --lead >= 3")
     if args.timeout <= 0 or args.tick_seconds <= 0:
         parser.error("need --timeout and --tick-seconds > 0")
+    interrupt_on_signals()
     if len(values) > 1:
-        return sweep(argv, values)
+        try:
+            return sweep(argv, values)
+        except KeyboardInterrupt:
+            return 130
     args.concurrency = values[0]
 
-    stack = sp.Stack(Path(tempfile.mkdtemp(prefix="benchweb-fanout-")), args.tick_seconds)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, sp._interrupt)
-    try:
+    stack = sp.Stack("benchweb-fanout-", args.tick_seconds)
+
+    def work() -> tuple[dict[str, Any], dict[str, Any]]:
         result = measure(args, stack)
-        summary = summarise(result)
-    except KeyboardInterrupt:
-        say("interrupted: stopping everything this script started")
-        return 130
-    except Exception as exc:
-        if not isinstance(exc, BenchError):
-            traceback.print_exc()
-        say(f"fanout: the measurement failed: {exc}")
-        if stack.worker_log.exists():
-            say("the end of the worker log:\n" + stack.worker_log.read_text(errors="replace")[-3000:])
-        return 2
-    finally:
-        say("cleaning up ...")
-        sp._swallow_signals()  # nothing may cut the clean-up short
-        stack.close()
+        return result, summarise(result)
+
+    status, done = run_guarded("fanout", stack, work)
+    if done is None:
+        return status
+    result, summary = done
     if args.json:
         print(to_json(result, summary))
     else:

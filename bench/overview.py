@@ -22,12 +22,21 @@ import argparse
 import random
 import statistics
 import sys
-import tempfile
 import time
 from datetime import timedelta
-from pathlib import Path
 
-from benchkit import DEFAULT_PG_URL, ROOT, BenchError, Stack, configure_django, say
+from benchkit import (
+    DEFAULT_PG_URL,
+    ROOT,
+    BenchError,
+    Stack,
+    add_database_options,
+    configure_django,
+    each_database,
+    interrupt_on_signals,
+    run_guarded,
+    say,
+)
 
 TARGET_MEDIAN_MS = 300.0
 HOSTS = 20
@@ -41,11 +50,11 @@ def build(disks: int, runs_per_day: int, seed: int) -> tuple[object, int]:
     from django.contrib.auth.models import User
     from django.utils import timezone
 
-    from jobs import services
+    from jobs.imports import importing
     from jobs.models import Disk, Host, Membership, Profile, Run, RunResult, Team
 
     rng = random.Random(seed)
-    parsed = services.parse_import((ROOT / "tests/fixtures/fio-3.33-randrw.json").read_text())
+    parsed = importing.parse_import((ROOT / "tests/fixtures/fio-3.33-randrw.json").read_text())
     user = User.objects.create_user("bench")  # force_login below: no password needed
     team = Team.objects.create(name="bench team")
     Membership.objects.create(user=user, team=team, role=Membership.Role.OWNER)
@@ -62,7 +71,7 @@ def build(disks: int, runs_per_day: int, seed: int) -> tuple[object, int]:
     now = timezone.now()
     runs = []
     for disk in disk_rows:
-        snapshot = services.limits_snapshot(disk, 4096)
+        snapshot = disk.limits_snapshot(4096)
         for day in range(DAYS):
             for k in range(runs_per_day):
                 finished = now - timedelta(days=day, hours=rng.uniform(0, 23), minutes=k)
@@ -81,54 +90,50 @@ def build(disks: int, runs_per_day: int, seed: int) -> tuple[object, int]:
         runs.append(Run(disk=disk, team=team, profile=profile, profile_name=profile.name, state=Run.State.ERROR,
                         finished_at=now - timedelta(hours=1), explanation="could not start: refused"))  # fmt: skip
     Run.objects.bulk_create(runs, batch_size=2000)
-    # As services.record the result of every succeeded run: the overview reads these narrow rows.
+    # As RunResult.record stores the result of every succeeded run: the overview reads these narrow rows.
     results = [RunResult.of(run) for run in runs if run.state == Run.State.SUCCEEDED]
     RunResult.objects.bulk_create(results, batch_size=2000)
     return user, len(runs)
 
 
-def measure(db: str, args: argparse.Namespace) -> dict[str, float]:
-    stack = Stack(Path(tempfile.mkdtemp(prefix="benchweb-bench-")))
-    try:
-        configure_django(stack, db, args.database_url)
-        from django.db import connection
-        from django.test import Client
-        from django.test.utils import CaptureQueriesContext
+def measure(db: str, args: argparse.Namespace, stack: Stack) -> dict[str, float]:
+    configure_django(stack, db, args.database_url)
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
 
-        t0 = time.perf_counter()
-        user, runs = build(args.disks, args.runs_per_day, args.seed)
-        say(f"[{db}] {args.disks} disks, {runs} runs built in {time.perf_counter() - t0:.1f} s")
-        client = Client(HTTP_HOST="localhost")
-        client.force_login(user)
-        for _ in range(3):
-            response = client.get("/overview/")
-            if response.status_code != 200:
-                raise BenchError(f"/overview/ answered {response.status_code}")
-        rendered = response.content.decode().count('<th scope="row"><a href="/disks/')
-        times, queries = [], []
-        for _ in range(args.requests):
-            with CaptureQueriesContext(connection) as ctx:
-                t0 = time.perf_counter()
-                client.get("/overview/")
-                times.append((time.perf_counter() - t0) * 1000)
-            queries.append(len(ctx.captured_queries))
-        ordered = sorted(times)
-        return {
-            "median": statistics.median(times),
-            "p95": ordered[max(0, round(0.95 * len(ordered)) - 1)],
-            "max": ordered[-1],
-            "queries": statistics.median(queries),
-            "rows": rendered,
-            "runs": runs,
-        }
-    finally:
-        stack.close()
+    t0 = time.perf_counter()
+    user, runs = build(args.disks, args.runs_per_day, args.seed)
+    say(f"[{db}] {args.disks} disks, {runs} runs built in {time.perf_counter() - t0:.1f} s")
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(user)
+    for _ in range(3):
+        response = client.get("/overview/")
+        if response.status_code != 200:
+            raise BenchError(f"/overview/ answered {response.status_code}")
+    rendered = response.content.decode().count('<th scope="row"><a href="/disks/')
+    times, queries = [], []
+    for _ in range(args.requests):
+        with CaptureQueriesContext(connection) as ctx:
+            t0 = time.perf_counter()
+            client.get("/overview/")
+            times.append((time.perf_counter() - t0) * 1000)
+        queries.append(len(ctx.captured_queries))
+    ordered = sorted(times)
+    return {
+        "median": statistics.median(times),
+        "p95": ordered[max(0, round(0.95 * len(ordered)) - 1)],
+        "max": ordered[-1],
+        "queries": statistics.median(queries),
+        "rows": rendered,
+        "runs": runs,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
-    parser.add_argument("--database-url", default=DEFAULT_PG_URL)
+    add_database_options(parser, DEFAULT_PG_URL)
     parser.add_argument("--disks", type=int, default=200)
     parser.add_argument("--runs-per-day", type=int, default=2)
     parser.add_argument("--requests", type=int, default=30)
@@ -136,21 +141,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.disks < 1 or args.requests < 1 or args.runs_per_day < 0:
         parser.error("need --disks >= 1, --requests >= 1, --runs-per-day >= 0")
+    interrupt_on_signals()
     if args.db == "both":
-        # One process per database: Django is configured once per process.
-        import subprocess
-
+        # Each child prints its own line.
         status = 0
-        for db in ("sqlite", "postgres"):
-            rest = [a for a in (argv if argv is not None else sys.argv[1:])]
-            without = [a for i, a in enumerate(rest) if a != "--db" and (i == 0 or rest[i - 1] != "--db")]
-            status = max(status, subprocess.call([sys.executable, __file__, "--db", db, *without]))
+        try:
+            for code, _ in each_database(__file__, argv, capture=False):
+                status = max(status, code)
+        except KeyboardInterrupt:
+            return 130
         return status
-    try:
-        result = measure(args.db, args)
-    except BenchError as exc:
-        say(f"overview [{args.db}]: the measurement failed: {exc}")
-        return 2
+    stack = Stack("benchweb-bench-")
+    status, result = run_guarded(f"overview [{args.db}]", stack, lambda: measure(args.db, args, stack))
+    if result is None:
+        return status
     met = result["median"] <= TARGET_MEDIAN_MS
     print(f"{args.db:<9} {args.disks} disks, {result['runs']} runs, {result['rows']} disk rows rendered: "
           f"median {result['median']:.1f} ms, p95 {result['p95']:.1f} ms, max {result['max']:.1f} ms, "

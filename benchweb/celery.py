@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import cast
 
 from celery import Celery, Task
 from celery.signals import task_postrun, task_prerun
@@ -37,18 +38,20 @@ def _restore_unacked_unless_collected(self: kombu_redis.QoS, client: object = No
 
     Redis is unreachable at that moment anyway, and every unacknowledged message is also kept in Redis's
     unacked hash (when Redis kept its data), which redelivers it after the visibility timeout; the beat sweep
-    re-polls an active run whose heartbeat is older than jobs.services.STALE_AFTER long before that, and the
-    run state machine makes the late duplicate a no-op. So this skips only that impossible push and lets the
+    re-polls an active run whose heartbeat is older than jobs.runs.lifecycle.STALE_AFTER long before that, and
+    the run state machine makes the late duplicate a no-op. So this skips only that impossible push and lets the
     worker reconnect (test: tests/test_broker_restart.py).
     Remove it once Celery no longer closes a collected connection (celery/worker/consumer/consumer.py,
     on_connection_error_after_connected)."""
     if client is None and _collected(self):
+        # kombu declares `_delivered = None` on the class and sets an OrderedDict in QoS.__init__.
+        delivered = cast("dict[object, object]", self._delivered)
         log.warning(
             "broker connection lost holding %d unacknowledged message(s); Redis keeps them and redelivers them "
             "after the visibility timeout, and the sweep re-polls their runs sooner",
-            len(self._delivered),
+            len(delivered),
         )
-        self._delivered.clear()
+        delivered.clear()
         return None
     return _restore_unacked(self, client)
 
@@ -69,9 +72,10 @@ def _reject_unless_collected(self: kombu_redis.QoS, delivery_tag: object, requeu
     _reject(self, delivery_tag, requeue)
 
 
-kombu_redis.QoS.restore_unacked = _restore_unacked_unless_collected
-kombu_redis.QoS.ack = _ack_unless_collected
-kombu_redis.QoS.reject = _reject_unless_collected
+# Deliberate monkeypatches of kombu's QoS (see the docstring above), which mypy forbids on methods.
+kombu_redis.QoS.restore_unacked = _restore_unacked_unless_collected  # type: ignore[method-assign]
+kombu_redis.QoS.ack = _ack_unless_collected  # type: ignore[method-assign]
+kombu_redis.QoS.reject = _reject_unless_collected  # type: ignore[method-assign]
 
 
 @task_prerun.connect

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,7 +154,7 @@ def _check_port_free(host: str, port: int) -> None:
             ) from None
 
 
-def _wait_for(what: str, ready: callable, children: list[Child], timeout: float) -> None:
+def _wait_for(what: str, ready: Callable[[], bool], children: list[Child], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for child in children:

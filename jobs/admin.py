@@ -8,8 +8,9 @@ from django.http import HttpRequest
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import services, ssh
-from jobs.forms import CredentialForm
+from jobs import ssh
+from jobs.hosts import connecting
+from jobs.hosts.forms import CredentialForm
 from jobs.models import (
     Credential,
     Disk,
@@ -75,7 +76,7 @@ class HostAdmin(admin.ModelAdmin):
     def scan_host_key(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
         for host in queryset:
             try:
-                key = services.scan_host_key(host, request.user)
+                key = connecting.scan_host_key(host, request.user)
             except ssh.SSHError as exc:
                 self.message_user(request, f"{host.name}: {exc}", messages.ERROR)
             else:
@@ -87,7 +88,7 @@ class HostAdmin(admin.ModelAdmin):
             if not host.scanned_key_fingerprint:
                 self.message_user(request, f"{host.name}: scan its key first", messages.WARNING)
                 continue
-            services.approve_host_key(host, request.user, host.scanned_key_fingerprint)
+            connecting.approve_host_key(host, request.user, host.scanned_key_fingerprint)
             self.message_user(request, f"{host.name}: pinned {host.host_key_fingerprint}")
 
 

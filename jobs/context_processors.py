@@ -4,7 +4,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from jobs import teams
+from jobs.teams import membership as teams
 
 
 def current_team(request: HttpRequest) -> dict[str, Any]:

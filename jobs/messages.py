@@ -1,8 +1,9 @@
 """Work sent to the Celery workers, by the task names jobs/tasks.py registers.
 
-The use cases (jobs/services.py) send launches and polls; the tasks call the use cases. Sending by name keeps
-that one-way: this module imports nothing of the app, so the use cases need not import the tasks module (and
-no function-level import is needed to dodge a cycle). A test checks that every name here is a registered task.
+The use cases (jobs/runs/queueing.py `send`, called by jobs/runs/lifecycle.py) send launches and polls; the
+tasks call the use cases. Sending by name keeps that one-way: this module imports nothing of the app, so the
+use cases need not import the tasks module (and no function-level import is needed to dodge a cycle). A test
+checks that every name here is a registered task.
 """
 
 from __future__ import annotations

@@ -116,6 +116,7 @@ def _cron_problem(expression: str | None) -> str | None:
         )
     if any(_RANDOM_FIELD.search(field) for field in fields):
         return f"'{expression}' uses a random (R) or hashed (H) field, which would move its fires; {CRON_EXAMPLE}"
+    assert expression is not None  # it has fields
     try:
         croniter(expression, datetime(2000, 1, 1)).get_next(datetime)
     except CroniterBadDateError:
@@ -172,7 +173,7 @@ def _blackouts_problem(blackouts: tuple[str, ...]) -> str | None:
             _parse_blackout(text)
         except ValueError as exc:
             return f"{exc}; {example}"
-    covered = set()
+    covered: set[int] = set()
     for start, end in _blackout_ranges(tuple(blackouts)):
         minutes = (
             range(start // 60, end // 60) if start < end else [*range(start // 60, MINUTES_PER_DAY), *range(end // 60)]
@@ -304,9 +305,11 @@ def _fires(
             if in_blackout(rule, candidate):
                 # Restart just before the blackout's end rather than walk every candidate inside it.
                 try:
-                    cursor = blackout_end(rule, candidate) - _EPSILON
+                    ends = blackout_end(rule, candidate)
                 except ValueError:  # blackouts covering the whole day (validate refuses them): nothing fires
                     return
+                assert ends is not None  # the candidate is in a blackout
+                cursor = ends - _EPSILON
                 break
             yield candidate
         else:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 import paramiko
+from paramiko.ssh_exception import IncompatiblePeer  # paramiko exports it; its stubs do not
 
 KEEPALIVE_S = 15
 MAX_OUTPUT_BYTES = 256 * 2**20
@@ -174,7 +175,7 @@ def _handshake(address: str, port: int, budget: _Budget, key_types: tuple[str, .
         raise
     except (paramiko.SSHException, EOFError, OSError) as exc:
         transport.close()
-        if isinstance(exc, paramiko.IncompatiblePeer) and "host key" in str(exc):
+        if isinstance(exc, IncompatiblePeer) and "host key" in str(exc):
             raise  # the caller knows which key it asked for
         if budget.expired():
             raise _timed_out(where, budget, "the SSH handshake") from exc
@@ -190,7 +191,7 @@ def scan_host_key(address: str, port: int, *, timeout: float = 10) -> HostKey:
     offered = tuple(algorithm for algorithms in _HOST_KEY_ALGORITHMS.values() for algorithm in algorithms)
     try:
         transport = _handshake(address, port, budget, offered)
-    except paramiko.IncompatiblePeer as exc:
+    except IncompatiblePeer as exc:
         raise SSHError(
             "unreachable",
             f"{_where(address, port)} offers no host key of a type benchweb can verify (ed25519, ecdsa, rsa): "
@@ -258,7 +259,7 @@ def connect(target: Target, *, timeout: float = 15, deadline: float | None = Non
     budget = _Budget(timeout, deadline)
     try:
         transport = _handshake(target.address, target.port, budget, key_types)
-    except paramiko.IncompatiblePeer as exc:
+    except IncompatiblePeer as exc:
         raise _key_changed(target, pinned, _rescan(target, budget)) from exc
     try:
         presented = transport.get_remote_server_key()
@@ -312,8 +313,10 @@ def _authenticate(transport: paramiko.Transport, target: Target, pkey: paramiko.
         transport.auth_timeout = max(budget.remaining(), 0.001)
         try:
             if method == "publickey":
+                assert pkey is not None  # tried only with a key
                 transport.auth_publickey(target.username, pkey)
             else:
+                assert target.password is not None  # tried only with a password
                 # fallback=True answers a keyboard-interactive password prompt when plain password is off.
                 transport.auth_password(target.username, target.password, fallback=True)
         except paramiko.BadAuthenticationType as exc:
@@ -437,7 +440,7 @@ class Connection:
             if pending and channel.exit_status_ready():
                 pending = memoryview(b"")  # it finished without reading all of its input
             if pending and channel.send_ready():
-                sent = channel.send(pending[:_SEND_CHUNK])
+                sent = channel.send(pending[:_SEND_CHUNK])  # type: ignore[arg-type]  # any buffer; the stubs say bytes
                 pending = pending[sent:]
                 if not pending:
                     channel.shutdown_write()
@@ -519,7 +522,11 @@ class Connection:
                     "channel",
                     f"{self.where} refused an SFTP session ({exc}): enable the sftp subsystem in its sshd_config.",
                 ) from exc
-            self._sftp_client.get_channel().settimeout(SFTP_STALL_TIMEOUT_S)
+            # None only where no channel opens, and paramiko raises for that instead.
+            assert self._sftp_client is not None
+            channel = self._sftp_client.get_channel()
+            assert channel is not None
+            channel.settimeout(SFTP_STALL_TIMEOUT_S)
         return self._sftp_client
 
     @contextmanager

@@ -1,4 +1,5 @@
-"""Celery tasks: thin wrappers that take an id, hand the work to jobs.services and return a short status."""
+"""Celery tasks: thin wrappers that take an id, hand the work to a use case (jobs/runs/lifecycle.py,
+jobs/runs/retention.py, jobs/schedules/dispatcher.py) and return a short status."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from celery import shared_task
 from django.conf import settings
 from django.db import connection
 
-from jobs import dispatcher, retention, services
 from jobs.models import Team
+from jobs.runs import lifecycle, retention
+from jobs.schedules import dispatcher
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +26,7 @@ def health() -> dict[str, object]:
 @shared_task(name="jobs.launch_run")
 def launch_run(run_id: int) -> str:
     log.info("run %s: launching from worker %s", run_id, socket.gethostname())
-    return services.launch(run_id)
+    return lifecycle.launch(run_id)
 
 
 @shared_task(name="jobs.launch_runs")
@@ -38,12 +40,12 @@ def launch_runs(run_ids: list[int], queue: str | None = None) -> str:
 
 @shared_task(name="jobs.poll_run")
 def poll_run(run_id: int) -> str:
-    return services.poll(run_id)
+    return lifecycle.poll(run_id)
 
 
 @shared_task(name="jobs.prune_results")
 def prune_results() -> str:
-    """Daily, when BENCHWEB_RETENTION_DAYS is set: see jobs/retention.py."""
+    """Daily, when BENCHWEB_RETENTION_DAYS is set: see jobs/runs/retention.py."""
     done = retention.prune(settings.RETENTION_DAYS)
     return f"pruned {done.runs} runs, {done.samples} samples"
 

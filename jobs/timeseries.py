@@ -173,9 +173,10 @@ def day_extremes(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"runs": len(rows), "first_run": ids[0], "last_run": ids[-1], "last_ms": xs[-1]}
     for name, ys in zip(SERIES, columns[2:-1], strict=True):
         present = [i for i, y in enumerate(ys) if y is not None]
-        low = min(present, key=ys.__getitem__, default=None)
-        high = max(present, key=ys.__getitem__, default=None)
-        for end, i in zip(("early", "late"), sorted((low, high)) if present else (None, None), strict=True):
+        ends: list[int] | tuple[None, None] = (None, None)
+        if present:
+            ends = sorted((min(present, key=ys.__getitem__), max(present, key=ys.__getitem__)))
+        for end, i in zip(("early", "late"), ends, strict=True):
             out[f"{name}_{end}"] = None if i is None else ys[i]
             out[f"{name}_{end}_run"] = None if i is None else ids[i]
             out[f"{name}_{end}_ms"] = None if i is None else xs[i]
@@ -200,9 +201,10 @@ def midnight(day: int) -> datetime:
 
 
 def _at(doc: dict[str, Any], *path: str) -> float | None:
+    value: Any = doc
     for key in path:
-        doc = doc.get(key) if isinstance(doc, dict) else None
-    return _finite(doc)
+        value = value.get(key) if isinstance(value, dict) else None
+    return _finite(value)
 
 
 def _finite(value: Any) -> float | None:

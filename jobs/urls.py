@@ -1,39 +1,75 @@
+"""Every page's address, grouped by concept; each concept's pages live in jobs/<concept>/pages.py."""
+
 from __future__ import annotations
 
-from django.urls import include, path
+from django.urls import path
 
-from jobs import account_views, views
+from jobs import home
+from jobs.disks import pages as disks
+from jobs.hosts import pages as hosts
+from jobs.imports import pages as imports
+from jobs.profiles import pages as profiles
+from jobs.results import compare, overview
+from jobs.results import pages as results
+from jobs.runs import pages as runs
+from jobs.schedules import pages as schedules
+from jobs.teams import pages as teams
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("signup/", views.signup, name="signup"),
-    path("login/", views.LoginView.as_view(), name="login"),
-    path("logout/", views.LogoutView.as_view(), name="logout"),
-    path("disk-types/", views.disk_types, name="disk_types"),
-    path("team/switch", account_views.switch_team, name="switch_team"),
-    path("team/members/", account_views.members, name="members"),
-    path("team/members/<int:pk>", account_views.member_change, name="member_change"),
-    path("team/invitations/<int:pk>/revoke", account_views.invitation_revoke, name="invitation_revoke"),
-    path("invitations/", account_views.invitations, name="invitations"),
-    path("invitations/<str:token>", account_views.invitation_answer, name="invitation_answer"),
-    path("account/tokens/", account_views.tokens, name="tokens"),
-    path("account/tokens/<int:pk>/revoke", account_views.token_revoke, name="token_revoke"),
-    path("healthz", views.healthz, name="healthz"),
-    path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
-    path("hosts/<int:pk>/scan-key", views.host_scan_key, name="host_scan_key"),
-    path("hosts/<int:pk>/approve-key", views.host_approve_key, name="host_approve_key"),
-    path("disks/<int:pk>/", views.disk_detail, name="disk_detail"),
-    path("runs/<int:pk>/", views.run_detail, name="run_detail"),
-    path("runs/<int:pk>/progress.json", views.run_progress, name="run_progress"),
-    path("runs/<int:pk>/cancel", views.run_cancel, name="run_cancel"),
-    path("runs/<int:pk>/raw", views.run_raw, name="run_raw"),
-    path("schedules/", views.schedule_list, name="schedule_list"),
-    path("schedules/new/", views.schedule_edit, name="schedule_new"),
-    path("schedules/preview.json", views.schedule_preview, name="schedule_preview"),
-    path("schedules/calendar/", views.calendar, name="calendar"),
-    path("schedules/<int:pk>/", views.schedule_edit, name="schedule_edit"),
-    path("schedules/<int:pk>/toggle", views.schedule_toggle, name="schedule_toggle"),
-    path("schedules/<int:pk>/run-now", views.schedule_run_now, name="schedule_run_now"),
-    path("", include("jobs.chart_urls")),
-    path("", include("jobs.manage_urls")),
+    path("", home.home, name="home"),
+    path("healthz", home.healthz, name="healthz"),
+    # teams and accounts
+    path("signup/", teams.signup, name="signup"),
+    path("login/", teams.LoginView.as_view(), name="login"),
+    path("logout/", teams.LogoutView.as_view(), name="logout"),
+    path("team/switch", teams.switch_team, name="switch_team"),
+    path("team/members/", teams.members, name="members"),
+    path("team/members/<int:pk>", teams.member_change, name="member_change"),
+    path("team/invitations/<int:pk>/revoke", teams.invitation_revoke, name="invitation_revoke"),
+    path("invitations/", teams.invitations, name="invitations"),
+    path("invitations/<str:token>", teams.invitation_answer, name="invitation_answer"),
+    path("account/tokens/", teams.tokens, name="tokens"),
+    path("account/tokens/<int:pk>/revoke", teams.token_revoke, name="token_revoke"),
+    # hosts
+    path("hosts/", hosts.host_list, name="host_list"),
+    path("hosts/new/", hosts.host_edit, name="host_new"),
+    path("hosts/<int:pk>/", hosts.host_detail, name="host_detail"),
+    path("hosts/<int:pk>/edit/", hosts.host_edit, name="host_edit"),
+    path("hosts/<int:pk>/test/", hosts.host_test, name="host_test"),
+    path("hosts/<int:pk>/scan-key", hosts.host_scan_key, name="host_scan_key"),
+    path("hosts/<int:pk>/approve-key", hosts.host_approve_key, name="host_approve_key"),
+    # disks and limits
+    path("disk-types/", disks.disk_types, name="disk_types"),
+    path("hosts/<int:host_pk>/disks/new/", disks.disk_edit, name="disk_new"),
+    path("disks/<int:pk>/", disks.disk_detail, name="disk_detail"),
+    path("disks/<int:pk>/edit/", disks.disk_edit, name="disk_edit"),
+    path("disks/<int:pk>/identity/", disks.disk_record_identity, name="disk_record_identity"),
+    path("disks/limits-preview.json", disks.disk_limits_preview, name="disk_limits_preview"),
+    # profiles
+    path("profiles/", profiles.profile_list, name="profile_list"),
+    path("profiles/new/", profiles.profile_edit, name="profile_new"),
+    path("profiles/preview.json", profiles.profile_preview, name="profile_preview"),
+    path("profiles/<int:pk>/", profiles.profile_detail, name="profile_detail"),
+    path("profiles/<int:pk>/edit/", profiles.profile_edit, name="profile_edit"),
+    path("profiles/<int:pk>/copy/", profiles.profile_copy, name="profile_copy"),
+    # runs
+    path("runs/<int:pk>/", runs.run_detail, name="run_detail"),
+    path("runs/<int:pk>/progress.json", runs.run_progress, name="run_progress"),
+    path("runs/<int:pk>/cancel", runs.run_cancel, name="run_cancel"),
+    path("runs/<int:pk>/raw", runs.run_raw, name="run_raw"),
+    # schedules
+    path("schedules/", schedules.schedule_list, name="schedule_list"),
+    path("schedules/new/", schedules.schedule_edit, name="schedule_new"),
+    path("schedules/preview.json", schedules.schedule_preview, name="schedule_preview"),
+    path("schedules/calendar/", schedules.calendar, name="calendar"),
+    path("schedules/<int:pk>/", schedules.schedule_edit, name="schedule_edit"),
+    path("schedules/<int:pk>/toggle", schedules.schedule_toggle, name="schedule_toggle"),
+    path("schedules/<int:pk>/run-now", schedules.schedule_run_now, name="schedule_run_now"),
+    # results
+    path("overview/", overview.overview, name="overview"),
+    path("compare/", compare.compare, name="compare"),
+    path("disks/<int:pk>/series.json", results.disk_series, name="disk_series"),
+    path("runs/<int:pk>/series.json", results.run_series, name="run_series"),
+    # imports
+    path("import/", imports.import_results, name="import_results"),
 ]

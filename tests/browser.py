@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 
 __all__ = ["browser", "page", "phone_page", "screenshot"]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -66,12 +67,14 @@ def phone_page(browser) -> Iterator[object]:
 
 @pytest.fixture
 def screenshot(request):
-    """take(name) saves the test's page (or the page given) under tests/artifacts/, for a person to look at."""
-    ARTIFACTS.mkdir(exist_ok=True)
+    """take(name) saves the test's page (or the page given) under tests/artifacts/<database vendor>/, for a person
+    to look at; a folder per database, as ./bw test runs the same tests on SQLite and PostgreSQL at once."""
+    folder = ARTIFACTS / connection.vendor
+    folder.mkdir(parents=True, exist_ok=True)
 
     def take(name: str, on: object = None) -> Path:
         target = on or request.getfixturevalue("page")
-        path = ARTIFACTS / f"{request.node.name}-{name}.png"
+        path = folder / f"{request.node.name}-{name}.png"
         target.screenshot(path=str(path), full_page=True)
         return path
 

@@ -5,32 +5,25 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from jobs.models import Credential, Host, Profile, Run, Team
+from jobs.models import Host, Profile, Run, Team
+from tests.factories import HostFactory, ProfileFactory, TeamFactory
 
 
 def team_with_host(sshd, **host_fields) -> tuple[Team, Host]:
-    import tempfile
-
-    team = Team.objects.create(name="bench team")
-    credential = Credential(team=team, name="test key", kind=Credential.Kind.PRIVATE_KEY)
-    credential.set_secret(sshd.private_key)
-    credential.save()
-    key = sshd.host_key
-    fields = {
-        "team": team, "name": "loopback", "address": sshd.address, "port": sshd.port, "username": sshd.username,
-        "credential": credential, "host_key_type": key.key_type, "host_key_b64": key.key_b64,
-        "host_key_fingerprint": key.fingerprint, "run_base_dir": tempfile.mkdtemp(prefix="benchweb-runs-"),
-    } | host_fields  # fmt: skip
-    return team, Host.objects.create(**fields)
+    """A team with one host, "loopback", on the test sshd (HostFactory.for_sshd: key stored, host key approved)."""
+    team = TeamFactory(name="bench team")
+    return team, HostFactory.for_sshd(sshd, **({"team": team, "name": "loopback", "credential__name": "test key"}
+                                              | host_fields))  # fmt: skip
 
 
 def quick_profile(team: Team, **fields) -> Profile:
+    """3 s of 4k random reads on a 16 MiB file with psync and no O_DIRECT: quick, and fine on tmpfs."""
     defaults = {
         "team": team, "name": "quick randread", "tool": "fio", "rw": "randread", "block_size_bytes": 4096,
         "iodepth": 1, "jobs": 1, "runtime_s": 3, "time_based": True, "ioengine": "psync", "direct": False,
         "size_bytes": 16 * 2**20,
     }  # fmt: skip
-    return Profile.objects.create(**(defaults | fields))
+    return ProfileFactory(**(defaults | fields))
 
 
 def target_dir(tmp_path: Path) -> str:

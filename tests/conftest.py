@@ -1,17 +1,30 @@
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
-from jobs import teams
 from jobs.models import Credential, Disk, Host, Membership, Team
+from jobs.teams import membership as teams
 from tests.test_safety import Lab, require_loop_devices
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """PostgreSQL's test database named for this process, as SQLite's test file is (benchweb/settings.py): two test
+    runs on one server at once (two checkouts, or CI beside a developer) would otherwise create, use and drop the
+    same test_benchweb under each other."""
+    for database in settings.DATABASES.values():
+        if database["ENGINE"] != "django.db.backends.sqlite3":
+            test = database.setdefault("TEST", {})
+            test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{os.getpid()}"
 
 
 @pytest.fixture
@@ -73,13 +86,21 @@ from tests.browser import *  # noqa: E402, F403  (fixtures: browser, page, scree
 from tests.sshd import *  # noqa: E402, F403  (fixtures: sshd, sshd_target, sshd_factory, other_sshd)
 from tests.workers import *  # noqa: E402, F403  (fixtures: broker, worker_factory, worker)
 
+# Loop devices belong to the machine, not to one pytest session. A test that detaches one and attaches another
+# file at the same name (a "reboot", tests/test_disk_identity.py) must not have a session running at the same
+# time (./bw test runs SQLite and PostgreSQL together) take that device with `losetup -f` in between, or its
+# teardown detach the other session's device: sessions take turns with them.
+LOOP_DEVICES_LOCK = Path("/run/lock/benchweb-tests-loop-devices.lock")
+
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
     """Loop devices on files in tmp_path (root only; skips with the reason otherwise), detached afterwards."""
     require_loop_devices()
-    lab = Lab(tmp_path)
-    try:
-        yield lab
-    finally:
-        lab.close()
+    with open(LOOP_DEVICES_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lab = Lab(tmp_path)
+        try:
+            yield lab
+        finally:
+            lab.close()

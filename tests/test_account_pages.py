@@ -10,9 +10,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from audit.models import AuditEvent
-from jobs import teams
 from jobs.api.models import ApiToken
 from jobs.models import Host, Membership, Team
+from jobs.teams import membership as teams
 
 
 def _client(user: User) -> Client:

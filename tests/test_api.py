@@ -17,7 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import sshd_local, teams
+from jobs import sshd_local
 from jobs.api.models import ApiToken
 from jobs.models import (
     Credential,
@@ -27,11 +27,19 @@ from jobs.models import (
     Membership,
     Profile,
     Run,
-    RunResult,
     RunSample,
     Schedule,
-    ScheduleProfile,
     Team,
+)
+from jobs.teams import membership as teams
+from tests.factories import (
+    CredentialFactory,
+    DiskFactory,
+    HostFactory,
+    ProfileFactory,
+    RunFactory,
+    ScheduleFactory,
+    TeamFactory,
 )
 
 pytestmark = pytest.mark.django_db
@@ -68,24 +76,17 @@ def client_for(secret: str) -> Client:
 
 def make_world(name: str, password: str = CANARY_PASSWORD) -> tuple[World, str]:
     owner = User.objects.create_user(f"{name}-owner", email=f"{name}@example.com")
-    team = Team.objects.create(name=name)
+    team = TeamFactory(name=name)
     membership = Membership.objects.create(user=owner, team=team, role=Membership.Role.OWNER)
-    credential = Credential(team=team, name="login", kind=Credential.Kind.PASSWORD)
-    credential.set_secret(password)
-    credential.save()
-    host = Host.objects.create(team=team, name="vm", address="127.0.0.1", port=1, username="bench",
-                               credential=credential)  # fmt: skip
-    disk = Disk.objects.create(host=host, label="data", target_path="/data", disk_type="custom", spec_iops=4000,
-                               spec_bytes_per_s=100_000_000)  # fmt: skip
-    profile = Profile.objects.create(team=team, name="mine", rw="randread", runtime_s=5, size_bytes=2**20)
-    schedule = Schedule.objects.create(team=team, name="nightly", cron="30 2 * * *")
-    schedule.targets.add(disk)
-    ScheduleProfile.objects.create(schedule=schedule, profile=profile)
+    credential = CredentialFactory(team=team, name="login", kind=Credential.Kind.PASSWORD, secret=password)
+    host = HostFactory(team=team, name="vm", address="127.0.0.1", port=1, username="bench", credential=credential)
+    disk = DiskFactory(host=host, label="data", target_path="/data", spec_iops=4000, spec_bytes_per_s=100_000_000)
+    profile = ProfileFactory(team=team, name="mine", rw="randread", runtime_s=5, size_bytes=2**20)
+    schedule = ScheduleFactory(team=team, name="nightly", cron="30 2 * * *", targets=[disk], profiles=[profile])
     now = timezone.now()
-    run = Run.objects.create(disk=disk, profile=profile, state=Run.State.SUCCEEDED, summary=SUMMARY,
-                             started_at=now - timedelta(seconds=5), finished_at=now)  # fmt: skip
+    run = RunFactory(disk=disk, profile=profile, succeeded=True, summary=SUMMARY,
+                     started_at=now - timedelta(seconds=5), finished_at=now, recorded=True)  # fmt: skip
     RunSample.objects.bulk_create(RunSample(run=run, t_s=t, read_iops=3900.0 + t) for t in range(3))
-    RunResult.record(run)
     token, secret = ApiToken.issue(owner, team, "tests")
     world = World(team, owner, credential, host, disk, profile, schedule, run, token, membership)
     return world, secret
@@ -388,15 +389,11 @@ def _queries(client: Client, url: str) -> int:
 def _grow(world: World, first: int, last: int) -> None:
     """Objects number first..last-1 of every listed kind, each linked to the others as in real use."""
     for i in range(first, last):
-        host = Host.objects.create(
-            team=world.team, name=f"h{i}", address="a", username="u", credential=world.credential
-        )
-        disk = Disk.objects.create(host=host, label="d", target_path="/d", disk_type="custom", spec_iops=100)
-        profile = Profile.objects.create(team=world.team, name=f"p{i}")
-        schedule = Schedule.objects.create(team=world.team, name=f"s{i}", cron="0 1 * * *")
-        schedule.targets.add(disk)
-        ScheduleProfile.objects.create(schedule=schedule, profile=profile)
-        Run.objects.create(disk=disk, profile=profile, state=Run.State.SUCCEEDED, created_by=world.owner)
+        host = HostFactory(team=world.team, name=f"h{i}", address="a", username="u", credential=world.credential)
+        disk = DiskFactory(host=host, label="d", target_path="/d", spec_iops=100)
+        profile = ProfileFactory(team=world.team, name=f"p{i}")
+        ScheduleFactory(team=world.team, name=f"s{i}", cron="0 1 * * *", targets=[disk], profiles=[profile])
+        RunFactory(disk=disk, profile=profile, succeeded=True, created_by=world.owner)
         user = User.objects.create_user(f"{world.team.name}-u{i}")
         Membership.objects.create(user=user, team=world.team, role=Membership.Role.MEMBER)
         ApiToken.issue(world.owner, world.team, f"t{i}")
@@ -422,7 +419,7 @@ def test_a_list_makes_the_same_number_of_queries_for_3_and_30_objects(ours, reso
 def test_lists_are_paginated_at_50_and_at_most_200(ours):
     world, secret = ours
     api = client_for(secret)
-    Run.objects.bulk_create(Run(disk=world.disk, team=world.team, state=Run.State.FAILED) for _ in range(250))
+    Run.objects.bulk_create(RunFactory.build(disk=world.disk, failed=True) for _ in range(250))
     page = api.get("/api/v1/runs/").json()
     # Runs page by cursor, newest first, with no total (no COUNT over a team's millions of runs).
     assert "count" not in page and len(page["results"]) == 50 and page["next"] and page["previous"] is None
@@ -543,16 +540,16 @@ def test_the_api_reads_json_bodies_and_says_so_to_a_form(api):
 def test_the_runs_list_renders_every_run_exactly_as_the_run_serializer_does(ours, settings, zone):
     from rest_framework.renderers import JSONRenderer
 
-    from jobs.api.serializers import RunSerializer
+    from jobs.runs.api import RunSerializer
 
     settings.TIME_ZONE = zone
     world, secret = ours
     api = client_for(secret)
     post(api, "/api/v1/runs/", {"disk": world.disk.pk, "profile": world.profile.pk})  # by a user, queued
     fired = timezone.now().replace(microsecond=0)
-    Run.objects.create(disk=world.disk, profile=world.profile, schedule=world.schedule, fire_time=fired,
-                       trigger=Run.Trigger.SCHEDULE, state=Run.State.SKIPPED, not_before=fired,
-                       explanation="skipped: missed", progress={"eta_s": 3, "read_iops": 12.5})  # fmt: skip
+    RunFactory(disk=world.disk, profile=world.profile, schedule=world.schedule, fire_time=fired,
+               trigger=Run.Trigger.SCHEDULE, state=Run.State.SKIPPED, not_before=fired,
+               explanation="skipped: missed", progress={"eta_s": 3, "read_iops": 12.5})  # fmt: skip
     listed = api.get("/api/v1/runs/?page_size=200").json()["results"]
     runs = Run.objects.filter(team=world.team).select_related("disk", "created_by").order_by("-created_at", "-pk")
     expected = json.loads(JSONRenderer().render(RunSerializer(runs, many=True).data))

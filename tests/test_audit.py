@@ -11,8 +11,9 @@ from django.test import Client
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import services, teams
 from jobs.models import Credential, Disk, Invitation, Membership, Profile, Run, Team
+from jobs.runs import lifecycle, queueing
+from jobs.teams import membership as teams
 from tests.builders import quick_profile, target_dir, team_with_host
 
 
@@ -63,11 +64,11 @@ def test_a_destructive_run_is_recorded(team, host, owner):
     device = Disk.objects.create(host=host, label="raw", target_path="/dev/vdz", kind=Disk.Kind.BLOCK,
                                  allow_destructive=True, disk_type="custom")  # fmt: skip
     writer = Profile.objects.create(team=team, name="randwrite", rw="randwrite", runtime_s=10, size_bytes=2**20)
-    run = services.create_run(device, writer, user=owner)
+    run = queueing.create_run(device, writer, user=owner)
     (event,) = _events(team, AuditEvent.Action.DESTRUCTIVE_RUN)
     assert event.object_id == str(run.pk) and event.details["device"] == "/dev/vdz" and event.actor == owner
     reader = Profile.objects.create(team=team, name="randread", rw="randread", runtime_s=10, size_bytes=2**20)
-    services.create_run(device, reader, user=owner)
+    queueing.create_run(device, reader, user=owner)
     assert len(_events(team, AuditEvent.Action.DESTRUCTIVE_RUN)) == 1  # reading is not destructive
 
 
@@ -160,19 +161,19 @@ def test_a_run_refused_for_a_changed_host_key_is_recorded_once_per_run(db, sshd,
     team, host = team_with_host(sshd, port=other_sshd.port)  # pinned to sshd's key, answered with another
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     starter = User.objects.create_user("starter", password="x-long-password-8")
-    run = services.create_run(disk, quick_profile(team), user=starter)
+    run = queueing.create_run(disk, quick_profile(team), user=starter)
     Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED)
-    assert services.launch(run.pk) == Run.State.ERROR
+    assert lifecycle.launch(run.pk) == Run.State.ERROR
     (event,) = _events(team, AuditEvent.Action.HOST_KEY_REFUSED)
     assert event.actor == starter and event.object_id == str(host.pk) and event.object_repr == str(host)
     assert event.details == {"address": f"{host.address}:{host.port}", "during": f"run {run.pk}",
                              "pinned": sshd.host_key.fingerprint, "presented": other_sshd.host_key.fingerprint,
                              "presented_type": other_sshd.host_key.key_type}  # fmt: skip
     # A running run's polls retry every few seconds: the refusal is recorded once, not once per poll.
-    running = services.create_run(disk, quick_profile(team, name="other"))
+    running = queueing.create_run(disk, quick_profile(team, name="other"))
     Run.objects.filter(pk=running.pk).update(state=Run.State.RUNNING, remote_dir="/tmp/not-reached")
     for _ in range(3):
-        assert services.poll(running.pk) == Run.State.RUNNING
+        assert lifecycle.poll(running.pk) == Run.State.RUNNING
     assert [e.details["during"] for e in _events(team, AuditEvent.Action.HOST_KEY_REFUSED)] == [
         f"run {running.pk}", f"run {run.pk}"
     ]  # fmt: skip

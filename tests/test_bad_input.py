@@ -19,9 +19,10 @@ from django.core.management import call_command
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
-from jobs import services
+from jobs.imports import importing
 from jobs.models import Disk, Host, Profile, Run, RunResult, RunSample
 from jobs.runners import FioRunner, NdiskRunner
+from jobs.runs import queueing
 from jobs.tools import bounds
 from jobs.tools.detect import parse_output
 from jobs.tools.summary import ParseError
@@ -135,14 +136,14 @@ def test_the_command_goes_on_after_an_unexpected_error_in_one_file(disk, tmp_pat
     # does not rely on it.
     first = tmp_path / "first.json"
     first.write_text((FIXTURES / "fio-3.33-randrw.json").read_text())
-    real = services.import_result
+    real = importing.import_result
 
     def broken_once(disk, text, *, name, **kwargs):
         if name == "first.json":
             raise RuntimeError("stand-in bug")
         return real(disk, text, name=name, **kwargs)
 
-    monkeypatch.setattr(services, "import_result", broken_once)
+    monkeypatch.setattr(importing, "import_result", broken_once)
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(SystemExit) as status:
         call_command("import_results", str(first), str(FIXTURES / "ndisk_4proc_random_direct.txt"),
@@ -186,7 +187,7 @@ def test_a_collected_ndisk64_run_with_a_huge_number_fails_with_the_field_named()
 def test_nan_and_inf_that_fio_prints_with_percent_f_are_stored_as_not_reported(disk):
     text = _replace("fio-3.33-randrw.json", '"mean" : 36835.796762', '"mean" : nan')
     text = _replace_in(text, '"max" : 3588820', '"max" : inf')
-    run = services.import_result(disk, text, name="nan.json")
+    run = importing.import_result(disk, text, name="nan.json")
     run.refresh_from_db()  # read back from the database: NaN is not JSON, PostgreSQL would refuse it
     assert run.state == Run.State.SUCCEEDED and run.summary["read"]["clat_us"]["mean"] is None
     assert run.summary["read"]["clat_us"]["max"] is None
@@ -230,7 +231,7 @@ def outputs_with_big_numbers(draw: st.DrawFn) -> str:
 def test_any_output_the_parsers_accept_is_stored_for_real_or_refused_with_a_parse_error(disk, text):
     """Stored in the test database (SQLite, or PostgreSQL with DATABASE_URL): no overflow at store time."""
     try:
-        run = services.import_result(disk, text, name="fuzzed")
+        run = importing.import_result(disk, text, name="fuzzed")
     except ParseError as exc:
         assert str(exc)
         event("refused")
@@ -242,6 +243,14 @@ def test_any_output_the_parsers_accept_is_stored_for_real_or_refused_with_a_pars
         result = RunResult.objects.get(run=run)
         assert result.bw_bytes_per_s is None or result.bw_bytes_per_s <= 10**15
     assert RunSample.objects.filter(run=run).count() == len(parse_output(text).summary["samples"])
+
+
+def test_a_block_size_of_zero_is_refused_as_damaged_output_and_nothing_is_stored(disk):
+    """Found by the fuzz above: bs=0k parsed to 0 bytes, and the import then failed computing the limits."""
+    text = (FIXTURES / "fio-2.15-randrw.json").read_text().replace('"bs" : "4k"', '"bs" : "0k"')
+    with pytest.raises(ParseError, match=r"block_size_bytes = 0 is below any real block size"):
+        importing.import_result(disk, text, name="damaged")
+    assert not Run.objects.filter(disk=disk).exists()
 
 
 # --- bodies over the upload limit ------------------------------------------------------------------------------
@@ -339,11 +348,11 @@ def test_a_collected_run_whose_output_is_beyond_any_disk_fails_with_the_field_an
     _team, host = team_with_host(sshd, ndisk64_path=str(damaged))
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     preset = Profile.objects.get(builtin=True, name="ndisk64: 4k random 50/50, 4 processes")
-    run = wait_final(services.request_run(disk, preset))
+    run = wait_final(queueing.request_run(disk, preset))
     assert run.state == Run.State.FAILED
     assert "total.bw_bytes_per_s = " in run.explanation and "is beyond any real disk" in run.explanation
     assert run.summary is None and not RunResult.objects.filter(run=run).exists()
     assert run.raw_output == report.read_text()  # kept, to be looked at
     Host.objects.filter(pk=host.pk).update(ndisk64_path=str(FIXTURES / "ndisk64-standin.sh"))
-    after = wait_final(services.request_run(disk, preset))
+    after = wait_final(queueing.request_run(disk, preset))
     assert after.state == Run.State.SUCCEEDED, after.explanation

@@ -8,8 +8,8 @@ import time
 import psutil
 import pytest
 
-from jobs import services
 from jobs.models import Disk, Run
+from jobs.runs import queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wait_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -44,7 +44,7 @@ def test_a_redis_restart_mid_run_keeps_the_worker_and_the_run_ends_once_with_its
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     worker = worker_factory()
     beat = beat_factory()
-    run = services.request_run(disk, quick_profile(team, runtime_s=10))
+    run = queueing.request_run(disk, quick_profile(team, runtime_s=10))
     wait_state(run, Run.State.RUNNING)
     wrappers = _wrappers_of(run)
     time.sleep(3)  # a few polls in: the worker now holds one, waiting for its countdown or running it
@@ -68,5 +68,5 @@ def test_a_redis_restart_mid_run_keeps_the_worker_and_the_run_ends_once_with_its
     assert Run.objects.count() == 1
     assert len(wrappers) == 1, f"benchmark wrappers seen: {wrappers}"
     # The worker still takes new work after the restart.
-    second = wait_final(services.request_run(disk, quick_profile(team, name="after the restart", runtime_s=2)))
+    second = wait_final(queueing.request_run(disk, quick_profile(team, name="after the restart", runtime_s=2)))
     assert second.state == Run.State.SUCCEEDED, second.explanation

@@ -10,8 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from jobs import services, teams
+from jobs.imports import importing
 from jobs.models import Disk, Host, Membership, Run
+from jobs.teams import membership as teams
 from tests.browser import wait_until
 from tests.builders import quick_profile, target_dir, team_with_host
 
@@ -71,7 +72,7 @@ def _disk_with_imported_runs(username: str) -> Disk:
     disk = Disk.objects.create(host=host, label="data", target_path="/data", disk_type="alibaba-ultra", size=100)
     text = (FIXTURES / "fio-3.33-randread-jsonplus.json").read_text()
     for hours in (30, 20, 10, 2):
-        services.import_result(disk, text, name="randread.json", at=timezone.now() - timedelta(hours=hours))
+        importing.import_result(disk, text, name="randread.json", at=timezone.now() - timedelta(hours=hours))
     return disk
 
 

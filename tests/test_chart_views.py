@@ -12,8 +12,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import chart_views, teams, timeseries
+from jobs import timeseries
 from jobs.models import Disk, Profile, Run, RunResult, RunResultDay, RunSample
+from jobs.results import series as chart_series
+from jobs.teams import membership as teams
+from tests.factories import ProfileFactory, RunFactory
 
 MAX_POINTS = 2000
 
@@ -45,8 +48,8 @@ def _runs(disk: Disk, count: int, *, profile: Profile | None = None, name: str =
             "state": Run.State.SUCCEEDED, "started_at": finished - timedelta(seconds=60), "finished_at": finished,
             "summary": _summary(1000.0 + (i * 37) % 1000), "limits_snapshot": snapshot,
         } | fields  # fmt: skip
-        runs.append(Run(disk=disk, team_id=disk.team_id, profile=profile,
-                        profile_name=profile.name if profile else name, **values))  # fmt: skip
+        runs.append(RunFactory.build(disk=disk, profile=profile, profile_name=profile.name if profile else name,
+                                     **values))  # fmt: skip
     runs = Run.objects.bulk_create(runs)
     _keep_results(disk)
     return runs
@@ -79,7 +82,7 @@ def stranger_client(db) -> Client:
 
 
 def test_the_disk_series_has_iops_latency_limits_and_units(owner_client, disk):
-    profile = Profile.objects.create(team=disk.team, name="4k randrw", rw="randrw")
+    profile = ProfileFactory(team=disk.team, name="4k randrw", rw="randrw")
     _runs(disk, 3, profile=profile, summary=_summary(3000.0, write=1000.0))
     data = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all")
 
@@ -166,7 +169,7 @@ def test_thousands_of_runs_come_back_as_at_most_2000_points_per_series_with_extr
 
 
 def test_the_time_range_and_profile_filters_pick_runs(owner_client, disk):
-    profile = Profile.objects.create(team=disk.team, name="64k seq read", rw="read", block_size_bytes=65536)
+    profile = ProfileFactory(team=disk.team, name="64k seq read", rw="read", block_size_bytes=65536)
     recent = _runs(disk, 3, profile=profile)
     old = _runs(disk, 2, name="import: old.json")
     Run.objects.filter(pk__in=[r.pk for r in old]).update(finished_at=timezone.now() - timedelta(days=10))
@@ -223,7 +226,7 @@ def test_a_bad_filter_is_a_400_that_says_what_to_send(owner_client, disk, query,
 
 @pytest.mark.parametrize("query", ["range=all", "range=30d", "range=custom&from=2000-01-01&profile=other"])
 def test_the_disk_series_asks_a_constant_number_of_queries(owner_client, disk, query):
-    other = Profile.objects.create(team=disk.team, name="other", rw="randwrite")
+    other = ProfileFactory(team=disk.team, name="other", rw="randwrite")
 
     def count() -> int:
         with CaptureQueriesContext(connection) as queries:
@@ -262,7 +265,7 @@ def test_the_series_need_a_login(disk):
 @pytest.fixture
 def from_days(monkeypatch) -> None:
     """A range of more than 50 runs is drawn from its days (the view's own threshold is 10,000)."""
-    monkeypatch.setattr(chart_views, "DAY_BUCKETS_ABOVE", 50)
+    monkeypatch.setattr(chart_series, "DAY_BUCKETS_ABOVE", 50)
 
 
 def _runs_at(disk: Disk, moments: list[datetime], totals: list[float], *, profile: Profile | None = None,
@@ -270,9 +273,9 @@ def _runs_at(disk: Disk, moments: list[datetime], totals: list[float], *, profil
     """Succeeded runs finished at `moments`, of those total IOPS (p99 latency: 1,000,000 / total)."""
     snapshot = disk.limits(block_size=4096).as_dict()
     runs = [
-        Run(disk=disk, team_id=disk.team_id, profile=profile, profile_name=profile.name if profile else name,
-            state=Run.State.SUCCEEDED, finished_at=moment, limits_snapshot=snapshot,
-            summary=_summary(total, write=total / 4 if write else None, p99=round(1e6 / total, 2)))
+        RunFactory.build(disk=disk, profile=profile, profile_name=profile.name if profile else name, succeeded=True,
+                         finished_at=moment, limits_snapshot=snapshot,
+                         summary=_summary(total, write=total / 4 if write else None, p99=round(1e6 / total, 2)))
         for moment, total in zip(moments, totals, strict=True)
     ]  # fmt: skip
     runs = Run.objects.bulk_create(runs)
@@ -290,7 +293,7 @@ def _point(run: Run, y: float) -> tuple:
 
 def test_the_series_hold_every_runs_own_numbers_when_they_fit(owner_client, disk):
     rng = random.Random(3)
-    mixed = Profile.objects.create(team=disk.team, name="4k randrw", rw="randrw")
+    mixed = ProfileFactory(team=disk.team, name="4k randrw", rw="randrw")
     start = timezone.now() - timedelta(days=20)
     moments = [start + timedelta(hours=7 * i, seconds=rng.randint(0, 999)) for i in range(60)]
     totals = [round(rng.uniform(100, 9000), 3) for _ in moments]
@@ -339,15 +342,15 @@ def test_a_range_of_many_runs_is_drawn_from_each_days_lowest_and_highest_run(own
 
 
 def test_the_days_and_the_results_draw_the_same_series_when_no_day_has_two_runs(owner_client, disk, monkeypatch):
-    mixed = Profile.objects.create(team=disk.team, name="4k randrw", rw="randrw")
+    mixed = ProfileFactory(team=disk.team, name="4k randrw", rw="randrw")
     start = timezone.now() - timedelta(days=200)
     moments = [start + timedelta(days=i, minutes=7 * i) for i in range(80)]
     _runs_at(disk, moments, [1000.0 + (i * 389) % 700 for i in range(80)], profile=mixed, write=True)
     _runs_at(disk, moments[:70], [500.0 + (i * 97) % 300 for i in range(70)], name="import: 64k.json")
     url = f"/disks/{disk.pk}/series.json?range=all&points=200"
-    monkeypatch.setattr(chart_views, "DAY_BUCKETS_ABOVE", 10**9)
+    monkeypatch.setattr(chart_series, "DAY_BUCKETS_ABOVE", 10**9)
     from_results = _get(owner_client, url)
-    monkeypatch.setattr(chart_views, "DAY_BUCKETS_ABOVE", 50)
+    monkeypatch.setattr(chart_series, "DAY_BUCKETS_ABOVE", 50)
     from_days = _get(owner_client, url)
 
     assert from_days == from_results
@@ -406,7 +409,7 @@ def test_a_range_of_many_runs_on_few_days_is_drawn_from_every_run_unless_they_ar
     # 300 runs five minutes apart: their days would give a handful of points where 300 fit.
     (series,) = _get(owner_client, url)["series"]
     assert len(series["iops"]["total"]["x"]) == 300 and series["downsampled"] is False
-    monkeypatch.setattr(chart_views, "DAYS_ALWAYS_ABOVE", 299)
+    monkeypatch.setattr(chart_series, "DAYS_ALWAYS_ABOVE", 299)
     (series,) = _get(owner_client, url)["series"]
     # 25 hours touch three UTC days at most: two runs each, and the first and last.
     assert len(series["iops"]["total"]["x"]) <= 3 * 2 + 2 and series["downsampled"] is True
@@ -425,7 +428,7 @@ def test_a_run_deleted_after_its_day_was_written_leaves_the_chart_answering(owne
 
 @pytest.mark.parametrize("query", ["range=all", "range=custom&from=2000-01-01T10:00Z&to=2099-01-01T05:00Z"])
 def test_the_series_from_days_ask_a_constant_number_of_queries(owner_client, disk, from_days, query):
-    other = Profile.objects.create(team=disk.team, name="other", rw="randwrite")
+    other = ProfileFactory(team=disk.team, name="other", rw="randwrite")
 
     def count() -> int:
         with CaptureQueriesContext(connection) as queries:

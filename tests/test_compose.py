@@ -97,10 +97,28 @@ def test_the_image_installs_the_runtime_requirements_only():
     assert set(dev) & set(runtime) == set(), "a package is pinned in both files"
 
 
+def test_the_image_leaves_local_state_and_history_out():
+    """COPY . . takes the whole build context: var/ (secret key, field keys, SQLite files), the virtualenv and
+    .git must not reach the image."""
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
+    assert {".git", ".venv", "var", "node_modules"} <= ignored, ignored
+    assert "COPY . ." in (ROOT / "Dockerfile").read_text()
+
+
 def _imported_modules(path: Path) -> set[str]:
-    """Top-level names of the absolute imports in a file, those inside functions included."""
+    """Top-level names of the absolute imports in a file, those inside functions included; not those under
+    `if TYPE_CHECKING:`, which only the type checker reads (its stubs are development tools)."""
+    tree = ast.parse(path.read_text(), str(path))
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for inner in ast.walk(node)
+    }
     names = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
         if isinstance(node, ast.Import):
             names |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from jobs import services
 from jobs.models import Host, Run
+from jobs.runs import queueing
 from tests.builders import quick_profile, wait_final
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -39,7 +39,7 @@ def test_a_compose_style_target_is_registered_pinned_and_runs_a_benchmark(fio_in
     host = Host.objects.get(name="target")
     assert Host.objects.filter(name="target").count() == 1 and host.disks.count() == 1
     assert host.host_key_fingerprint == sshd.host_key.fingerprint and host.host_key_approved_at
-    run = wait_final(services.request_run(host.disks.get(), quick_profile(host.team, runtime_s=2)))
+    run = wait_final(queueing.request_run(host.disks.get(), quick_profile(host.team, runtime_s=2)))
     assert run.state == Run.State.SUCCEEDED, run.explanation
 
 
@@ -75,7 +75,7 @@ def test_the_compose_targets_entrypoint_gives_a_host_benchweb_pins_and_benchmark
                      "--username", password_user.name, "--keys-dir", str(keys), "--run-base-dir", f"{home}/runs",
                      "--target-path", f"{home}/target")  # fmt: skip
         disk = Host.objects.get(name="target").disks.get()
-        run = wait_final(services.request_run(disk, quick_profile(disk.team, runtime_s=2)))
+        run = wait_final(queueing.request_run(disk, quick_profile(disk.team, runtime_s=2)))
         assert run.state == Run.State.SUCCEEDED, run.explanation
     finally:
         sshd.terminate()

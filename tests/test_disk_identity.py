@@ -15,9 +15,11 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from audit.models import AuditEvent
-from jobs import safety, services
+from jobs import safety
 from jobs.api.models import ApiToken
+from jobs.disks import identity
 from jobs.models import Disk, Membership, Run, Team
+from jobs.runs import queueing
 from tests.builders import quick_profile, team_with_host, wait_final
 from tests.test_safety import BENCH_DIR, CLEAN_DISK, Lab, MiB, edit, probe, sh, sha256
 
@@ -226,7 +228,7 @@ def test_a_different_disk_at_the_registered_path_is_refused_unwritten_and_the_re
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="loop", target_path=device, kind=Disk.Kind.BLOCK,
                                disk_type="custom", allow_destructive=True)  # fmt: skip
-    recorded = services.record_disk_identity(disk)
+    recorded = identity.record_disk_identity(disk)
     disk.refresh_from_db()
     assert disk.identity == recorded and recorded["backing_file"] == str(tmp_path / "a.img")
     assert disk.identity_recorded_at is not None
@@ -237,7 +239,7 @@ def test_a_different_disk_at_the_registered_path_is_refused_unwritten_and_the_re
     attach(device, other)
     before = sha256(device)
     writes = quick_profile(team, rw="randwrite", size_bytes=None)
-    run = wait_final(services.request_run(disk, writes))
+    run = wait_final(queueing.request_run(disk, writes))
     assert run.state == Run.State.ERROR, run.explanation
     assert run.explanation.startswith(f"refused, nothing was written: {device} is not the disk registered: ")
     assert f"registered backing {tmp_path / 'a.img'}" in run.explanation
@@ -249,7 +251,7 @@ def test_a_different_disk_at_the_registered_path_is_refused_unwritten_and_the_re
     # The registered disk is back: the same check lets the write run through.
     sh("losetup", "-d", device)
     attach(device, tmp_path / "a.img")
-    run = wait_final(services.request_run(disk, writes))
+    run = wait_final(queueing.request_run(disk, writes))
     assert run.state == Run.State.SUCCEEDED, run.explanation
     assert run.summary["write"]["iops"] > 0
 
@@ -263,7 +265,7 @@ def test_a_block_disk_never_recorded_is_trusted_on_its_first_write_run_and_audit
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="loop", target_path=device, kind=Disk.Kind.BLOCK,
                                disk_type="custom", allow_destructive=True)  # fmt: skip
-    run = wait_final(services.request_run(disk, quick_profile(team, rw="randwrite", size_bytes=None)))
+    run = wait_final(queueing.request_run(disk, quick_profile(team, rw="randwrite", size_bytes=None)))
     assert run.state == Run.State.SUCCEEDED, run.explanation
     disk.refresh_from_db()
     assert disk.identity["backing_file"] == str(tmp_path / "a.img")
@@ -290,13 +292,13 @@ def test_a_directory_disk_on_another_filesystem_runs_with_a_warning_on_its_page_
     (mountpoint / "bench").mkdir()
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="data", target_path=str(mountpoint / "bench"), disk_type="custom")
-    first = services.record_disk_identity(disk)
+    first = identity.record_disk_identity(disk)
     assert first["fs_uuid"] and first["fs_type"] == "ext4"
 
     sh("umount", str(mountpoint))
     mkfs_and_mount(lab, "second", mountpoint)
     (mountpoint / "bench").mkdir()
-    run = wait_final(services.request_run(disk, quick_profile(team, size_bytes=4 * MiB)))
+    run = wait_final(queueing.request_run(disk, quick_profile(team, size_bytes=4 * MiB)))
     assert run.state == Run.State.SUCCEEDED, run.explanation
     assert len(run.warnings) == 1
     warning = run.warnings[0]

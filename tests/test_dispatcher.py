@@ -5,27 +5,24 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs import dispatcher, services
-from jobs.models import Disk, Host, Profile, Run, Schedule, ScheduleProfile
+from jobs.models import Disk, Profile, Run, Schedule
+from jobs.runs import queueing
+from jobs.schedules import dispatcher
+from tests.factories import DiskFactory, HostFactory, ProfileFactory, RunFactory, ScheduleFactory
 
 
 @pytest.fixture
 def quick(team) -> Profile:
-    return Profile.objects.create(team=team, name="quick", rw="randread", runtime_s=10, size_bytes=2**20)
+    return ProfileFactory(team=team, name="quick", rw="randread", runtime_s=10, size_bytes=2**20)
 
 
 @pytest.fixture
 def disks(host) -> list[Disk]:
-    return [Disk.objects.create(host=host, label=f"d{i}", target_path=f"/data/d{i}", disk_type="custom")
-            for i in range(3)]  # fmt: skip
+    return [DiskFactory(host=host, label=f"d{i}", target_path=f"/data/d{i}") for i in range(3)]
 
 
 def _schedule(team, disks, profiles, **fields) -> Schedule:
-    schedule = Schedule.objects.create(team=team, name=fields.pop("name", "nightly"), **fields)
-    schedule.targets.set(disks)
-    for position, profile in enumerate(profiles):
-        ScheduleProfile.objects.create(schedule=schedule, profile=profile, position=position)
-    return schedule
+    return ScheduleFactory(team=team, name=fields.pop("name", "nightly"), targets=disks, profiles=profiles, **fields)
 
 
 def test_a_fire_creates_one_staggered_run_per_target_and_says_which_slot_it_waits_for(team, disks, quick):
@@ -56,7 +53,7 @@ def test_a_repeated_tick_or_a_second_beat_creates_nothing_twice(team, disks, qui
 
 
 def test_profiles_run_one_after_another_on_each_target(team, disks, quick):
-    second = Profile.objects.create(team=team, name="second", rw="randwrite", runtime_s=20, size_bytes=2**20)
+    second = ProfileFactory(team=team, name="second", rw="randwrite", runtime_s=20, size_bytes=2**20)
     start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
     schedule = _schedule(team, disks[:1], [quick, second], kind="interval", interval_minutes=60, starts_at=start)
     dispatcher.materialise(start)
@@ -77,7 +74,7 @@ def test_fires_missed_beyond_the_grace_are_recorded_as_skipped(team, disks, quic
     assert states[start + timedelta(minutes=20)] == Run.State.PENDING
     skipped = Run.objects.filter(schedule=schedule, state=Run.State.SKIPPED).first()
     assert "missed by" in skipped.explanation and "grace 60 s" in skipped.explanation
-    assert services.dispatch_due(start + timedelta(minutes=21)) == 3  # the on-time fire's three runs
+    assert queueing.dispatch_due(start + timedelta(minutes=21)) == 3  # the on-time fire's three runs
 
 
 def test_a_paused_schedule_creates_nothing(team, disks, quick):
@@ -91,25 +88,25 @@ def test_an_exclusive_host_runs_one_benchmark_at_a_time(team, disks, quick):
     host = disks[0].host
     host.exclusive = True
     host.save()
-    first = services.create_run(disks[0], quick)
-    second = services.create_run(disks[1], quick)
-    assert services.claim(first)
-    assert not services.claim(second)
+    first = queueing.create_run(disks[0], quick)
+    second = queueing.create_run(disks[1], quick)
+    assert queueing.claim(first)
+    assert not queueing.claim(second)
     second.refresh_from_db()
     assert second.state == Run.State.PENDING
     assert second.explanation == f"waiting: host {host.name} runs one benchmark at a time; busy with run {first.pk}"
 
 
 def test_a_shared_host_runs_its_disks_in_parallel(team, disks, quick):
-    assert services.claim(services.create_run(disks[0], quick))
-    assert services.claim(services.create_run(disks[1], quick))
+    assert queueing.claim(queueing.create_run(disks[0], quick))
+    assert queueing.claim(queueing.create_run(disks[1], quick))
 
 
 def test_a_run_still_waiting_when_its_window_closes_is_skipped(team, disks, quick):
     now = timezone.now()
     schedule = _schedule(team, disks[:1], [quick], kind="interval", interval_minutes=60,
                          window_start=now - timedelta(days=2), window_end=now + timedelta(hours=1))  # fmt: skip
-    run = Run.objects.create(disk=disks[0], profile=quick, schedule=schedule, fire_time=now, state=Run.State.PENDING)
+    run = RunFactory(disk=disks[0], profile=quick, schedule=schedule, fire_time=now, state=Run.State.PENDING)
     assert dispatcher.expire_outside_window(now + timedelta(hours=2)) == 1
     run.refresh_from_db()
     assert run.state == Run.State.SKIPPED and "outside the schedule's active window" in run.explanation
@@ -117,8 +114,8 @@ def test_a_run_still_waiting_when_its_window_closes_is_skipped(team, disks, quic
 
 def test_editing_a_schedule_leaves_finished_runs_alone(team, disks, quick):
     schedule = _schedule(team, disks[:1], [quick], kind="cron", cron="30 2 * * *")
-    done = Run.objects.create(disk=disks[0], profile=quick, schedule=schedule, state=Run.State.SUCCEEDED,
-                              fire_time=timezone.now() - timedelta(days=1), summary={"total": {"iops": 1}})  # fmt: skip
+    done = RunFactory(disk=disks[0], profile=quick, schedule=schedule, state=Run.State.SUCCEEDED,
+                      fire_time=timezone.now() - timedelta(days=1), summary={"total": {"iops": 1}})  # fmt: skip
     schedule.cron = "0 3 * * *"
     schedule.save()
     done.refresh_from_db()
@@ -126,8 +123,8 @@ def test_editing_a_schedule_leaves_finished_runs_alone(team, disks, quick):
 
 
 def test_auto_stagger_keeps_runs_on_one_host_apart_and_lets_other_hosts_start_together(team, disks, quick, credential):
-    other_host = Host.objects.create(team=team, name="vm2", address="10.0.0.9", username="b", credential=credential)
-    elsewhere = Disk.objects.create(host=other_host, label="e", target_path="/e", disk_type="custom")
+    other_host = HostFactory(team=team, name="vm2", address="10.0.0.9", username="b", credential=credential)
+    elsewhere = DiskFactory(host=other_host, label="e", target_path="/e")
     start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
     schedule = _schedule(team, [*disks[:2], elsewhere], [quick], kind="interval", interval_minutes=60,
                          starts_at=start, auto_stagger=True)  # fmt: skip
@@ -139,11 +136,11 @@ def test_auto_stagger_keeps_runs_on_one_host_apart_and_lets_other_hosts_start_to
 def test_one_tick_claims_every_free_run_together_and_sends_one_fan_out_message(
     team, disks, quick, django_assert_max_num_queries, django_capture_on_commit_callbacks
 ):
-    busy = Run.objects.create(disk=disks[2], profile=quick, state=Run.State.RUNNING)
-    waiting = [services.create_run(disk, quick) for disk in disks]
-    second_on_d0 = services.create_run(disks[0], quick)
+    busy = RunFactory(disk=disks[2], profile=quick, running=True)
+    waiting = [queueing.create_run(disk, quick) for disk in disks]
+    second_on_d0 = queueing.create_run(disks[0], quick)
     with django_capture_on_commit_callbacks() as callbacks, django_assert_max_num_queries(10):
-        assert services.dispatch_due() == 2
+        assert queueing.dispatch_due() == 2
     assert len(callbacks) == 1  # one fan-out launch message for the whole tick
     states = {run.pk: (run.state, run.explanation) for run in Run.objects.filter(pk__in=[r.pk for r in waiting])}
     assert states[waiting[0].pk] == states[waiting[1].pk] == (Run.State.QUEUED, "queued for a worker")
@@ -157,8 +154,8 @@ def test_one_tick_claims_every_free_run_together_and_sends_one_fan_out_message(
 def test_claims_fall_back_to_one_at_a_time_when_a_disk_was_taken_meanwhile(team, disks, quick):
     # Two runs judged free on one disk (as when another process claimed between the look and the UPDATE):
     # the partial unique index refuses the batch, and the one-by-one claim queues exactly one.
-    first, second = services.create_run(disks[0], quick), services.create_run(disks[0], quick)
-    assert services._claim_together({first.pk: "", second.pk: ""}, timezone.now()) == 1
+    first, second = queueing.create_run(disks[0], quick), queueing.create_run(disks[0], quick)
+    assert queueing._claim_together({first.pk: "", second.pk: ""}, timezone.now()) == 1
     states = sorted(Run.objects.filter(pk__in=[first.pk, second.pk]).values_list("state", flat=True))
     assert states == [Run.State.PENDING, Run.State.QUEUED]
 
@@ -168,10 +165,10 @@ def test_a_fire_is_made_and_claimed_ahead_so_even_the_first_target_starts_on_tim
     soon = _schedule(team, disks[:1], [quick], name="soon", kind="interval", interval_minutes=60,
                      starts_at=now + timedelta(seconds=10))  # fmt: skip
     later = _schedule(team, disks[1:2], [quick], name="later", kind="interval", interval_minutes=60,
-                      starts_at=now + services.CLAIM_LEAD + timedelta(seconds=30))  # fmt: skip
+                      starts_at=now + queueing.CLAIM_LEAD + timedelta(seconds=30))  # fmt: skip
     assert dispatcher.materialise(now) == 1
     (run,) = Run.objects.filter(schedule=soon)
     assert run.not_before == now + timedelta(seconds=10) and run.explanation.startswith("waiting: stagger slot 1")
     assert not Run.objects.filter(schedule=later).exists()
-    assert services.dispatch_due(now) == 1  # queued now; the wrapper on the host waits for not_before
+    assert queueing.dispatch_due(now) == 1  # queued now; the wrapper on the host waits for not_before
     assert dispatcher.materialise(now + timedelta(seconds=5)) == 0  # the stretch up to now + lead is done

@@ -5,6 +5,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from jobs.models import Disk, Host, Membership, Run, Team
+from tests.factories import RunFactory
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_a_viewer_cannot_run_or_approve(host, disk):
 
 
 def test_another_team_gets_404_for_every_page_of_this_teams_objects(rival_client, host, disk):
-    run = Run.objects.create(disk=disk, state=Run.State.SUCCEEDED, raw_output="secret output")
+    run = RunFactory(disk=disk, succeeded=True, raw_output="secret output")
     urls = [f"/hosts/{host.pk}/", f"/disks/{disk.pk}/", f"/runs/{run.pk}/", f"/runs/{run.pk}/progress.json",
             f"/runs/{run.pk}/raw"]  # fmt: skip
     for url in urls:
@@ -73,7 +74,7 @@ def test_another_team_gets_404_for_every_page_of_this_teams_objects(rival_client
 
 
 def test_a_run_of_a_busy_disk_waits_and_the_run_page_says_why(owner_client, disk):
-    busy = Run.objects.create(disk=disk, state=Run.State.RUNNING)
+    busy = RunFactory(disk=disk, running=True)
     profile = Run._meta.get_field("profile").related_model.objects.filter(builtin=True).first()
     response = owner_client.post(f"/disks/{disk.pk}/", {"profile": profile.pk})
     page = owner_client.get(response["Location"]).content.decode()
@@ -81,8 +82,8 @@ def test_a_run_of_a_busy_disk_waits_and_the_run_page_says_why(owner_client, disk
 
 
 def test_a_pending_run_is_cancelled_at_once(owner_client, disk):
-    Run.objects.create(disk=disk, state=Run.State.RUNNING)
-    waiting = Run.objects.create(disk=disk, state=Run.State.PENDING)
+    RunFactory(disk=disk, running=True)
+    waiting = RunFactory(disk=disk, state=Run.State.PENDING)
     owner_client.post(f"/runs/{waiting.pk}/cancel")
     waiting.refresh_from_db()
     assert waiting.state == Run.State.CANCELLED

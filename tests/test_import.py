@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from jobs import services
+from jobs.imports import importing
 from jobs.models import Run
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -96,7 +96,7 @@ def test_forcing_the_wrong_tool_says_what_the_file_looks_like():
 
 def test_an_imported_json_plus_file_keeps_its_latency_histogram(owner_client, disk):
     text = (FIXTURES / "fio-3.33-randread-jsonplus.json").read_text()
-    run = services.import_result(disk, text, name="jsonplus")
+    run = importing.import_result(disk, text, name="jsonplus")
     bins = run.summary["latency_bins_ns"]["read"]
     assert bins and all(int(ns) > 0 and n > 0 for ns, n in bins.items())
     histogram = owner_client.get(f"/runs/{run.pk}/series.json").json()["histogram"]

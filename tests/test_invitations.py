@@ -13,8 +13,8 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from jobs import teams
 from jobs.models import Invitation, Membership
+from jobs.teams import membership as teams
 
 PASSWORD = "x-long-password-for-vera-1"
 

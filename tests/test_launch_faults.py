@@ -2,7 +2,7 @@
 findings 3 and 7): a real sshd, real fio, a real Celery worker and Redis.
 
 The session "freezing right after the launch command reached the host" is injected in this test process:
-the launch runs here (services.launch), with ssh.Connection.run wrapped so that the launch command really
+the launch runs here (lifecycle.launch), with ssh.Connection.run wrapped so that the launch command really
 runs on the host and then the session reports an error, as a frozen session would. Everything after that
 (re-attaching, polling, collecting, the next run) is done by the real worker. The iptables test freezes a
 real session instead (root only).
@@ -21,9 +21,11 @@ import psutil
 import pytest
 from django.utils import timezone
 
-from jobs import runners, services, ssh
+from jobs import runners, ssh
 from jobs.models import Disk, Run
+from jobs.runs import lifecycle, queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
+from tests.factories import RunFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -33,7 +35,7 @@ real_run = ssh.Connection.run
 
 def _queued(disk: Disk, profile) -> Run:
     """A run claimed for its disk, its launch left to the test (claim() would send it to the worker)."""
-    run = services.create_run(disk, profile)
+    run = queueing.create_run(disk, profile)
     now = timezone.now()
     Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED, queued_at=now, heartbeat_at=now)
     run.refresh_from_db()
@@ -103,13 +105,13 @@ def test_a_lost_launch_answer_keeps_the_run_and_its_disk_and_collects_it_once(
     first = _queued(disk, profile)
     _freeze_after_the_launch_command(monkeypatch)
 
-    assert services.launch(first.pk) == Run.State.LAUNCHING
+    assert lifecycle.launch(first.pk) == Run.State.LAUNCHING
     monkeypatch.undo()
     first.refresh_from_db()
     assert first.state == Run.State.LAUNCHING
     assert "launch answer lost; re-attaching by UUID" in first.explanation and "injected" in first.explanation
     assert first.remote_dir.endswith(str(first.uuid)) and Path(first.remote_dir, "launched").is_dir()
-    second = services.request_run(disk, profile)
+    second = queueing.request_run(disk, profile)
     assert second.state == Run.State.PENDING
     assert second.explanation == f"waiting: disk busy with run {first.pk}"
 
@@ -126,11 +128,11 @@ def test_a_launch_the_host_never_ran_is_launched_on_reattaching_exactly_once(
     first = _queued(disk, profile)
     _freeze_after_the_launch_command(monkeypatch, runs_on_host=False)
 
-    assert services.launch(first.pk) == Run.State.LAUNCHING
+    assert lifecycle.launch(first.pk) == Run.State.LAUNCHING
     monkeypatch.undo()
     first.refresh_from_db()
     assert not Path(first.remote_dir, "launched").exists()  # the answer was lost, and nothing started
-    second = services.request_run(disk, profile)
+    second = queueing.request_run(disk, profile)
     assert second.explanation == f"waiting: disk busy with run {first.pk}"
 
     # The worker's next attempt asks the host, which says it never launched the run: it is launched now.
@@ -149,7 +151,7 @@ def test_a_failure_before_the_launch_command_fails_the_run_and_frees_its_disk(
         raise ssh.SSHError("channel", "the upload broke (injected by the test)")
 
     monkeypatch.setattr(ssh.Connection, "put_file", put_file)
-    assert services.launch(run.pk) == Run.State.ERROR
+    assert lifecycle.launch(run.pk) == Run.State.ERROR
     run.refresh_from_db()
     assert run.explanation == "could not start: the upload broke (injected by the test)"
     assert not run.remote_dir
@@ -170,15 +172,15 @@ def test_a_host_unreachable_after_a_lost_launch_answer_keeps_the_run_until_its_w
     Run.objects.filter(pk=run.pk).update(state=Run.State.LAUNCHING, remote_dir=remote_dir, started_at=timezone.now())
     server.handle.stop()
 
-    assert services.launch(run.pk) == Run.State.LAUNCHING
+    assert lifecycle.launch(run.pk) == Run.State.LAUNCHING
     run.refresh_from_db()
     assert "launch answer lost; re-attaching by UUID" in run.explanation and "Last error:" in run.explanation
-    assert services.request_run(disk, quick_profile(team, name="next")).state == Run.State.PENDING
+    assert queueing.request_run(disk, quick_profile(team, name="next")).state == Run.State.PENDING
 
     # Past the host's own watchdog (runtime + grace + timeout's KILL) and the margin, it gives up.
-    bound = runners.watchdog_seconds(run.parameters) + services.WATCHDOG_KILL_S + services.LOST_LAUNCH_MARGIN.seconds
+    bound = runners.watchdog_seconds(run.parameters) + lifecycle.WATCHDOG_KILL_S + lifecycle.LOST_LAUNCH_MARGIN.seconds
     Run.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(seconds=bound + 1))
-    assert services.launch(run.pk) == Run.State.LOST
+    assert lifecycle.launch(run.pk) == Run.State.LOST
     run.refresh_from_db()
     assert run.explanation.startswith("lost: the launch answer never came back")
     assert remote_dir in run.explanation
@@ -194,16 +196,16 @@ def test_the_sweep_reattaches_a_lost_launch_whose_chain_died_within_its_bound(
     first = _queued(disk, quick_profile(team, runtime_s=4))
     _freeze_after_the_launch_command(monkeypatch)
     # The re-sent launch is lost too (a worker died holding it): only the sweep can pick the run up.
-    monkeypatch.setattr(services, "_send", lambda *args, **kwargs: None)
-    services.launch(first.pk)
+    monkeypatch.setattr(queueing, "send", lambda *args, **kwargs: None)
+    lifecycle.launch(first.pk)
     monkeypatch.undo()
     first.refresh_from_db()
     assert first.state == Run.State.LAUNCHING
-    second = services.request_run(disk, quick_profile(team, name="next", runtime_s=4))
+    second = queueing.request_run(disk, quick_profile(team, name="next", runtime_s=4))
 
     beat = first.heartbeat_at
-    assert services.sweep(now=beat + services.STALE_AFTER - timedelta(seconds=1)) == 0
-    assert services.sweep(now=beat + services.STALE_AFTER + timedelta(seconds=1)) == 1
+    assert lifecycle.sweep(now=beat + lifecycle.STALE_AFTER - timedelta(seconds=1)) == 0
+    assert lifecycle.sweep(now=beat + lifecycle.STALE_AFTER + timedelta(seconds=1)) == 1
     first, wrappers = _wait_final_counting_wrappers(first)
     _assert_held_and_reattached(first, second, wrappers)
 
@@ -211,19 +213,19 @@ def test_the_sweep_reattaches_a_lost_launch_whose_chain_died_within_its_bound(
 def test_a_run_with_no_heartbeat_is_swept_at_once(sshd, broker, tmp_path):
     _team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
-    run = Run.objects.create(disk=disk, state=Run.State.RUNNING, remote_dir=str(tmp_path / "gone"))
-    assert services.sweep() == 1
+    run = RunFactory(disk=disk, running=True, heartbeat_at=None, remote_dir=str(tmp_path / "gone"))
+    assert lifecycle.sweep() == 1
     run.refresh_from_db()
     assert run.heartbeat_at is not None
-    assert services.sweep() == 0  # its chain is alive again: not sent twice
+    assert lifecycle.sweep() == 0  # its chain is alive again: not sent twice
 
 
 def test_a_waiting_run_takes_the_disk_when_it_frees_without_a_beat_tick(fio_installed, sshd, worker, tmp_path):
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
-    first = services.request_run(disk, quick_profile(team, runtime_s=4))
-    second = services.request_run(disk, quick_profile(team, name="second", runtime_s=2))
-    third = services.request_run(disk, quick_profile(team, name="third", runtime_s=2))
+    first = queueing.request_run(disk, quick_profile(team, runtime_s=4))
+    second = queueing.request_run(disk, quick_profile(team, name="second", runtime_s=2))
+    third = queueing.request_run(disk, quick_profile(team, name="third", runtime_s=2))
     assert second.explanation == third.explanation == f"waiting: disk busy with run {first.pk}"
 
     first = wait_final(first)
@@ -241,8 +243,8 @@ def test_a_waiting_run_on_an_exclusive_host_takes_it_when_it_frees_without_a_bea
     team, host = team_with_host(sshd, exclusive=True)
     one = Disk.objects.create(host=host, label="one", target_path=target_dir(tmp_path / "1"), disk_type="custom")
     two = Disk.objects.create(host=host, label="two", target_path=target_dir(tmp_path / "2"), disk_type="custom")
-    first = services.request_run(one, quick_profile(team, runtime_s=3))
-    waiting = services.request_run(two, quick_profile(team, name="second", runtime_s=2))
+    first = queueing.request_run(one, quick_profile(team, runtime_s=3))
+    waiting = queueing.request_run(two, quick_profile(team, name="second", runtime_s=2))
     assert waiting.explanation.endswith(f"busy with run {first.pk}")
     first = wait_final(first)
     assert wait_final(waiting).state == Run.State.SUCCEEDED
@@ -279,13 +281,13 @@ def test_a_session_frozen_by_the_network_after_the_launch_loses_no_run(
     monkeypatch.setattr(ssh.Connection, "run", run)
     monkeypatch.setattr(ssh.paramiko.Channel, "exec_command", exec_command)
     try:
-        assert services.launch(first.pk) == Run.State.LAUNCHING
+        assert lifecycle.launch(first.pk) == Run.State.LAUNCHING
     finally:
         subprocess.run(["iptables", "-D", *rule], check=False)
         monkeypatch.undo()
     first.refresh_from_db()
     assert "launch answer lost" in first.explanation and Path(first.remote_dir, "launched").is_dir()
-    second = services.request_run(disk, profile)
+    second = queueing.request_run(disk, profile)
     assert second.explanation == f"waiting: disk busy with run {first.pk}"
 
     first, wrappers = _wait_final_counting_wrappers(first)

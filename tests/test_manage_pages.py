@@ -15,7 +15,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs.models import Credential, Disk, Host, Membership, Profile, Run, RunResult, Team
+from jobs.models import Credential, Disk, Host, Membership, Profile, Run, Team
+from tests.factories import HostFactory, RunFactory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BAD_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nbm90LWEta2V5LWF0LWFsbA==\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -110,15 +111,13 @@ def _finished_run(disk: Disk, *, profile_name: str, iops: float, limit: float, d
     values = {
         "disk": disk,
         "profile_name": profile_name,
-        "state": Run.State.SUCCEEDED,
         "finished_at": finished,
         "started_at": finished - timedelta(seconds=60),
         "summary": summary,
         "limits_snapshot": {"iops": limit, "effective_iops": limit},
     }
-    run = Run.objects.create(**(values | fields))
-    RunResult.record(run)  # as services do wherever a finished run's summary is stored
-    return run
+    # recorded: its RunResult is kept, as services do wherever a finished run's summary is stored
+    return RunFactory(succeeded=True, recorded=True, **(values | fields))
 
 
 # ----------------------------------------------------------------------------------------- hosts
@@ -169,21 +168,7 @@ def test_a_host_can_use_a_stored_credential_and_be_disabled(owner_client, host, 
 
 
 def test_the_connection_test_runs_uname_and_looks_for_fio(owner_client, team, sshd):
-    credential = Credential(team=team, name="k", kind=Credential.Kind.PRIVATE_KEY)
-    credential.set_secret(sshd.private_key)
-    credential.save()
-    key = sshd.host_key
-    host = Host.objects.create(
-        team=team,
-        name="loop",
-        address=sshd.address,
-        port=sshd.port,
-        username=sshd.username,
-        credential=credential,
-        host_key_type=key.key_type,
-        host_key_b64=key.key_b64,
-        host_key_fingerprint=key.fingerprint,
-    )
+    host = HostFactory.for_sshd(sshd, team=team, name="loop", credential__name="k")
     page = owner_client.post(f"/hosts/{host.pk}/test/").content.decode()
     assert "Connected and logged in" in page
     assert "Linux" in page
@@ -419,14 +404,14 @@ def test_comparing_runs_and_a_wrong_count(owner_client, disk):
 def test_the_overview_shows_results_running_and_failed_runs(owner_client, disk):
     _finished_run(disk, profile_name="4k randread", iops=3000, limit=4000, days_ago=2)
     _finished_run(disk, profile_name="4k randread", iops=3600, limit=4000)
-    Run.objects.create(
+    RunFactory(
         disk=disk,
         profile_name="long read",
-        state=Run.State.RUNNING,
+        running=True,
         started_at=timezone.now(),
         progress={"elapsed_s": 30, "expected_s": 120, "eta_s": 90},
     )
-    Run.objects.create(
+    RunFactory(
         disk=disk,
         profile_name="write",
         state=Run.State.ERROR,
@@ -574,7 +559,7 @@ def _strict_browser(page, live_server, user: User) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_the_forms_preview_live_and_the_compare_chart_draws_under_a_strict_csp(page, live_server, screenshot):
     owner = User.objects.create_user("olga", password="a-long-test-password-1")
-    from jobs import teams
+    from jobs.teams import membership as teams
 
     team = teams.place_new_user(owner).team
     host = Host.objects.create(team=team, name="vm1", address="10.0.0.1", username="bench")

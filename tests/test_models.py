@@ -4,8 +4,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from jobs.models import Disk, Host, Profile, Run, Schedule, Team
+from jobs.models import Disk, Profile, Run, Team
 from jobs.presets import PRESETS
+from tests.factories import HostFactory, RunFactory, ScheduleFactory
 
 
 def test_a_disk_belongs_to_its_hosts_team(disk, team):
@@ -22,29 +23,29 @@ def test_a_run_belongs_to_its_disks_team_and_snapshots_the_profile_name(disk, te
 
 
 def test_a_disk_can_hold_only_one_active_run(disk):
-    Run.objects.create(disk=disk, state=Run.State.RUNNING)
-    Run.objects.create(disk=disk, state=Run.State.SUCCEEDED)
-    Run.objects.create(disk=disk, state=Run.State.PENDING)
+    RunFactory(disk=disk, running=True)
+    RunFactory(disk=disk, succeeded=True)
+    RunFactory(disk=disk, state=Run.State.PENDING)
     with pytest.raises(IntegrityError), transaction.atomic():
-        Run.objects.create(disk=disk, state=Run.State.QUEUED)
+        RunFactory(disk=disk, state=Run.State.QUEUED)
 
 
 def test_a_schedule_fire_creates_one_run_per_disk_and_profile(disk, team):
     from django.utils import timezone
 
-    schedule = Schedule.objects.create(team=team, name="nightly", cron="30 2 * * *")
+    schedule = ScheduleFactory(team=team, name="nightly", cron="30 2 * * *")
     profile = Profile.objects.filter(builtin=True).first()
     fire = timezone.now().replace(microsecond=0)
-    Run.objects.create(disk=disk, profile=profile, schedule=schedule, fire_time=fire, trigger="schedule")
+    RunFactory(disk=disk, profile=profile, schedule=schedule, fire_time=fire, trigger="schedule")
     with pytest.raises(IntegrityError), transaction.atomic():
-        Run.objects.create(disk=disk, profile=profile, schedule=schedule, fire_time=fire, trigger="schedule")
+        RunFactory(disk=disk, profile=profile, schedule=schedule, fire_time=fire, trigger="schedule")
 
 
 def test_host_names_are_unique_within_a_team_but_not_across_teams(host, team):
     with pytest.raises(IntegrityError), transaction.atomic():
-        Host.objects.create(team=team, name="vm1", address="10.0.0.2", username="x")
+        HostFactory(team=team, name="vm1", address="10.0.0.2", username="x")
     other = Team.objects.create(name="other")
-    assert Host.objects.create(team=other, name="vm1", address="10.0.0.2", username="x").pk
+    assert HostFactory(team=other, name="vm1", address="10.0.0.2", username="x").pk
 
 
 def test_a_host_refuses_a_credential_of_another_team(host):

@@ -4,8 +4,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from jobs.models import Disk, Host, Membership, Team
-from jobs.teams import DEFAULT_TEAM_NAME
+from jobs.models import Disk, Membership, Team
+from jobs.teams.membership import DEFAULT_TEAM_NAME
+from tests.factories import DiskFactory, HostFactory, RunFactory
 
 PASSWORD = "a-long-test-password-1"
 
@@ -63,9 +64,8 @@ def test_the_home_page_lists_the_teams_hosts_and_disks_with_their_limits(owner_c
 
 
 def test_the_home_page_shows_nothing_of_another_team(owner_client, disk):
-    other = Team.objects.create(name="rivals")
-    rival = Host.objects.create(team=other, name="rival-host", address="10.9.9.9", username="r")
-    Disk.objects.create(host=rival, label="rival-disk", target_path="/secret/path", disk_type="custom", spec_iops=1)
+    rival = HostFactory(team__name="rivals", name="rival-host", address="10.9.9.9", username="r")
+    DiskFactory(host=rival, label="rival-disk", target_path="/secret/path", spec_iops=1)
     page = owner_client.get("/").content.decode()
     assert "rival-host" not in page and "/secret/path" not in page
 
@@ -104,9 +104,7 @@ def test_the_disk_types_page_shows_each_type_with_its_source(owner_client):
 
 
 def test_a_run_without_a_summary_shows_a_dash_not_an_error(owner_client, disk):
-    from jobs.models import Run
-
-    Run.objects.create(disk=disk, state=Run.State.RUNNING)
+    RunFactory(disk=disk, running=True)
     page = owner_client.get(f"/disks/{disk.pk}/")
     assert page.status_code == 200
     assert "—" in page.content.decode()

@@ -10,8 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from jobs import services, teams
+from jobs.imports import importing
 from jobs.models import Credential, Disk, Host, Profile, Run, Schedule, ScheduleProfile
+from jobs.teams import membership as teams
 from tests.browser import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -56,7 +57,7 @@ STICKING_OUT = """() => {
 
 def _import(disk: Disk, fixture: str, hours_ago: float) -> Run:
     text = (FIXTURES / fixture).read_text()
-    return services.import_result(disk, text, name=fixture, at=timezone.now() - timedelta(hours=hours_ago))
+    return importing.import_result(disk, text, name=fixture, at=timezone.now() - timedelta(hours=hours_ago))
 
 
 @pytest.fixture

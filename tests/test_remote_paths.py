@@ -19,9 +19,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from jobs import paths, remote, safety, services, ssh
-from jobs.manage_forms import DiskForm, HostForm
+from jobs import paths, remote, safety, ssh
+from jobs.disks.forms import DiskForm
+from jobs.hosts.forms import HostForm
 from jobs.models import Disk, Host, Run
+from jobs.runs import lifecycle, queueing
 from tests.builders import quick_profile, team_with_host
 from tests.test_api import client_for, make_world, post
 
@@ -241,11 +243,11 @@ def test_a_run_on_a_host_whose_stored_run_directory_has_a_line_separator_fails_a
     target = tmp_path / "bench"
     target.mkdir()
     disk = Disk.objects.create(host=host, label="tmp", target_path=str(target), disk_type="custom")
-    run = services.create_run(disk, quick_profile(team))
+    run = queueing.create_run(disk, quick_profile(team))
     Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED)
     before = _tree(tmp_path)
 
-    services.launch(run.pk)
+    lifecycle.launch(run.pk)
 
     run.refresh_from_db()
     assert run.state == Run.State.ERROR

@@ -10,14 +10,14 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from jobs import services
+from jobs.imports import importing
 from jobs.models import Run, RunSample
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures/fio-3.33-randrw-status-interval.json"
 
 
 def _imported(disk, days_ago: float) -> Run:
-    run = services.import_result(disk, FIXTURE.read_text(), name="history",
+    run = importing.import_result(disk, FIXTURE.read_text(), name="history",
                                  at=timezone.now() - timedelta(days=days_ago))  # fmt: skip
     if not run.samples.exists():  # give every run samples, whatever the fixture holds
         RunSample.objects.bulk_create(RunSample(run=run, t_s=t, read_iops=100.0 + t) for t in range(1, 6))

@@ -11,10 +11,13 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.forms.models import model_to_dict
 
-from jobs import services, timeseries
+from jobs import timeseries
+from jobs.imports import importing
 from jobs.models import Disk, Profile, Run, RunResult, RunResultDay, RunSample
+from jobs.runs import queueing
 from jobs.timeseries import SERIES
 from tests.builders import quick_profile, team_with_host, wait_final
+from tests.factories import ProfileFactory, RunFactory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 IMPORTED = [FIXTURES / "fio-3.33-randrw.json", FIXTURES / "fio-3.33-randread-jsonplus.json",
@@ -22,7 +25,7 @@ IMPORTED = [FIXTURES / "fio-3.33-randrw.json", FIXTURES / "fio-3.33-randread-jso
 
 
 def _import(disk: Disk, path: Path, at: datetime | None = None) -> Run:
-    return services.import_result(disk, path.read_text(), name=path.name, at=at)
+    return importing.import_result(disk, path.read_text(), name=path.name, at=at)
 
 
 def _expected(summary: dict, direction: str, *path: str) -> float | None:
@@ -47,7 +50,7 @@ def _assert_kept(result: RunResult, summary: dict) -> None:
 def test_an_imported_result_is_kept_as_the_numbers_of_its_summary(disk, path):
     at = datetime(2026, 5, 1, 2, 30, 0, 123_456, tzinfo=UTC)
     run = _import(disk, path, at=at)
-    parsed = services.parse_import(path.read_text()).summary
+    parsed = importing.parse_import(path.read_text()).summary
     result = RunResult.objects.get(run=run)
 
     _assert_kept(result, parsed)
@@ -69,7 +72,7 @@ def test_a_failed_import_keeps_no_result(disk):
 def test_per_second_samples_are_kept_as_run_samples_and_no_longer_inside_the_summary(disk, owner_client):
     path = FIXTURES / "fio-3.33-randrw-status-interval.json"
     run = _import(disk, path)
-    parsed = services.parse_import(path.read_text()).summary["samples"]
+    parsed = importing.parse_import(path.read_text()).summary["samples"]
 
     run.refresh_from_db()
     assert "samples" not in run.summary and run.summary["total"]["iops"] > 0
@@ -96,7 +99,7 @@ def test_only_succeeded_runs_are_recorded_and_recording_twice_keeps_one_row(disk
     RunResult.record(run)
     assert RunResult.objects.count() == RunResultDay.objects.count() == 1
     Run.objects.filter(pk=run.pk).update(state=Run.State.CANCELLED)
-    other = Run.objects.create(disk=disk, state=Run.State.RUNNING, summary=run.summary)
+    other = RunFactory(disk=disk, running=True, summary=run.summary)
     RunResult.record(other)
     assert list(RunResult.objects.values_list("run_id", flat=True)) == [run.pk]
 
@@ -108,9 +111,9 @@ def _day_rows(disk: Disk) -> list[dict]:
 
 def test_recording_runs_one_by_one_gives_the_days_a_rebuild_from_all_results_gives(disk):
     rng = random.Random(11)
-    profile = Profile.objects.create(team=disk.team, name="4k randrw", rw="randrw")
+    profile = ProfileFactory(team=disk.team, name="4k randrw", rw="randrw")
     start = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
-    summary = services.parse_import((FIXTURES / "fio-3.33-randrw.json").read_text()).summary
+    summary = importing.parse_import((FIXTURES / "fio-3.33-randrw.json").read_text()).summary
     for i in range(120):
         if i == 60:
             # Renamed halfway: its runs keep the profile id, under either name.
@@ -119,9 +122,9 @@ def test_recording_runs_one_by_one_gives_the_days_a_rebuild_from_all_results_giv
         scale = rng.choice([0.2, 1.0, 1.0, 1.7])
         changed = summary | {"total": {"iops": summary["total"]["iops"] * scale, "bw_bytes_per_s": 1.0},
                              "read": summary["read"] | {"iops": rng.uniform(10, 90)}}  # fmt: skip
-        run = Run.objects.create(
+        run = RunFactory(
             disk=disk, profile=profile if i % 3 else None, profile_name=profile.name if i % 3 else "import: x.json",
-            state=Run.State.SUCCEEDED, finished_at=start + timedelta(minutes=37 * i + rng.randint(0, 30)),
+            succeeded=True, finished_at=start + timedelta(minutes=37 * i + rng.randint(0, 30)),
             summary=changed, limits_snapshot={"iops": 4000.0},
         )  # fmt: skip
         RunResult.record(run)
@@ -144,10 +147,9 @@ def test_recording_runs_one_by_one_gives_the_days_a_rebuild_from_all_results_giv
 
 
 def test_a_deleted_profiles_results_stay_on_the_chart_under_its_name(disk, owner_client):
-    profile = Profile.objects.create(team=disk.team, name="gone soon", rw="randread")
-    run = Run.objects.create(disk=disk, profile=profile, profile_name=profile.name, state=Run.State.SUCCEEDED,
-                             finished_at=datetime.now(UTC), summary={"total": {"iops": 5.0}})  # fmt: skip
-    RunResult.record(run)
+    profile = ProfileFactory(team=disk.team, name="gone soon", rw="randread")
+    run = RunFactory(disk=disk, profile=profile, profile_name=profile.name, succeeded=True,
+                     finished_at=datetime.now(UTC), summary={"total": {"iops": 5.0}}, recorded=True)  # fmt: skip
     profile.delete()
     (series,) = owner_client.get(f"/disks/{disk.pk}/series.json").json()["series"]
     assert series["profile"] == {"key": "gone soon", "id": None, "name": "gone soon"}
@@ -161,7 +163,7 @@ def test_a_collected_fio_run_is_recorded_with_its_samples_apart(fio_installed, s
     target = tmp_path / "bench"
     target.mkdir()
     disk = Disk.objects.create(host=host, label="tmp", target_path=str(target), disk_type="custom", spec_iops=50000)
-    run = wait_final(services.request_run(disk, quick_profile(team)))
+    run = wait_final(queueing.request_run(disk, quick_profile(team)))
 
     assert run.state == Run.State.SUCCEEDED, run.explanation
     assert "samples" not in run.summary and RunSample.objects.filter(run=run).count() >= 1
@@ -177,7 +179,7 @@ BEFORE, AFTER = [("jobs", "0004_run_snapshot_at_launch")], [("jobs", "0005_run_r
 
 @pytest.mark.django_db(transaction=True)
 def test_migration_0005_fills_the_results_of_stored_runs_and_moves_their_samples_out_of_the_summaries():
-    summary = services.parse_import((FIXTURES / "fio-3.33-randrw-status-interval.json").read_text()).summary
+    summary = importing.parse_import((FIXTURES / "fio-3.33-randrw-status-interval.json").read_text()).summary
     executor = MigrationExecutor(connection)
     try:
         executor.migrate(BEFORE)
@@ -229,8 +231,8 @@ def test_admin_edits_and_deletes_keep_the_chart_tables_in_step(disk, rf, owner):
     from jobs.admin import RunAdmin
 
     text = (Path(__file__).parent / "fixtures/fio-3.33-randrw.json").read_text()
-    first = services.import_result(disk, text, name="a")
-    second = services.import_result(disk, text, name="b")
+    first = importing.import_result(disk, text, name="a")
+    second = importing.import_result(disk, text, name="b")
     assert RunResultDay.objects.get(disk=disk, profile_name="import: a").runs == 1
     run_admin, request = RunAdmin(Run, admin.site), rf.post("/admin/")
     request.user = owner

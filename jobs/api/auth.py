@@ -1,6 +1,6 @@
 """How an API request is authenticated, and which team and role it acts with.
 
-A browser session acts in the team chosen in the session (jobs.teams.current_team); a token acts in the
+A browser session acts in the team chosen in the session (jobs.teams.membership.current_team); a token acts in the
 team it was made for, and only while its user is still a member there.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
@@ -17,9 +17,18 @@ from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from jobs import teams
 from jobs.api.models import ApiToken
 from jobs.models import Membership, Team
+from jobs.teams import membership as teams
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    class TokenRole(TypedDict):
+        """What TokenAuthentication annotates its token with: the role of its user in its team."""
+
+        role: str
+
 
 LAST_USED_EVERY = timedelta(seconds=60)
 
@@ -45,7 +54,7 @@ class TokenAuthentication(authentication.BaseAuthentication):
             if parts
             else None
         )
-        if token is None or not token.matches(parts[1]):
+        if token is None or parts is None or not token.matches(parts[1]):
             raise exceptions.AuthenticationFailed("This API token is not valid: check that it was copied whole.")
         if token.revoked_at:
             raise exceptions.AuthenticationFailed(
@@ -95,17 +104,22 @@ class Access:
         return self.role == Membership.Role.OWNER
 
 
+_ACCESS_ATTRIBUTE = "_benchweb_access"  # where access() keeps its answer on the request
+
+
 def access(request: Request) -> Access | None:
     """The team and role of this request, worked out once per request."""
-    if not hasattr(request, "_benchweb_access"):
-        request._benchweb_access = _access(request)
-    return request._benchweb_access
+    if not hasattr(request, _ACCESS_ATTRIBUTE):
+        setattr(request, _ACCESS_ATTRIBUTE, _access(request))
+    found: Access | None = getattr(request, _ACCESS_ATTRIBUTE)
+    return found
 
 
 def _access(request: Request) -> Access | None:
     if isinstance(request.auth, ApiToken):
-        return Access(request.auth.team, request.auth.role)
+        token = cast("WithAnnotations[ApiToken, TokenRole]", request.auth)  # as TokenAuthentication annotated it
+        return Access(token.team, token.role)
     team = teams.current_team(request)
     if team is None:
         return None
-    return Access(team, teams.role_in(request.user, team) or Membership.Role.VIEWER)
+    return Access(team, teams.role_in(teams.signed_in_user(request), team) or Membership.Role.VIEWER)

@@ -4,19 +4,25 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from jobs.api import views
+from jobs.disks.api import DiskTypeViewSet, DiskViewSet
+from jobs.hosts.api import HostViewSet
+from jobs.imports.api import ImportViewSet
+from jobs.profiles.api import ProfileViewSet
+from jobs.runs.api import RunViewSet
+from jobs.schedules.api import ScheduleViewSet
+from jobs.teams.api import MemberViewSet, TeamListViewSet, TokenViewSet
 
 router = DefaultRouter()
-router.register("tokens", views.TokenViewSet, basename="api-token")
-router.register("teams", views.TeamListViewSet, basename="api-team")
-router.register("members", views.MemberViewSet, basename="api-member")
-router.register("hosts", views.HostViewSet, basename="api-host")
-router.register("disks", views.DiskViewSet, basename="api-disk")
-router.register("disk-types", views.DiskTypeViewSet, basename="api-disk-type")
-router.register("profiles", views.ProfileViewSet, basename="api-profile")
-router.register("schedules", views.ScheduleViewSet, basename="api-schedule")
-router.register("runs", views.RunViewSet, basename="api-run")
-router.register("import", views.ImportViewSet, basename="api-import")
+router.register("tokens", TokenViewSet, basename="api-token")
+router.register("teams", TeamListViewSet, basename="api-team")
+router.register("members", MemberViewSet, basename="api-member")
+router.register("hosts", HostViewSet, basename="api-host")
+router.register("disks", DiskViewSet, basename="api-disk")
+router.register("disk-types", DiskTypeViewSet, basename="api-disk-type")
+router.register("profiles", ProfileViewSet, basename="api-profile")
+router.register("schedules", ScheduleViewSet, basename="api-schedule")
+router.register("runs", RunViewSet, basename="api-run")
+router.register("import", ImportViewSet, basename="api-import")
 
 urlpatterns = [
     path("v1/", include(router.urls)),

@@ -46,6 +46,11 @@ BOUNDS: dict[str, tuple[float, str, str]] = {
     "read_percent": (100, "%", "what a run can read"),
 }
 
+# Below these a value is no measurement at all: every I/O moves at least one byte (fio itself refuses bs=0).
+MINIMUMS: dict[str, tuple[float, str, str]] = {
+    "block_size_bytes": (1, "byte", "any real block size"),
+}
+
 
 def summary_problem(summary: dict[str, Any]) -> str | None:
     """What is wrong with the first number of a summary that is beyond what a disk or a run can do, if any.
@@ -56,6 +61,12 @@ def summary_problem(summary: dict[str, Any]) -> str | None:
         bound = BOUNDS.get(key)
         if bound is not None and value > bound[0]:
             return out_of_bounds(path, value, *bound)
+        least = MINIMUMS.get(key)
+        if least is not None and value < least[0]:
+            return (
+                f"{path} = {_show(value)} is below {least[2]} (at least {_show(least[0])} {least[1]}): is the output "
+                "damaged? Its numbers are not stored."
+            )
     return None
 
 

@@ -195,7 +195,7 @@ def parse_ndisk(text: str) -> ParseResult:
         block_size_bytes = None
 
     if footer:
-        read_percent = real(footer["read"], "the last line's read=")
+        read_percent: float | None = real(footer["read"], "the last line's read=")
     else:
         read_percent = _read_percent(settings.get("read-write", ""))
     if read_percent is None and (flag := _flag_value(command, "-r")):

@@ -200,7 +200,7 @@ def make_summary(
             "iops": float(sum(d["iops"] for d in directions)),
             "bw_bytes_per_s": float(sum(d["bw_bytes_per_s"] for d in directions)),
         }
-    summary = {
+    summary: dict[str, Any] = {
         "tool": tool,
         "tool_version": tool_version,
         "total": total,

@@ -8,8 +8,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
-from jobs import ssh, teams
+from jobs import ssh
 from jobs.models import Credential, Disk, Host, Team
+from jobs.teams import membership as teams
 
 HOST_NAME = "local-demo"
 

@@ -10,8 +10,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import services
+from jobs.imports import importing
 from jobs.models import Disk
+from jobs.runs import queueing
 from jobs.tools.summary import ParseError
 
 MAX_BYTES = 64 * 2**20
@@ -41,7 +42,7 @@ class Command(BaseCommand):
         for path in options["paths"]:
             try:
                 results.append(self._one(path, disk, at, options))
-            except (OSError, UnicodeDecodeError, ParseError, services.RunRefused) as exc:
+            except (OSError, UnicodeDecodeError, ParseError, queueing.RunRefused) as exc:
                 results.append(None)
                 self.stderr.write(f"{path}: not imported: {exc}")
             except Exception as exc:
@@ -64,11 +65,11 @@ class Command(BaseCommand):
     def _one(self, path: str, disk: Disk | None, at: Any, options: dict[str, Any]) -> dict[str, Any]:
         text = self._read(Path(path))
         if disk is None:
-            summary = services.parse_import(text, options["tool"]).summary
+            summary = importing.parse_import(text, options["tool"]).summary
             if not options["json"]:
                 self.stdout.write(f"{path}: {summary['tool']}, {summary['total']['iops']:.1f} IOPS")
             return summary
-        run = services.import_result(disk, text, name=Path(path).name, at=at, tool=options["tool"])
+        run = importing.import_result(disk, text, name=Path(path).name, at=at, tool=options["tool"])
         if not options["json"]:
             self.stdout.write(f"{path}: stored as run {run.pk} ({run.state}) on {disk}")
         return {"path": path, "run": run.pk, "state": run.state, "summary": run.summary}

@@ -4,7 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from jobs import retention, units
+from jobs import units
+from jobs.runs import retention
 
 
 class Command(BaseCommand):

@@ -1,0 +1,220 @@
+"""The API's disks and disk types."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from jobs import limits, timeseries
+from jobs.api.base import ID_SCHEMA, ModelSerializer, TeamScoped, TeamViewSet, checked_path, django_errors, parse_id
+from jobs.disks import identity
+from jobs.models import Disk, Host
+from jobs.results import series
+
+
+class DiskSerializer(ModelSerializer):
+    host = TeamScoped(queryset=Host.objects.all())
+    confirm_destructive = serializers.BooleanField(
+        write_only=True,
+        required=False,
+        default=False,
+        help_text="Needed to allow write profiles on a block device: they destroy every byte on it.",
+    )
+    limits = serializers.SerializerMethodField(help_text="Theoretical limits from the disk's spec (null: see error).")
+    limits_error = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Disk
+        fields = [
+            "id", "host", "label", "target_path", "kind", "disk_type", "size", "stripes", "spec_iops",
+            "spec_bytes_per_s", "spec_burst_iops", "spec_burst_bytes_per_s", "instance_iops_cap",
+            "instance_bytes_per_s_cap", "allow_destructive", "confirm_destructive", "limits", "limits_error",
+            "identity", "identity_recorded_at", "identity_note", "created_at",
+        ]  # fmt: skip
+        read_only_fields = ["identity", "identity_recorded_at", "identity_note"]
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_limits(self, disk: Disk) -> dict[str, Any] | None:
+        found, _ = disk.limits_or_reason()
+        return found.as_dict() if found else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_limits_error(self, disk: Disk) -> str | None:
+        return disk.limits_or_reason()[1]
+
+    def validate_target_path(self, target_path: str) -> str:
+        return checked_path(target_path, field="target path")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        confirmed = attrs.pop("confirm_destructive", False)
+        was = self.instance
+        fields = {
+            f: attrs.get(f, getattr(was, f) if was else None) for f in ("kind", "target_path", "allow_destructive")
+        }
+        confirmed_before = (
+            was is not None
+            and was.allow_destructive
+            and was.kind == Disk.Kind.BLOCK
+            and was.target_path == fields["target_path"]
+        )
+        if fields["kind"] == Disk.Kind.BLOCK and fields["allow_destructive"] and not (confirmed or confirmed_before):
+            raise serializers.ValidationError(
+                {
+                    "confirm_destructive": f"Write profiles on {fields['target_path']} destroy everything on it: send "
+                    "confirm_destructive=true, or allow_destructive=false."
+                }
+            )
+        draft = Disk(**{f.attname: getattr(was, f.attname) for f in Disk._meta.concrete_fields} if was else {})
+        for name, value in attrs.items():
+            setattr(draft, name, value)
+        try:
+            draft.clean()
+        except DjangoValidationError as exc:
+            raise django_errors(exc) from exc
+        return attrs
+
+
+class DiskTypeRecordSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    effective_from = serializers.DateField(allow_null=True)
+    effective_until = serializers.DateField(allow_null=True)
+    size_unit = serializers.CharField(allow_null=True)
+    size_min = serializers.FloatField(allow_null=True)
+    size_max = serializers.FloatField(allow_null=True)
+    # The serializer's metaclass moves declared fields out of the class, so these do not shadow Field's attributes.
+    source = serializers.DictField()  # type: ignore[assignment]
+    notes = serializers.CharField(allow_blank=True)
+    io_basis = serializers.CharField(allow_null=True)
+
+
+class DiskTypeSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field, as `source` above
+    provider = serializers.CharField()
+    size_unit = serializers.CharField(allow_null=True)
+    size_min = serializers.FloatField(allow_null=True)
+    size_max = serializers.FloatField(allow_null=True)
+    size_required = serializers.BooleanField()
+    inputs = serializers.DictField(child=serializers.CharField(), help_text="Spec field -> required | optional.")
+    records = DiskTypeRecordSerializer(many=True)
+
+
+# An ISO date (a whole day) or date-time, as jobs.results.series reads it; a date is not a `format: date-time`.
+_TIME = r"[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?"
+
+
+ISO_MOMENT = {"type": "string", "pattern": rf"^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}({_TIME})?$"}
+
+
+SERIES_PARAMETERS = [
+    OpenApiParameter("range", str, enum=[*series.RANGES, "custom"], description="Default 30d."),
+    OpenApiParameter("from", ISO_MOMENT, description="Only with range=custom: an ISO date or date-time."),
+    OpenApiParameter("to", ISO_MOMENT, description="Only with range=custom: an ISO date or date-time."),
+    OpenApiParameter("profile", str, description="A profile id or name."),
+    OpenApiParameter(
+        "points",
+        {"type": "integer", "minimum": 10, "maximum": timeseries.MAX_POINTS},
+        description="Most points per series (downsampled on the server).",
+    ),
+]
+
+
+def _custom_range_only(request: Request) -> None:
+    """`from` and `to` mean something only with range=custom (elsewhere they would be ignored without a word),
+    and take the documented forms only (jobs.results.series alone would also read 20240501 or an empty value)."""
+    problems = {}
+    for name in sorted({"from", "to"} & set(request.query_params)):
+        if request.query_params.get("range") != "custom":
+            problems[name] = [f"Give {name} only with range=custom; this range sets its own."]
+        elif not re.fullmatch(ISO_MOMENT["pattern"], request.query_params[name]):
+            problems[name] = [f"Give {name} as an ISO date or date-time, e.g. 2024-05-01 or 2024-05-01T08:00Z."]
+    if problems:
+        raise ValidationError(problems)
+
+
+class DiskViewSet(viewsets.ModelViewSet, TeamViewSet):
+    """Disks with their spec and the theoretical limits it gives (Disk.limits())."""
+
+    serializer_class = DiskSerializer
+    http_method_names = ["get", "post", "patch", "put", "delete", "head", "options"]
+    list_parameters = ("host",)
+
+    def get_queryset(self) -> QuerySet:
+        if self.fake:
+            return Disk.objects.none()
+        disks = Disk.objects.filter(team=self.team).select_related("host")
+        host = self.request.query_params.get("host")
+        if self.action == "list" and host:
+            disks = disks.filter(host_id=parse_id(host, "host"))
+        return disks
+
+    @extend_schema(parameters=[OpenApiParameter("host", ID_SCHEMA, description="Only this host's disks.")])
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    def perform_create(self, serializer: serializers.BaseSerializer[Disk]) -> None:
+        # The identity is asked of the host now; when it cannot answer, identity_note in the answer says why.
+        identity.identify_new_target(serializer.save(), self.request.user)
+
+    def perform_update(self, serializer: serializers.BaseSerializer[Disk]) -> None:
+        assert serializer.instance is not None  # an update has the disk it changes
+        was = serializer.instance.target_path, serializer.instance.kind
+        disk = serializer.save()
+        if (disk.target_path, disk.kind) != was:
+            identity.identify_new_target(disk, self.request.user)
+
+    @extend_schema(request=None, responses={200: DiskSerializer, 409: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"])
+    def identity(self, request: Request, pk: str) -> Response:
+        """Record what the target is now (WWN, serial, by-id, a loop device's backing file; a directory's
+        filesystem UUID): write runs are refused when a different disk sits at the path. Use it after
+        replacing the disk on purpose. 409 when the host cannot say (unreachable, the target missing)."""
+        disk = self.get_object()
+        try:
+            identity.record_disk_identity(disk, request.user)
+        except identity.IdentityUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(self.get_serializer(disk).data)
+
+    @extend_schema(parameters=SERIES_PARAMETERS, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def series(self, request: Request, pk: str) -> Response:
+        """The disk chart's series: successful runs per profile against the disk's limits, downsampled."""
+        disk = self.get_object()
+        _custom_range_only(request)
+        try:
+            return Response(series.disk_series(disk, request.query_params))
+        except series.BadRequest as exc:
+            return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class DiskTypeViewSet(TeamViewSet):
+    """The disk-type catalog the limits are computed from (read-only)."""
+
+    serializer_class = DiskTypeSerializer
+    lookup_value_regex = r"[^/]+"
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(limits.disk_types())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(
+        responses=DiskTypeSerializer,
+        parameters=[OpenApiParameter("id", str, OpenApiParameter.PATH, description="e.g. aws-gp3")],
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        found = next((kind for kind in limits.disk_types() if kind.id == pk), None)
+        if found is None:
+            raise Http404(f"No disk type {pk!r}; GET /api/v1/disk-types/ lists them.")
+        return Response(DiskTypeSerializer(found).data)

@@ -1,0 +1,156 @@
+"""The disk form: target, disk type and size, spec figures in the vendor's unit, the destructive confirmation."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from jobs import limits
+from jobs.models import Disk
+from jobs.models.names import name_taken
+
+THROUGHPUT_UNITS = {"MB/s": 10**6, "MiB/s": 2**20}
+
+
+THROUGHPUT_FIELDS = ("spec_bytes_per_s", "spec_burst_bytes_per_s", "instance_bytes_per_s_cap")
+
+
+def _disk_type_choices() -> list[tuple[str, list[tuple[str, str]]]]:
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for kind in limits.disk_types():
+        groups.setdefault(kind.provider, []).append((kind.id, f"{kind.label} — {size_range(kind)}"))
+    return list(groups.items())
+
+
+def size_range(kind: limits.DiskType) -> str:
+    if not kind.size_unit:
+        return "no size"
+    low = f"{kind.size_min:,g}" if kind.size_min is not None else "any"
+    high = f"{kind.size_max:,g}" if kind.size_max is not None else "any"
+    return f"{low} to {high} {kind.size_unit}"
+
+
+class DiskForm(forms.ModelForm):
+    """A disk's target and spec. Throughput is typed in MB/s or MiB/s and stored in bytes per second."""
+
+    disk_type = forms.ChoiceField(label="Disk type", choices=_disk_type_choices)
+    throughput_unit = forms.ChoiceField(
+        label="Throughput unit",
+        choices=[("MB/s", "MB/s (10⁶ bytes)"), ("MiB/s", "MiB/s (2²⁰ bytes)")],
+        help_text="For every throughput on this form. Vendors differ: AWS quotes MiB/s, Alibaba MB/s.",
+    )
+    spec_bytes_per_s = forms.DecimalField(label="Throughput", required=False, min_value=0, decimal_places=3)
+    spec_burst_bytes_per_s = forms.DecimalField(label="Burst throughput", required=False, min_value=0, decimal_places=3)
+    instance_bytes_per_s_cap = forms.DecimalField(
+        label="Instance throughput cap", required=False, min_value=0, decimal_places=3
+    )
+    confirm_destructive = forms.BooleanField(
+        label="I understand that benchmarks will overwrite this device and destroy every byte on it", required=False
+    )
+
+    class Meta:
+        model = Disk
+        fields = [
+            "label",
+            "target_path",
+            "kind",
+            "disk_type",
+            "size",
+            "stripes",
+            "spec_iops",
+            "spec_bytes_per_s",
+            "spec_burst_iops",
+            "spec_burst_bytes_per_s",
+            "instance_iops_cap",
+            "instance_bytes_per_s_cap",
+            "allow_destructive",
+        ]
+        labels = {
+            "target_path": "Target path",
+            "spec_iops": "IOPS",
+            "spec_burst_iops": "Burst IOPS",
+            "instance_iops_cap": "Instance IOPS cap",
+            "allow_destructive": "Allow write profiles on this target",
+        }
+        help_texts = {
+            "target_path": "A directory (benchweb writes test files in it) or a block device such as /dev/nvme1n1.",
+            "size": "In the type's unit (see the type's range).",
+            "spec_iops": "Provisioned IOPS for gp3, io1/io2, SolidFire…; the limit itself for custom.",
+            "instance_iops_cap": "The VM's own limit, when it is lower than the disks'. Empty: none.",
+            "allow_destructive": "Needed by write and mixed profiles; read profiles always run.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        stored = [getattr(self.instance, name) for name in THROUGHPUT_FIELDS]
+        mebi = any(stored) and all(value % 2**20 == 0 for value in stored if value)
+        unit = "MiB/s" if mebi else "MB/s"
+        self.fields["throughput_unit"].initial = unit
+        for name, value in zip(THROUGHPUT_FIELDS, stored, strict=True):
+            if value is not None:
+                self.initial[name] = Decimal(value) / THROUGHPUT_UNITS[unit]
+
+    def clean_label(self) -> str:
+        label = self.cleaned_data["label"]
+        if self.instance.host_id and name_taken(
+            Disk.objects.filter(host_id=self.instance.host_id), self.instance, label=label
+        ):
+            raise ValidationError(f"This host already has a disk labelled {label!r}; choose another label.")
+        return label
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        assert cleaned is not None  # Form.clean returns cleaned_data
+        factor = THROUGHPUT_UNITS.get(cleaned.get("throughput_unit") or "", 10**6)
+        for name in THROUGHPUT_FIELDS:
+            if cleaned.get(name) is not None:
+                cleaned[name] = round(cleaned[name] * factor)
+        block, allow = cleaned.get("kind") == Disk.Kind.BLOCK, cleaned.get("allow_destructive")
+        was = self.instance
+        confirmed_before = (
+            was.pk
+            and was.allow_destructive
+            and was.kind == Disk.Kind.BLOCK
+            and was.target_path == cleaned.get("target_path")
+        )
+        if block and allow and not confirmed_before and not cleaned.get("confirm_destructive"):
+            self.add_error(
+                "confirm_destructive",
+                f"Write profiles on {cleaned.get('target_path') or 'a block device'} destroy everything on it: tick "
+                "this box to confirm, or untick “Allow write profiles”.",
+            )
+        return cleaned
+
+
+def short_size(value: int) -> str:
+    """4096 -> 4k, 268435456 -> 256M: the way fio and ndisk64 users write sizes (1024-based)."""
+    for suffix, factor in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("k", 2**10)):
+        if value and value % factor == 0:
+            return f"{value // factor}{suffix}"
+    return str(value)
+
+
+class SizeField(forms.CharField):
+    """A byte count typed as 4096, 4k, 64KiB, 256M or 4G (1024-based)."""
+
+    FACTORS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    PATTERN = re.compile(r"([0-9]+)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+
+    def prepare_value(self, value: Any) -> Any:
+        return short_size(value) if isinstance(value, int) else value
+
+    # A size is typed as text and cleaned to a byte count, unlike CharField's str.
+    def to_python(self, value: Any) -> int | None:  # type: ignore[override]
+        text = super().to_python(value)
+        assert text is not None  # CharField gives its empty_value, "", for an empty value
+        text = text.strip()
+        if not text:
+            return None
+        match = self.PATTERN.fullmatch(text)
+        if not match:
+            raise ValidationError(f"Give a byte count such as 4096, 4k, 64k, 256M or 4G, not {text!r}.")
+        return int(match[1]) * self.FACTORS[match[2].lower()]

@@ -1,0 +1,149 @@
+"""A disk's page (charts, run now) and its registration, identity and limits preview; the disk-type catalog."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import (
+    Q,
+)
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from jobs import access, limits, safety, units
+from jobs.disks import identity
+from jobs.disks.forms import DiskForm, size_range
+from jobs.models import SPEC_FIELDS, Disk, Profile, Team
+from jobs.runs import queueing
+
+
+class RunNowForm(forms.Form):
+    profile = forms.ModelChoiceField(queryset=Profile.objects.none(), empty_label=None)
+
+    def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        profile_field = cast("forms.ModelChoiceField[Profile]", self.fields["profile"])
+        profile_field.queryset = Profile.objects.filter(Q(team=team) | Q(team__isnull=True))
+
+
+@login_required
+def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    disk = access.disk(request, pk)
+    form = RunNowForm(request.POST or None, team=disk.team)
+    if request.method == "POST":
+        access.require_change(request, disk.team)
+        if form.is_valid():
+            try:
+                run = queueing.request_run(disk, form.cleaned_data["profile"], user=request.user)
+            except queueing.RunRefused as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            else:
+                return redirect("run_detail", pk=run.pk)
+    disk_limits, limits_error = disk.limits_or_reason()
+    runs = disk.runs.select_related("profile")[:20]
+    return render(
+        request,
+        "jobs/disk_detail.html",
+        {"disk": disk, "form": form, "limits": disk_limits, "limits_error": limits_error, "runs": runs},
+    )
+
+
+@login_required
+def disk_edit(request: HttpRequest, pk: int | None = None, host_pk: int | None = None) -> HttpResponse:
+    if pk:
+        disk = access.disk(request, pk)
+    else:
+        assert host_pk is not None  # the new-disk URL names the host
+        disk = Disk(host=access.host(request, host_pk))
+    team = disk.host.team
+    form = DiskForm(request.POST or None, instance=disk)
+    if request.method == "POST":
+        access.require_change(request, team)
+        if form.is_valid():
+            new_target = disk.pk is None or {"target_path", "kind"} & set(form.changed_data)
+            disk = form.save()
+            messages.success(request, f"Disk {disk.label} saved; its theoretical limits are on this page.")
+            if new_target:
+                _identify(request, disk, identity.identify_new_target(disk, request.user))
+            return redirect("disk_detail", pk=disk.pk)
+    context = {
+        "form": form,
+        "disk": disk,
+        "host": disk.host,
+        "types": _disk_types_json(),
+        "can_change": access.can_change(request, team),
+    }
+    return render(request, "jobs/manage/disk_form.html", context)
+
+
+@login_required
+@require_POST
+def disk_record_identity(request: HttpRequest, pk: int) -> HttpResponse:
+    """Record what the target is now, e.g. after the disk was replaced on purpose."""
+    disk = access.disk(request, pk)
+    access.require_change(request, disk.team)
+    try:
+        identity.record_disk_identity(disk, request.user)
+    except identity.IdentityUnavailable as exc:
+        _identify(request, disk, str(exc))
+    else:
+        _identify(request, disk, "")
+    return redirect("disk_detail", pk=disk.pk)
+
+
+def _identify(request: HttpRequest, disk: Disk, problem: str) -> None:
+    if problem:
+        messages.warning(request, problem)
+    else:
+        messages.info(request, f"Identity of {disk.target_path} recorded: {safety.describe_identity(disk.identity)}.")
+
+
+@login_required
+@require_GET
+def disk_limits_preview(request: HttpRequest) -> JsonResponse:
+    """The limits the disk form's spec gives, as the user types; errors name the spec field."""
+    access.team(request)
+    form = DiskForm(request.GET, instance=Disk())
+    form.is_valid()
+    spec_fields = [*SPEC_FIELDS.values(), "throughput_unit"]
+    errors = {name: " ".join(str(e) for e in form.errors[name]) for name in spec_fields if name in form.errors}
+    if errors:
+        return JsonResponse({"errors": errors})
+    try:
+        result = form.instance.limits()
+    except limits.SpecError as exc:
+        return JsonResponse({"errors": {SPEC_FIELDS.get(exc.field, "disk_type"): str(exc)}})
+    return JsonResponse({"text": _limits_text(result)})
+
+
+def _limits_text(result: limits.Limits) -> str:
+    if result.iops is None and result.throughput_bytes_per_s is None:
+        return "No limits: a custom spec without values. Give its IOPS and throughput to compare runs with them."
+    text = f"{units.format_iops_exact(result.iops)} · {units.format_bytes_per_s(result.throughput_bytes_per_s)}"
+    if result.burst_iops or result.burst_throughput_bytes_per_s:
+        burst = units.format_iops_exact(result.burst_iops)
+        text += f" (burst {burst} · {units.format_bytes_per_s(result.burst_throughput_bytes_per_s)})"
+    if result.capped_by_instance:
+        text += " — capped by the instance"
+    return text
+
+
+def _disk_types_json() -> dict[str, Any]:
+    return {
+        kind.id: {
+            "label": kind.label,
+            "range": size_range(kind),
+            "size_required": kind.size_required,
+            "inputs": kind.inputs,
+        }
+        for kind in limits.disk_types()
+    }
+
+
+@login_required
+def disk_types(request: HttpRequest) -> HttpResponse:
+    return render(request, "jobs/disk_types.html", {"types": limits.disk_types()})

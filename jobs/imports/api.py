@@ -1,0 +1,115 @@
+"""The API's import."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from jobs.api.base import JsonTypes, TeamScoped, TeamViewSet
+from jobs.imports import importing
+from jobs.imports.forms import MAX_IMPORT_CHARS, MAX_IMPORT_FILES, normalise_newlines
+from jobs.models import Disk, Run
+from jobs.runs.api import RunSerializer
+from jobs.tools.summary import ParseError
+
+
+class ImportSerializer(JsonTypes, serializers.Serializer):
+    disk = TeamScoped(queryset=Disk.objects.select_related("host"))
+    tool = serializers.ChoiceField(choices=["auto", "fio", "ndisk64"], default="auto")
+    finished_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="When the run ended; empty: now."
+    )
+    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, help_text="Pasted output.")
+    name = serializers.CharField(required=False, max_length=200, default="pasted text", help_text="Names the text.")
+    files = serializers.ListField(
+        child=serializers.FileField(), required=False, max_length=MAX_IMPORT_FILES, help_text="Each file is one result."
+    )
+    dry_run = serializers.BooleanField(default=False, help_text="Parse and show the numbers; store nothing.")
+
+    def validate_finished_at(self, value: Any) -> Any:
+        if value and value > timezone.now():
+            raise serializers.ValidationError("This is in the future: give when the run finished, or leave it empty.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        text, files = attrs.get("text") or "", attrs.get("files") or []
+        sources = [(attrs["name"], text)] if text.strip() else []
+        for upload in files:
+            try:
+                sources.append((upload.name[:200], upload.read(MAX_IMPORT_CHARS * 4 + 1).decode("utf-8")))
+            except UnicodeDecodeError as exc:
+                raise serializers.ValidationError({"files": f"{upload.name} is not UTF-8 text."}) from exc
+        if not sources:
+            raise serializers.ValidationError({"text": "Give the tool's output as text, or upload files."})
+        total = sum(len(body) for _, body in sources)
+        if total > MAX_IMPORT_CHARS:
+            raise serializers.ValidationError(
+                {
+                    "files" if files else "text": f"That is {total:,} characters; import up to {MAX_IMPORT_CHARS:,} at "
+                    "a time, or large outputs with `manage.py import_results FILE --disk ID`."
+                }
+            )
+        attrs["sources"] = [(name, normalise_newlines(body)) for name, body in sources]
+        return attrs
+
+
+class ParsedSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    format = serializers.CharField()
+    summary = serializers.DictField()
+    job_errors = serializers.ListField(child=serializers.DictField())
+
+
+class ImportResultSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    parsed = ParsedSerializer(many=True)
+    runs = RunSerializer(many=True)
+
+
+class ImportViewSet(TeamViewSet):
+    """Import existing fio or ndisk64 output as finished runs of a disk."""
+
+    serializer_class = ImportSerializer
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"application/json": ImportSerializer, "multipart/form-data": ImportSerializer},
+        responses={200: ImportResultSerializer, 201: ImportResultSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        """Parse the output (JSON `text`, or multipart `files`); with dry_run, store nothing and show the numbers."""
+        body = self.get_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        parsed, problems = [], []
+        for name, text in data["sources"]:
+            try:
+                result = importing.parse_import(text, data["tool"])
+            except ParseError as exc:
+                problems.append(f"{name}: {exc}")
+                continue
+            parsed.append(
+                {"name": name, "format": result.format, "summary": result.summary, "job_errors": result.job_errors}
+            )
+        if problems:
+            raise ValidationError({"files" if data.get("files") else "text": problems})
+        runs: list[Run] = []
+        if not data["dry_run"]:
+            with transaction.atomic():
+                runs = [
+                    importing.import_result(
+                        data["disk"], text, name=name, at=data.get("finished_at"), user=request.user, tool=data["tool"]
+                    )
+                    for name, text in data["sources"]
+                ]
+        answer = {"dry_run": data["dry_run"], "parsed": parsed, "runs": runs}
+        code = status.HTTP_200_OK if data["dry_run"] else status.HTTP_201_CREATED
+        return Response(ImportResultSerializer(answer).data, status=code)

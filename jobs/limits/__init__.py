@@ -1,0 +1,26 @@
+"""Disk-spec catalog evaluation: a disk's published limits for its size, stripe set, instance and block size.
+
+Pure: no Django import (the `disk_limits` command and the models are the edges). The figures live in
+`disk_catalog.yaml` beside this module, one record per (type, effective period), each with its source;
+`catalog.py` reads and checks them, `evaluation.py` computes a disk's limits from a `Spec` (the steps are
+in its docstring and in docs/architecture.md, "Disk limits").
+"""
+
+from jobs.limits.catalog import CATALOG_PATH, FUNCTIONS, THROUGHPUT_UNITS, USER_FIELDS
+from jobs.limits.catalog import _catalog as _catalog
+from jobs.limits.catalog import _record as _record
+from jobs.limits.evaluation import CatalogRecord, DiskType, Limits, Spec, SpecError, disk_types, evaluate
+
+__all__ = [
+    "CATALOG_PATH",
+    "FUNCTIONS",
+    "THROUGHPUT_UNITS",
+    "USER_FIELDS",
+    "CatalogRecord",
+    "DiskType",
+    "Limits",
+    "Spec",
+    "SpecError",
+    "disk_types",
+    "evaluate",
+]

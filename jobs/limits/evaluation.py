@@ -1,0 +1,536 @@
+"""Evaluation: a disk's published limits for its size, stripe set, instance and block size (pure).
+
+1. pick the type's record in effect on the given date;
+2. compute one volume's baseline and burst limits (formula, tier table or provisioned values);
+3. multiply by the stripe count;
+4. take the minimum with the instance caps;
+5. at a block size, find which limit binds: IOPS, or throughput / block size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from jobs.limits.catalog import (
+    THROUGHPUT_UNITS,
+    USER_FIELDS,
+    _Bound,
+    _Burst,
+    _catalog,
+    _Record,
+    _Type,
+)
+
+
+class SpecError(ValueError):
+    """A spec the catalog cannot evaluate; `field` names the Spec field at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Spec:
+    disk_type: str
+    size: float | None = None
+    stripes: int = 1
+    # Provisioned values for provisioned types; the limits themselves for `custom`.
+    iops: float | None = None
+    bytes_per_s: float | None = None
+    burst_iops: float | None = None
+    burst_bytes_per_s: float | None = None
+    instance_iops_cap: float | None = None
+    instance_bytes_per_s_cap: float | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    iops: float | None
+    throughput_bytes_per_s: float | None
+    burst_iops: float | None = None
+    burst_throughput_bytes_per_s: float | None = None
+    binding: str | None = None
+    block_size_bytes: int | None = None
+    effective_iops: float | None = None
+    effective_throughput_bytes_per_s: float | None = None
+    record_id: str = ""
+    source: dict[str, Any] = field(default_factory=dict)
+    notes: str = ""
+    disk_type: str = ""
+    size: float | None = None
+    size_unit: str | None = None
+    stripes: int = 1
+    # Only where a vendor publishes a higher write figure (pd-standard); `iops` is then the lower read figure.
+    write_iops: float | None = None
+    tier: str | None = None
+    burst_kind: str | None = None
+    # How long a full credit bucket lasts at the volume's own burst rate; None for no limit or none published.
+    burst_seconds: float | None = None
+    effective_burst_iops: float | None = None
+    effective_burst_throughput_bytes_per_s: float | None = None
+    capped_by_instance: tuple[str, ...] = ()
+    throughput_unit: str = "MB/s"
+    io_basis: str | None = None
+    effective_from: date | None = None
+    effective_until: date | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, date):
+                value = value.isoformat()
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = dict(value)
+            out[name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class CatalogRecord:
+    id: str
+    effective_from: date | None
+    effective_until: date | None
+    size_unit: str | None
+    size_min: float | None
+    size_max: float | None
+    source_url: str
+    source_date: str
+    verified: bool
+    notes: str
+    io_basis: str | None = None
+
+    @property
+    def source(self) -> dict[str, Any]:
+        return {"url": self.source_url, "date": self.source_date, "verified": self.verified}
+
+
+@dataclass(frozen=True)
+class DiskType:
+    id: str
+    label: str
+    provider: str
+    size_unit: str | None
+    size_min: float | None
+    size_max: float | None
+    # Spec fields beyond size/stripes/instance caps that the type takes: field -> "required" | "optional".
+    inputs: dict[str, str] = field(default_factory=dict)
+    records: list[CatalogRecord] = field(default_factory=list)
+    size_required: bool = True
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "none"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.3f}".rstrip("0").rstrip(".")
+
+
+def _clean(value: float | None) -> float | None:
+    """Drop float noise (0.15 x 266 MB/s) so limits compare digit by digit with a vendor's table."""
+    if value is None:
+        return None
+    rounded = round(float(value), 3)
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+def _as_date(on: date | None) -> date:
+    if on is None:
+        return date.today()
+    return on.date() if isinstance(on, datetime) else on
+
+
+def _type(type_id: str) -> _Type:
+    catalog = _catalog()
+    if type_id not in catalog:
+        raise SpecError("disk_type", f"Unknown disk type {type_id!r}. Valid types: {', '.join(sorted(catalog))}.")
+    return catalog[type_id]
+
+
+def _record_on(kind: _Type, on: date) -> _Record:
+    for record in kind.records:
+        if record.in_effect(on):
+            return record
+    # Only a catalog with a gap in its dates gets here; the test suite checks there is none.
+    raise SpecError("disk_type", f"The catalog has no {kind.id} record in effect on {on.isoformat()}.")
+
+
+def _positive(name: str, value: float | None, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise SpecError(name, f"{name} must be a positive number of {what}; got {value!r}.")
+    return float(value)
+
+
+def _range_text(low: float | None, high: float | None, unit: str | None) -> str:
+    if low is None and high is None:
+        return f"any positive size in {unit} (no range is published)"
+    if high is None:
+        return f"at least {_num(low)} {unit}"
+    if low is None:
+        return f"up to {_num(high)} {unit}"
+    return f"{_num(low)} to {_num(high)} {unit}"
+
+
+def _check_size(kind: _Type, record: _Record, size: float | None, on: date) -> float:
+    if record.size_unit is None:
+        return float(size) if isinstance(size, int | float) and not isinstance(size, bool) else 0.0
+    valid = _range_text(record.size_min, record.size_max, record.size_unit)
+    if size is None:
+        raise SpecError("size", f"{kind.id} needs a size in {record.size_unit}: {valid}.")
+    checked = _positive("size", size, record.size_unit)
+    assert checked is not None
+    low_ok = record.size_min is None or checked >= record.size_min
+    high_ok = record.size_max is None or checked <= record.size_max
+    if not (low_ok and high_ok):
+        when = f" on {on.isoformat()}" if len(kind.records) > 1 else ""
+        raise SpecError(
+            "size",
+            f"Size {_num(checked)} {record.size_unit} is outside the published range for {kind.id}{when}: {valid}.",
+        )
+    return checked
+
+
+def _check_stripes(stripes: int) -> int:
+    if isinstance(stripes, bool) or not isinstance(stripes, int) or stripes < 1:
+        raise SpecError("stripes", f"stripes must be a whole number of volumes, 1 or more; got {stripes!r}.")
+    return stripes
+
+
+def _reject_unused(kind: _Type, record: _Record, spec: Spec) -> None:
+    taken = record.provisioned.bounds if record.provisioned else {}
+    for name in USER_FIELDS:
+        if getattr(spec, name) is not None and name not in taken:
+            takes = ", ".join(taken) if taken else "only a size"
+            raise SpecError(
+                name,
+                f"{kind.id} does not take {name}: its limits follow from the published figures "
+                f"(it takes {takes}). Leave {name} empty.",
+            )
+
+
+def _unit_value(bound: _Bound, value: float) -> float:
+    """A user value (IOPS, or bytes per second) in the bound's unit."""
+    return value / THROUGHPUT_UNITS[bound.unit] if bound.unit else value
+
+
+def _unit_label(bound: _Bound) -> str:
+    if bound.unit == "B/s":
+        return "bytes/s"
+    return bound.unit or "IOPS"
+
+
+def _valid_text(bound: _Bound, low: float, high: float) -> str:
+    """'3,000 to 4,000 IOPS', or '125 to 750 MiB/s (131,072,000 to 786,432,000 bytes/s)'."""
+    label = _unit_label(bound)
+
+    def span(factor: float) -> str:
+        if not math.isfinite(high):
+            return f"at least {_num(low * factor)}"
+        return f"{_num(low * factor)} to {_num(high * factor)}"
+
+    if bound.unit and bound.unit != "B/s":
+        return f"{span(1)} {label}, i.e. {span(THROUGHPUT_UNITS[bound.unit])} bytes/s"
+    return f"{span(1)} {label}"
+
+
+def _allowed_max(
+    bound: _Bound, size: float, size_unit: str | None, iops: float | None, baseline: float | None
+) -> tuple[float, str]:
+    """The highest value allowed for this size and IOPS, and the rules behind it (for the error message)."""
+    high, why = (bound.max if bound.max is not None else math.inf), []
+    label = _unit_label(bound)
+    if bound.max_per_size is not None:
+        high = min(high, max(bound.min, bound.max_per_size * size))
+        why.append(f"up to {_num(bound.max_per_size)} {label} per {size_unit}")
+    if bound.max_per_iops is not None and iops is not None:
+        high = min(high, max(bound.min, bound.max_per_iops * iops))
+        why.append(f"up to {_num(bound.max_per_iops)} {label} per provisioned IOPS")
+    if bound.max_total_per_size is not None:
+        high = min(high, bound.max_total_per_size * size - (baseline or 0.0))
+        why.append(f"baseline plus provisioned up to {_num(bound.max_total_per_size)} IOPS per {size_unit}")
+    if bound.max is not None:
+        why.append(f"at most {_num(bound.max)} {label}")
+    return high, "; ".join(why)
+
+
+def _user_value(
+    kind: _Type, record: _Record, bound: _Bound, given: float | None, context: dict[str, float | None], size: float
+) -> float | None:
+    """A validated user value in IOPS or bytes/s, else the default, else None where the user may leave it empty."""
+    where = f" at {_num(size)} {record.size_unit}" if record.size_unit else ""
+    iops = context.get("iops")
+    if bound.max_per_iops is not None and iops is not None:
+        where += f" with {_num(iops)} IOPS"
+    base_field = bound.field.removeprefix("burst_")
+    base = context.get(base_field) if bound.at_least_base else None
+    high, why = _allowed_max(bound, size, record.size_unit, iops, context.get("baseline_iops"))
+    low = max(bound.min, _unit_value(bound, base)) if base is not None else bound.min
+    if given is None:
+        if bound.required:
+            raise SpecError(bound.field, f"{kind.id}{where} needs {bound.field}: give {_valid_text(bound, low, high)}.")
+        if bound.default is None:
+            return None
+        return bound.default * THROUGHPUT_UNITS[bound.unit] if bound.unit else float(bound.default)
+    value = _positive(bound.field, given, "bytes per second" if bound.unit else "IOPS")
+    assert value is not None
+    if (bound.min_size is not None and size < bound.min_size) or high < low:
+        needs = f" (it needs a size of at least {_num(bound.min_size)} {record.size_unit})" if bound.min_size else ""
+        raise SpecError(bound.field, f"{kind.id}{where} allows no provisioned {bound.field}{needs}; leave it empty.")
+    in_unit = _unit_value(bound, value)
+    # A relative tolerance, so bytes/s typed from MiB/s figures are not refused for float noise.
+    if not low * (1 - 1e-12) <= in_unit <= high * (1 + 1e-12):
+        rules = [why] if why else []
+        if base is not None:
+            rules.append(f"not below {base_field}")
+        reason = f" ({'; '.join(rules)})" if rules else ""
+        raise SpecError(
+            bound.field,
+            f"{bound.field} for {kind.id}{where} must be {_valid_text(bound, low, high)}{reason}; "
+            f"got {_num(in_unit)} {_unit_label(bound)}.",
+        )
+    return value
+
+
+def _bucket_seconds(burst: _Burst, size: float, base: _Volume, peak: _Volume) -> float | None:
+    if burst.seconds is not None:
+        return float(burst.seconds)
+    if burst.bucket_metric == "iops" and peak.iops is not None and base.iops is not None and peak.iops > base.iops:
+        assert burst.bucket_size is not None  # a token bucket always has a size
+        return burst.bucket_size / (peak.iops - base.iops)
+    if (
+        burst.bucket_metric == "throughput"
+        and peak.bytes_per_s is not None
+        and base.bytes_per_s is not None
+        and peak.bytes_per_s > base.bytes_per_s
+    ):
+        assert burst.bucket_size is not None
+        return burst.bucket_size * size / (peak.bytes_per_s - base.bytes_per_s)
+    return None
+
+
+@dataclass(frozen=True)
+class _Volume:
+    iops: float | None = None
+    bytes_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class _VolumeLimits:
+    base: _Volume
+    peak: _Volume  # burst values; None where the metric has no burst figure
+    write_iops: float | None = None
+    tier: str | None = None
+    burst_kind: str | None = None
+    burst_seconds: float | None = None
+
+
+def _volume_limits(kind: _Type, record: _Record, spec: Spec, size: float) -> _VolumeLimits:
+    _reject_unused(kind, record, spec)
+    if record.tiers:
+        tier = next(row for row in record.tiers if size <= row.max_size)
+        base = _Volume(tier.iops, tier.throughput * THROUGHPUT_UNITS[record.tier_unit or "MB/s"])
+        return _with_burst(tier.burst, size, base, _Volume(), None, tier.name)
+
+    formula_iops = record.iops.value(size, None) if record.iops else None
+    provisioned = record.provisioned
+    bounds = provisioned.bounds if provisioned else {}
+    context: dict[str, float | None] = {"baseline_iops": formula_iops}
+    values: dict[str, float | None] = {}
+    # Order matters: throughput bounds scale with the IOPS, burst values may not fall below their base.
+    for name in USER_FIELDS:
+        if name in bounds:
+            values[name] = _user_value(kind, record, bounds[name], getattr(spec, name), context, size)
+            context[name] = values[name]
+
+    adding = provisioned is not None and provisioned.mode == "add"
+    added_iops = values.get("iops")
+    if provisioned is not None and not adding:
+        iops = added_iops
+    else:
+        iops = formula_iops
+        if adding and added_iops:
+            iops = (iops or 0.0) + added_iops
+    bytes_per_s = values.get("bytes_per_s")
+    if bytes_per_s is None and record.throughput is not None:
+        bytes_per_s = record.throughput.value(size, formula_iops if adding else iops)
+    if adding and added_iops and provisioned and provisioned.adds_throughput:
+        bytes_per_s = (bytes_per_s or 0.0) + provisioned.adds_throughput.value(size, added_iops)
+
+    base = _Volume(iops, bytes_per_s)
+    typed = _Volume(values.get("burst_iops"), values.get("burst_bytes_per_s"))
+    write_iops = record.write_iops.value(size, None) if record.write_iops else None
+    return _with_burst(record.burst, size, base, typed, write_iops, None)
+
+
+def _with_burst(
+    burst: _Burst | None, size: float, base: _Volume, typed: _Volume, write_iops: float | None, tier: str | None
+) -> _VolumeLimits:
+    if burst is None:
+        return _VolumeLimits(base=base, peak=_Volume(), write_iops=write_iops, tier=tier)
+    peak_iops = typed.iops
+    if peak_iops is None and burst.iops is not None:
+        peak_iops = burst.iops.value(size, base.iops)
+    peak_bytes = typed.bytes_per_s
+    if peak_bytes is None and burst.throughput is not None:
+        peak_bytes = burst.throughput.value(size, peak_iops if peak_iops is not None else base.iops)
+    peak = _Volume(peak_iops, peak_bytes)
+    return _VolumeLimits(
+        base=base,
+        peak=peak,
+        write_iops=write_iops,
+        tier=tier,
+        burst_kind=burst.kind,
+        burst_seconds=_bucket_seconds(burst, size, base, peak),
+    )
+
+
+def _total(value: float | None, stripes: int, cap: float | None) -> float | None:
+    # An instance cap limits a metric even where the disk publishes no figure for it.
+    if value is None:
+        return cap
+    return value * stripes if cap is None else min(value * stripes, cap)
+
+
+def _above(burst: float | None, base: float | None) -> float | None:
+    """A burst figure only where it exceeds the sustained one (gp2 at 1,000 GiB already runs at 3,000)."""
+    if burst is None or (base is not None and burst <= base):
+        return None
+    return burst
+
+
+def _at_block_size(iops: float | None, bytes_per_s: float | None, block_size: int) -> tuple[str | None, float | None]:
+    """Which limit binds at this block size, and the IOPS achievable there."""
+    by_throughput = bytes_per_s / block_size if bytes_per_s is not None else None
+    if by_throughput is not None and (iops is None or by_throughput < iops):
+        return "throughput", by_throughput
+    if iops is not None:
+        return "iops", iops
+    return None, None
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def evaluate(spec: Spec, *, block_size: int | None = None, on: date | None = None) -> Limits:
+    """The limits of a disk (or stripe set) as published on `on` (default today), at a block size if given."""
+    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1):
+        raise ValueError(f"block_size must be a positive whole number of bytes; got {block_size!r}.")
+    kind = _type(spec.disk_type)
+    day = _as_date(on)
+    record = _record_on(kind, day)
+    stripes = _check_stripes(spec.stripes)
+    iops_cap = _positive("instance_iops_cap", spec.instance_iops_cap, "IOPS")
+    bytes_cap = _positive("instance_bytes_per_s_cap", spec.instance_bytes_per_s_cap, "bytes per second")
+    size = _check_size(kind, record, spec.size, day)
+    volume = _volume_limits(kind, record, spec, size)
+
+    iops = _total(volume.base.iops, stripes, iops_cap)
+    bytes_per_s = _total(volume.base.bytes_per_s, stripes, bytes_cap)
+    write_iops = _total(volume.write_iops, stripes, iops_cap) if volume.write_iops is not None else None
+    burst_iops = _above(_total(volume.peak.iops, stripes, iops_cap) if volume.peak.iops else None, iops)
+    burst_bytes = _above(
+        _total(volume.peak.bytes_per_s, stripes, bytes_cap) if volume.peak.bytes_per_s else None, bytes_per_s
+    )
+    bursting = burst_iops is not None or burst_bytes is not None
+
+    capped = []
+    if iops_cap is not None and volume.base.iops is not None and volume.base.iops * stripes > iops_cap:
+        capped.append("iops")
+    if bytes_cap is not None and volume.base.bytes_per_s is not None and volume.base.bytes_per_s * stripes > bytes_cap:
+        capped.append("throughput")
+
+    binding = effective_iops = burst_effective_iops = None
+    if block_size is not None:
+        binding, effective_iops = _at_block_size(iops, bytes_per_s, block_size)
+        if bursting:
+            _, burst_effective_iops = _at_block_size(burst_iops or iops, burst_bytes or bytes_per_s, block_size)
+
+    notes = record.notes
+    if record.io_basis:
+        notes += f" I/O basis: {record.io_basis}."
+    return Limits(
+        iops=_clean(iops),
+        throughput_bytes_per_s=_clean(bytes_per_s),
+        burst_iops=_clean(burst_iops),
+        burst_throughput_bytes_per_s=_clean(burst_bytes),
+        binding=binding,
+        block_size_bytes=block_size,
+        effective_iops=_clean(effective_iops),
+        effective_throughput_bytes_per_s=_clean(effective_iops * block_size if effective_iops and block_size else None),
+        record_id=record.id,
+        source=dict(record.source),
+        notes=notes.strip(),
+        disk_type=kind.id,
+        size=_clean(size) if record.size_unit else None,
+        size_unit=record.size_unit,
+        stripes=stripes,
+        write_iops=_clean(write_iops),
+        tier=volume.tier,
+        burst_kind=volume.burst_kind if bursting else None,
+        burst_seconds=_clean(volume.burst_seconds) if bursting else None,
+        effective_burst_iops=_clean(burst_effective_iops),
+        effective_burst_throughput_bytes_per_s=_clean(
+            burst_effective_iops * block_size if burst_effective_iops and block_size else None
+        ),
+        capped_by_instance=tuple(capped),
+        throughput_unit=record.throughput_unit,
+        io_basis=record.io_basis,
+        effective_from=record.effective_from,
+        effective_until=record.effective_until,
+    )
+
+
+def _inputs(record: _Record) -> dict[str, str]:
+    if record.provisioned is None:
+        return {}
+    return {name: "required" if bound.required else "optional" for name, bound in record.provisioned.bounds.items()}
+
+
+def disk_types(*, on: date | None = None) -> list[DiskType]:
+    """Every catalog type, described by its record in effect on `on` (default today), with all its records."""
+    day = _as_date(on)
+    out = []
+    for kind in _catalog().values():
+        current = _record_on(kind, day)
+        records = [
+            CatalogRecord(
+                id=record.id,
+                effective_from=record.effective_from,
+                effective_until=record.effective_until,
+                size_unit=record.size_unit,
+                size_min=record.size_min,
+                size_max=record.size_max,
+                source_url=record.source["url"],
+                source_date=record.source["date"],
+                verified=record.source["verified"],
+                notes=record.notes,
+                io_basis=record.io_basis,
+            )
+            for record in kind.records
+        ]
+        out.append(
+            DiskType(
+                id=kind.id,
+                label=kind.label,
+                provider=kind.provider,
+                size_unit=current.size_unit,
+                size_min=current.size_min,
+                size_max=current.size_max,
+                inputs=_inputs(current),
+                records=records,
+                size_required=current.size_unit is not None,
+            )
+        )
+    return out

@@ -1,0 +1,16 @@
+"""The benchweb domain, one module per concept: teams own hosts (with credentials), disks, profiles, schedules
+and runs; results are the narrow tables the charts read. Everything is importable from jobs.models."""
+
+from jobs.models.disks import SPEC_FIELDS, Disk
+from jobs.models.hosts import Credential, Host, site_validator
+from jobs.models.names import name_taken
+from jobs.models.profiles import Profile
+from jobs.models.results import RunResult, RunResultDay
+from jobs.models.runs import Run, RunSample
+from jobs.models.schedules import Schedule, ScheduleProfile
+from jobs.models.teams import Invitation, InvitationQuerySet, Membership, Team
+
+__all__ = [
+    "SPEC_FIELDS", "Credential", "Disk", "Host", "Invitation", "InvitationQuerySet", "Membership", "Profile", "Run",
+    "RunResult", "RunResultDay", "RunSample", "Schedule", "ScheduleProfile", "Team", "name_taken", "site_validator",
+]  # fmt: skip

@@ -1,0 +1,118 @@
+"""Disks: a target on a host, its spec (from which the limits follow) and its recorded identity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from jobs import limits, paths, safety
+from jobs.limits import Limits, Spec
+from jobs.models.hosts import Host
+from jobs.models.teams import Team
+
+
+class Disk(models.Model):
+    class Kind(models.TextChoices):
+        DIRECTORY = "directory", "Directory (test files in it)"
+        BLOCK = "block", "Block device"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="disks", editable=False)
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="disks")
+    label = models.CharField(max_length=100)
+    target_path = models.CharField(
+        max_length=1024,
+        validators=[RegexValidator(r"^/", "Give an absolute path, e.g. /data/bench or /dev/nvme1n1.")],
+    )
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DIRECTORY)
+    disk_type = models.CharField(max_length=40, default="custom", help_text="Catalog type, e.g. aws-gp3.")
+    size = models.PositiveIntegerField(null=True, blank=True, help_text="Size in the type's unit (GiB or GB).")
+    stripes = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(128)], help_text="Volumes striped together."
+    )
+    # Provisioned values for provisioned types (gp3, io2, SolidFire QoS, ...); the limits themselves for custom.
+    spec_iops = models.PositiveIntegerField(null=True, blank=True)
+    spec_bytes_per_s = models.PositiveBigIntegerField(null=True, blank=True)
+    spec_burst_iops = models.PositiveIntegerField(null=True, blank=True)
+    spec_burst_bytes_per_s = models.PositiveBigIntegerField(null=True, blank=True)
+    instance_iops_cap = models.PositiveIntegerField(null=True, blank=True)
+    instance_bytes_per_s_cap = models.PositiveBigIntegerField(null=True, blank=True)
+    allow_destructive = models.BooleanField(
+        default=False, help_text="Allow write profiles on this target. Writes to a block device destroy its data."
+    )
+    # What the host said the target is (WWN, serial, by-id path, loop backing file; the filesystem UUID of a
+    # directory), so a different disk attached at the same path is refused before a write run touches it.
+    identity = models.JSONField(default=dict, blank=True, editable=False)
+    identity_recorded_at = models.DateTimeField(null=True, blank=True, editable=False)
+    identity_note = models.CharField(max_length=500, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["host__name", "label"]
+        constraints = [models.UniqueConstraint(fields=["host", "label"], name="disk_label_unique_on_host")]
+
+    def __str__(self) -> str:
+        return f"{self.host.name}:{self.label}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.team_id = self.host.team_id
+        super().save(*args, **kwargs)
+
+    def spec(self) -> Spec:
+        return limits.Spec(**{spec_field: getattr(self, field) for spec_field, field in SPEC_FIELDS.items()})
+
+    def limits(self, block_size: int | None = None) -> Limits:
+        """Raises limits.SpecError naming the field when the spec gives no limits (limits_or_reason does not)."""
+        return limits.evaluate(self.spec(), block_size=block_size)
+
+    def destructive_for(self, profile: Any) -> bool:
+        """The destructive rule: a profile that writes destroys what a block device holds (a directory target
+        gets files of its own). Such runs need allow_destructive and pass the safety probe before any write."""
+        return bool(profile.writes) and self.kind == self.Kind.BLOCK
+
+    def limits_or_reason(self, block_size: int | None = None) -> tuple[Limits | None, str | None]:
+        """The theoretical limits, or None and why there are none (a custom spec without figures, a size outside
+        the type's range): every page, the API and the charts show one or the other."""
+        try:
+            return self.limits(block_size=block_size), None
+        except limits.SpecError as exc:
+            return None, str(exc)
+
+    def limits_snapshot(self, block_size: int | None = None) -> dict[str, Any]:
+        """The limits at this block size as stored on a run (its theoretical figures for good), or the reason."""
+        found, reason = self.limits_or_reason(block_size)
+        return found.as_dict() if found else {"error": reason}
+
+    def identity_description(self) -> str:
+        return safety.describe_identity(self.identity)
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        try:
+            limits.evaluate(self.spec())
+        except limits.SpecError as exc:
+            errors[SPEC_FIELDS.get(exc.field, "disk_type")] = str(exc)
+        try:
+            # An empty or relative path is the field's own error (blank=False and its validator): said once.
+            if self.target_path.startswith("/"):
+                paths.check(self.target_path, field="target path")
+        except paths.PathError as exc:
+            errors["target_path"] = str(exc)
+        if errors:
+            raise ValidationError(errors)
+
+
+# limits.Spec field -> Disk field, so a spec error lands on the form field the user typed.
+SPEC_FIELDS = {
+    "disk_type": "disk_type",
+    "size": "size",
+    "stripes": "stripes",
+    "iops": "spec_iops",
+    "bytes_per_s": "spec_bytes_per_s",
+    "burst_iops": "spec_burst_iops",
+    "burst_bytes_per_s": "spec_burst_bytes_per_s",
+    "instance_iops_cap": "instance_iops_cap",
+    "instance_bytes_per_s_cap": "instance_bytes_per_s_cap",
+}

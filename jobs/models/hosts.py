@@ -1,0 +1,135 @@
+"""Hosts and the credentials benchweb logs in with (encrypted at rest)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from jobs import crypto, paths, ssh
+from jobs.models.teams import Team
+
+
+class Credential(models.Model):
+    """An SSH secret. Only ciphertext is stored; nothing renders the plaintext back."""
+
+    class Kind(models.TextChoices):
+        PASSWORD = "password", "Password"
+        PRIVATE_KEY = "private_key", "Private key"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="credentials")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    secret_token = models.TextField(editable=False)
+    passphrase_token = models.TextField(blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="credential_name_unique_in_team")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_kind_display()})"
+
+    def set_secret(self, secret: str, passphrase: str = "") -> None:
+        if not secret:
+            raise ValidationError({"secret": "Enter the password or paste the private key."})
+        self.secret_token = crypto.encrypt(secret)
+        self.passphrase_token = crypto.encrypt(passphrase) if passphrase else ""
+
+    def reveal_secret(self) -> str:
+        return crypto.decrypt(self.secret_token)
+
+    def reveal_passphrase(self) -> str:
+        return crypto.decrypt(self.passphrase_token) if self.passphrase_token else ""
+
+
+site_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]*$", "Use lowercase letters, digits, '-' and '_' (it names a worker queue), e.g. eu-west."
+)
+
+
+class Host(models.Model):
+    class OS(models.TextChoices):
+        LINUX = "linux", "Linux"
+        AIX = "aix", "AIX"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="hosts")
+    name = models.CharField(max_length=100)
+    address = models.CharField(max_length=255, help_text="DNS name or IP address the workers connect to.")
+    port = models.PositiveIntegerField(default=22, validators=[MinValueValidator(1), MaxValueValidator(65535)])
+    username = models.CharField(max_length=64)
+    credential = models.ForeignKey(Credential, on_delete=models.PROTECT, null=True, blank=True, related_name="hosts")
+    site = models.CharField(max_length=50, blank=True, validators=[site_validator])
+    os = models.CharField(max_length=8, choices=OS.choices, default=OS.LINUX)
+    host_key_type = models.CharField(max_length=40, blank=True)
+    host_key_b64 = models.TextField(blank=True)
+    host_key_fingerprint = models.CharField(
+        max_length=100, blank=True, help_text="SHA256 fingerprint, set on approval."
+    )
+    host_key_approved_at = models.DateTimeField(null=True, blank=True)
+    host_key_approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # A scanned key waits here until a person compares its fingerprint and approves it.
+    scanned_key_type = models.CharField(max_length=40, blank=True, editable=False)
+    scanned_key_b64 = models.TextField(blank=True, editable=False)
+    scanned_key_fingerprint = models.CharField(max_length=100, blank=True, editable=False)
+    scanned_at = models.DateTimeField(null=True, blank=True, editable=False)
+    run_base_dir = models.CharField(
+        max_length=1024, blank=True, help_text="Where run directories go on the host. Empty: ~/.benchweb/runs."
+    )
+    exclusive = models.BooleanField(
+        default=False, help_text="At most one run on this host at a time (its disks share a backend)."
+    )
+    ndisk64_path = models.CharField(
+        max_length=1024, blank=True, help_text="Path of ndisk64 on the host when it is not on the PATH."
+    )
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="host_name_unique_in_team")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.credential_id and self.credential is not None and self.credential.team_id != self.team_id:
+            errors["credential"] = "Choose a credential of this host's team."
+        if self.run_base_dir:
+            try:
+                paths.check(self.run_base_dir, field="run directory", home=True)
+            except paths.PathError as exc:
+                errors["run_base_dir"] = str(exc)
+        if self.ndisk64_path:
+            try:
+                paths.check(self.ndisk64_path, field="ndisk64 path", command=True)
+            except paths.PathError as exc:
+                errors["ndisk64_path"] = str(exc)
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def has_pinned_key(self) -> bool:
+        return bool(self.host_key_b64 and self.host_key_fingerprint)
+
+    def ssh_target(self) -> ssh.Target:
+        """Where and as whom benchweb logs in: the approved host key and the credential's secret. The callers
+        say first, in their own words, when no key is pinned or no credential chosen."""
+        credential = self.credential
+        if credential is None or not self.has_pinned_key:
+            raise ValueError(f"host {self.name} has no credential or no approved host key")
+        secret = credential.reveal_secret()
+        is_key = credential.kind == credential.Kind.PRIVATE_KEY
+        return ssh.Target(
+            address=self.address,
+            port=self.port,
+            username=self.username,
+            host_key=ssh.HostKey(self.host_key_type, self.host_key_b64, self.host_key_fingerprint),
+            password=None if is_key else secret,
+            private_key=secret if is_key else None,
+            passphrase=credential.reveal_passphrase() or None,
+        )

@@ -1,0 +1,113 @@
+"""Profiles: what a run does (tool, pattern, block size, depth, runtime), presets and the team's own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from jobs.models.teams import Team
+
+
+class Profile(models.Model):
+    """A benchmark recipe. Built-in presets have no team and are shared read-only by every team."""
+
+    class Tool(models.TextChoices):
+        FIO = "fio", "fio"
+        NDISK64 = "ndisk64", "ndisk64 (IBM nstress)"
+
+    class RW(models.TextChoices):
+        READ = "read", "sequential read"
+        WRITE = "write", "sequential write"
+        RANDREAD = "randread", "random read"
+        RANDWRITE = "randwrite", "random write"
+        RW = "rw", "sequential mixed"
+        RANDRW = "randrw", "random mixed"
+
+    class Pattern(models.TextChoices):
+        RANDOM = "random", "random (-R)"
+        SEQUENTIAL = "sequential", "sequential (-S)"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="profiles", null=True, blank=True)
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    builtin = models.BooleanField(default=False, editable=False)
+    tool = models.CharField(max_length=8, choices=Tool.choices, default=Tool.FIO)
+    # Shared by both tools.
+    block_size_bytes = models.PositiveIntegerField(default=4096, validators=[MinValueValidator(512)])
+    runtime_s = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1), MaxValueValidator(7 * 86400)])
+    direct = models.BooleanField(default=True)
+    read_percent = models.PositiveSmallIntegerField(default=50, validators=[MaxValueValidator(100)])
+    jobs = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(256)], help_text="fio numjobs / ndisk64 -M."
+    )
+    size_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Test file size per job (fio size, ndisk64 -s). Empty on a device: all of it."
+    )
+    # fio only.
+    rw = models.CharField(max_length=10, choices=RW.choices, default=RW.RANDREAD)
+    iodepth = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(4096)])
+    time_based = models.BooleanField(default=True)
+    ramp_time_s = models.PositiveIntegerField(default=0)
+    ioengine = models.CharField(max_length=20, default="libaio")
+    extra_options = models.JSONField(default=dict, blank=True, help_text="Further allow-listed fio options.")
+    # ndisk64 only.
+    pattern = models.CharField(max_length=10, choices=Pattern.choices, default=Pattern.RANDOM)
+
+    class Meta:
+        ordering = ["-builtin", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="profile_name_unique_in_team"),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(team__isnull=True), name="builtin_profile_name_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def writes(self) -> bool:
+        if self.tool == self.Tool.NDISK64:
+            return self.read_percent < 100
+        return self.rw not in {self.RW.READ, self.RW.RANDREAD}
+
+    @property
+    def expected_seconds(self) -> int:
+        return self.runtime_s + (self.ramp_time_s if self.tool == self.Tool.FIO else 0)
+
+    def clean(self) -> None:
+        from jobs.tools import options
+
+        errors = options.check_extra_options(self.extra_options) if self.tool == self.Tool.FIO else {}
+        if self.tool == self.Tool.NDISK64 and self.extra_options:
+            errors["extra_options"] = "ndisk64 takes no extra options; leave this empty."
+        if self.tool == self.Tool.FIO and self.ioengine not in options.IOENGINES:
+            errors["ioengine"] = f"Choose one of {', '.join(sorted(options.IOENGINES))}."
+        if errors:
+            raise ValidationError(errors)
+
+    def parameters(self) -> dict[str, Any]:
+        """The typed parameters, as snapshotted on every run."""
+        common = {
+            "tool": self.tool,
+            "block_size_bytes": self.block_size_bytes,
+            "runtime_s": self.runtime_s,
+            "direct": self.direct,
+            "read_percent": self.read_percent,
+            "jobs": self.jobs,
+            "size_bytes": self.size_bytes,
+        }
+        if self.tool == self.Tool.NDISK64:
+            return common | {"pattern": self.pattern}
+        return common | {
+            "rw": self.rw,
+            "iodepth": self.iodepth,
+            "time_based": self.time_based,
+            "ramp_time_s": self.ramp_time_s,
+            "ioengine": self.ioengine,
+            "extra_options": self.extra_options,
+        }

@@ -1,0 +1,146 @@
+"""The narrow per-run results table and its per-day rollup the charts read (docs/decisions/0006)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Self
+
+from django.db import models, transaction
+
+from jobs import timeseries
+from jobs.models.disks import Disk
+from jobs.models.profiles import Profile
+from jobs.models.runs import Run
+
+
+class RunResult(models.Model):
+    """What the disk chart draws of a succeeded run (timeseries.run_numbers), in plain columns.
+
+    The chart of a disk with 100,000 runs cannot read every run's JSON summary, so `record` keeps these
+    numbers beside the summary when a run succeeds, and migration 0005 filled them in for older runs. A run
+    whose snapshot has no limit is compared with the disk's limits at its block size when the row is written."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="result")
+    # The (disk, finished_at) index below serves lookups by disk too.
+    disk = models.ForeignKey(Disk, on_delete=models.CASCADE, related_name="+", db_index=False)
+    profile = models.ForeignKey(Profile, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    profile_name = models.CharField(max_length=100, blank=True)
+    finished_at = models.DateTimeField()
+    finished_ms = models.BigIntegerField(help_text="finished_at in whole ms since the Unix epoch: the chart's x.")
+    block_size_bytes = models.PositiveIntegerField(null=True, blank=True)
+    total_iops = models.FloatField(null=True, blank=True)
+    read_iops = models.FloatField(null=True, blank=True)
+    write_iops = models.FloatField(null=True, blank=True)
+    bw_bytes_per_s = models.PositiveBigIntegerField(null=True, blank=True)
+    read_p50_us = models.FloatField(null=True, blank=True)
+    read_p99_us = models.FloatField(null=True, blank=True)
+    read_p99_9_us = models.FloatField(null=True, blank=True)
+    write_p50_us = models.FloatField(null=True, blank=True)
+    write_p99_us = models.FloatField(null=True, blank=True)
+    write_p99_9_us = models.FloatField(null=True, blank=True)
+    limit_iops = models.FloatField(null=True, blank=True, help_text="The run's baseline IOPS at its block size.")
+    burst_iops = models.FloatField(null=True, blank=True)
+
+    # The columns `timeseries.day_extremes` reads, in its order.
+    DAY_COLUMNS = ("run_id", "finished_ms", *timeseries.SERIES.values(), "limit_iops")
+
+    class Meta:
+        indexes = [models.Index(fields=["disk", "finished_at"], name="result_disk_finished")]
+
+    def __str__(self) -> str:
+        return f"result of run {self.run_id}"
+
+    @classmethod
+    def record(cls, run: Run) -> None:
+        """Keep a succeeded run's numbers and recompute its day's extremes; any other run has none.
+        Called wherever a finished run's summary is stored."""
+        if run.state != Run.State.SUCCEEDED or run.finished_at is None:
+            return
+        with transaction.atomic():
+            # One writer per disk at a time (PostgreSQL; SQLite writes one at a time anyway), so that two runs
+            # stored at once both count in their day. NO KEY: new runs of the disk are not held up.
+            list(Disk.objects.select_for_update(no_key=True).filter(pk=run.disk_id).values_list("pk"))
+            result = cls.of(run)
+            result.save()
+            RunResultDay.refresh(result)
+
+    @classmethod
+    def of(cls, run: Run) -> RunResult:
+        """The (unsaved) result row of a finished run."""
+        assert run.finished_at is not None  # a finished run has its finish time
+        numbers = timeseries.run_numbers(run.summary, run.parameters, run.limits_snapshot)
+        if numbers["limit_iops"] is None:
+            found, _ = run.disk.limits_or_reason(block_size=numbers["block_size_bytes"])
+            numbers |= timeseries.snapshot_limits(found.as_dict() if found else None)
+        return cls(
+            run=run,
+            disk_id=run.disk_id,
+            profile_id=run.profile_id,
+            profile_name=run.profile_name,
+            finished_at=run.finished_at,
+            finished_ms=timeseries.epoch_ms(run.finished_at),
+            **numbers,
+        )
+
+
+class RunResultDay(models.Model):
+    """One UTC day of a disk's results under one profile (id and name, as runs are grouped): how many, the
+    first and the last, and for every chart series its lowest and highest run, in time order as `early` and
+    `late` (timeseries.day_extremes). The chart of a long range reads these instead of every result."""
+
+    disk = models.ForeignKey(Disk, on_delete=models.CASCADE, related_name="+", db_index=False)
+    profile = models.ForeignKey(Profile, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    profile_name = models.CharField(max_length=100, blank=True)
+    day = models.IntegerField(help_text="The UTC day, as a number of days since 1970-01-01.")
+    runs = models.PositiveIntegerField()
+    first_run = models.BigIntegerField()
+    last_run = models.BigIntegerField()
+    last_ms = models.BigIntegerField()
+    total_early_limit = models.FloatField(null=True, blank=True)
+    total_late_limit = models.FloatField(null=True, blank=True)
+    # ... and for each series in timeseries.SERIES: <series>_early, _early_run, _early_ms, and the same _late.
+
+    class Meta:
+        indexes = [models.Index(fields=["disk", "day"], name="result_day_disk_day")]
+
+    def __str__(self) -> str:
+        return f"{self.profile_name} on disk {self.disk_id}, {timeseries.midnight(self.day).date()}"
+
+    @classmethod
+    def refresh(cls, result: RunResult) -> None:
+        """Recompute the day of `result` from the results of that day (the caller holds the disk's lock)."""
+        day = timeseries.utc_day(result.finished_ms)
+        same = {"disk_id": result.disk_id, "profile_id": result.profile_id, "profile_name": result.profile_name}
+        during = {"finished_at__gte": timeseries.midnight(day), "finished_at__lt": timeseries.midnight(day + 1)}
+        results = RunResult.objects.filter(**same, **during).order_by("finished_ms", "run_id")
+        rows = list(results.values_list(*RunResult.DAY_COLUMNS))
+        cls.objects.filter(**same, day=day).delete()
+        if rows:
+            cls.objects.create(**same, day=day, **timeseries.day_extremes(rows))
+
+    @classmethod
+    def rebuild(cls: type[Self], disk: Disk) -> None:
+        """Every day of a disk afresh, after its results were written in bulk (RunResult.of, bulk_create)."""
+        results = RunResult.objects.filter(disk=disk).order_by("profile_id", "profile_name", "finished_ms", "run_id")
+        rows = results.values_list("profile_id", "profile_name", *RunResult.DAY_COLUMNS)
+        days = [
+            cls(disk=disk, profile_id=profile_id, profile_name=name, day=day,
+                **timeseries.day_extremes([row[2:] for row in group]))
+            for (profile_id, name, day), group in itertools.groupby(
+                rows.iterator(chunk_size=5000), key=lambda row: (row[0], row[1], timeseries.utc_day(row[3]))
+            )
+        ]  # fmt: skip
+        with transaction.atomic():
+            cls.objects.filter(disk=disk).delete()
+            cls.objects.bulk_create(days, batch_size=500)
+
+
+def _add_day_extremes(model: type[models.Model]) -> None:
+    for name in timeseries.SERIES:
+        for end in ("early", "late"):
+            model.add_to_class(f"{name}_{end}", models.FloatField(null=True, blank=True))
+            model.add_to_class(f"{name}_{end}_run", models.BigIntegerField(null=True, blank=True))
+            model.add_to_class(f"{name}_{end}_ms", models.BigIntegerField(null=True, blank=True))
+
+
+_add_day_extremes(RunResultDay)

@@ -1,0 +1,161 @@
+"""Runs and their per-second samples: the row is the truth of a run's state (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Self
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from jobs.models.disks import Disk
+from jobs.models.profiles import Profile
+from jobs.models.schedules import Schedule
+from jobs.models.teams import Team
+
+
+class Run(models.Model):
+    # Columns a list or a chart never shows (the tool's whole output, the command sent): left unread there.
+    BULKY_FIELDS = ("raw_output", "raw_stderr", "command")
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        QUEUED = "queued", "Queued"
+        LAUNCHING = "launching", "Launching"
+        RUNNING = "running", "Running"
+        COLLECTING = "collecting", "Collecting"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        ERROR = "error", "Error"
+        CANCELLED = "cancelled", "Cancelled"
+        LOST = "lost", "Lost"
+        SKIPPED = "skipped", "Skipped"
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual", "Manual"
+        SCHEDULE = "schedule", "Schedule"
+        API = "api", "API"
+        IMPORT = "import", "Import"
+
+    # States in which a run holds its disk; at most one per disk (docs/decisions/0002-database-is-the-truth.md).
+    ACTIVE_STATES = ("queued", "launching", "running", "collecting")
+    FINAL_STATES = ("succeeded", "failed", "error", "cancelled", "lost", "skipped")
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs", editable=False)
+    disk = models.ForeignKey(Disk, on_delete=models.CASCADE, related_name="runs")
+    profile = models.ForeignKey(Profile, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    profile_name = models.CharField(max_length=100, blank=True)
+    parameters = models.JSONField(default=dict, blank=True, help_text="The profile's parameters when the run was made.")
+    schedule = models.ForeignKey(Schedule, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    fire_time = models.DateTimeField(null=True, blank=True)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.MANUAL)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    explanation = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    not_before = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    progress = models.JSONField(default=dict, blank=True, help_text="Live: elapsed_s, eta_s, read_iops, write_iops.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last time a worker looked at this run.")
+    cancel_requested = models.BooleanField(default=False)
+    command = models.TextField(blank=True, help_text="The exact job file or argv sent to the target.")
+    remote_dir = models.CharField(max_length=1024, blank=True)
+    remote_pid = models.PositiveIntegerField(null=True, blank=True)
+    exit_status = models.IntegerField(null=True, blank=True)
+    raw_output = models.TextField(blank=True)
+    raw_stderr = models.TextField(blank=True)
+    pruned_at = models.DateTimeField(
+        null=True, blank=True, help_text="When retention dropped the raw output and samples (the summary stays)."
+    )
+    summary = models.JSONField(null=True, blank=True, help_text="The canonical result summary (DESIGN.md).")
+    limits_snapshot = models.JSONField(
+        null=True, blank=True, help_text="The disk's limits when the run was made (scheduled runs: when it launched)."
+    )
+    destructive = models.BooleanField(default=False)
+    # Things a person should know that did not stop the run, e.g. a directory disk now on another filesystem.
+    warnings = models.JSONField(default=list, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["disk"],
+                condition=Q(state__in=["queued", "launching", "running", "collecting"]),
+                name="one_active_run_per_disk",
+            ),
+            models.UniqueConstraint(
+                fields=["schedule", "fire_time", "disk", "profile"],
+                condition=Q(schedule__isnull=False),
+                name="one_run_per_schedule_fire_disk_profile",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["disk", "finished_at"], name="run_disk_finished"),
+            models.Index(fields=["team", "created_at"], name="run_team_created"),
+            models.Index(fields=["state", "not_before"], name="run_state_not_before"),
+            # The API's runs list filtered by disk, newest first (bench/api_runs_list.py), and the overview's
+            # running / waiting / failed lists of a team.
+            models.Index(fields=["team", "disk", "-created_at"], name="run_team_disk_created"),
+            models.Index(fields=["team", "state"], name="run_team_state"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} on {self.disk} ({self.state})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.team_id = self.disk.team_id
+        if self.profile and not self.profile_name:
+            self.profile_name = self.profile.name
+        super().save(*args, **kwargs)
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE_STATES
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in self.FINAL_STATES
+
+    @staticmethod
+    def clock(started: Any, expected_s: float, now: Any) -> dict[str, float]:
+        """elapsed_s and eta_s, as a poll stores them in `progress`, for a run started at `started`."""
+        elapsed = max(0.0, (now - started).total_seconds())
+        return {"elapsed_s": round(elapsed, 1), "eta_s": max(0.0, round(expected_s - elapsed, 1))}
+
+    def live_progress(self) -> dict[str, Any]:
+        """The progress of the last poll, with elapsed time and ETA as of now. Near its end a run's poll waits
+        on the host for the finish, so without this the bar would stand still for those seconds."""
+        progress = dict(self.progress or {})
+        expected = progress.get("expected_s")
+        if self.state == self.State.RUNNING and self.started_at and expected:
+            progress |= self.clock(self.started_at, expected, timezone.now())
+        return progress
+
+
+class RunSample(models.Model):
+    """One per-second point of a run's time series."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
+    t_s = models.FloatField(help_text="Seconds since the run started.")
+    read_iops = models.FloatField(null=True, blank=True)
+    write_iops = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "t_s"]
+        indexes = [models.Index(fields=["run", "t_s"], name="sample_run_t")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} at {self.t_s:g} s"
+
+    @classmethod
+    def store(cls: type[Self], run: Run, samples: list[dict[str, Any]]) -> None:
+        """The run's samples as the parser gave them ({t_s, read_iops, write_iops}), replacing any stored."""
+        cls.objects.filter(run=run).delete()
+        cls.objects.bulk_create(
+            cls(run=run, t_s=s["t_s"], read_iops=s.get("read_iops"), write_iops=s.get("write_iops")) for s in samples
+        )

@@ -1,0 +1,79 @@
+"""Teams and who is in them: memberships with a role, invitations by user name."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+        VIEWER = "viewer", "Viewer"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="one_membership_per_user_and_team")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class InvitationQuerySet(models.QuerySet):
+    def pending(self) -> InvitationQuerySet:
+        return self.filter(
+            accepted_at__isnull=True, declined_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now()
+        )
+
+
+class Invitation(models.Model):
+    """An owner's offer of a role in a team; the membership exists only once the invited person accepts.
+
+    `invited_as` is what the owner typed and all the owner ever sees: whether an account answers to it is not
+    shown, so the form cannot be used to find out which usernames exist. `user` is the account it was bound to
+    (at invitation, or at sign-up with the invited email), and only that account may accept or decline it.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    invited_as = models.CharField(max_length=254, help_text="The username or email the owner typed.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="invitations"
+    )
+    role = models.CharField(max_length=10, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    token = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    declined_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["user", "expires_at"], name="invitation_user_expires")]
+
+    def __str__(self) -> str:
+        return f"{self.invited_as} to {self.team} ({self.role})"
+
+    @property
+    def is_pending(self) -> bool:
+        answered = self.accepted_at or self.declined_at or self.revoked_at
+        return not answered and self.expires_at > timezone.now()

@@ -1,0 +1,98 @@
+"""The API's profiles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Q, QuerySet
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import permissions, serializers, viewsets
+from rest_framework.exceptions import PermissionDenied
+
+from jobs.api.base import ModelSerializer, TeamViewSet, django_errors, team_of
+from jobs.models import Profile
+from jobs.models.names import name_taken
+from jobs.tools.options import EXTRA_OPTIONS, IOENGINES
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {name: {"type": "string", "pattern": f"^(?:{value})$"} for name, value in EXTRA_OPTIONS.items()},
+        "additionalProperties": False,
+    }
+)
+class ExtraOptionsField(serializers.DictField):
+    """The allow-list (jobs/tools/options.py) in the schema too, so a client learns it before being refused."""
+
+
+class OptionValueField(serializers.CharField):
+    """A fio option's value as the text that goes into the job file: the schema says string, so 1 is not "1"."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class ProfileSerializer(ModelSerializer):
+    extra_options = ExtraOptionsField(
+        child=OptionValueField(allow_blank=True),
+        required=False,
+        help_text="Allow-listed fio options; ndisk64 takes none.",
+    )
+    ioengine = serializers.ChoiceField(choices=sorted(IOENGINES), required=False, help_text="fio's I/O engine.")
+    writes = serializers.BooleanField(read_only=True)
+    expected_seconds = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Profile
+        fields = [
+            "id", "name", "description", "builtin", "tool", "rw", "pattern", "read_percent", "block_size_bytes",
+            "iodepth", "jobs", "runtime_s", "ramp_time_s", "time_based", "direct", "size_bytes", "ioengine",
+            "extra_options", "writes", "expected_seconds",
+        ]  # fmt: skip
+        read_only_fields = ["builtin"]
+
+    def validate_name(self, name: str) -> str:
+        mine_or_presets = Profile.objects.filter(Q(team=team_of(self)) | Q(team__isnull=True))
+        if name_taken(mine_or_presets, self.instance, name=name):
+            raise serializers.ValidationError(
+                f"A profile named {name!r} exists already (yours or a preset); choose another name."
+            )
+        return name
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        draft = Profile(**{f.attname: getattr(self.instance, f.attname) for f in Profile._meta.concrete_fields}
+                        if self.instance else {})  # fmt: skip
+        for name, value in attrs.items():
+            setattr(draft, name, value)
+        if draft.tool == Profile.Tool.NDISK64 and "extra_options" not in attrs:
+            draft.extra_options = attrs["extra_options"] = {}
+        try:
+            draft.clean()
+        except DjangoValidationError as exc:
+            raise django_errors(exc) from exc
+        return attrs
+
+    def save(self, **kwargs: Any) -> Profile:
+        return super().save(team=team_of(self), **kwargs)
+
+
+class ProfileViewSet(viewsets.ModelViewSet, TeamViewSet):
+    """Built-in presets (read-only, shared by every team) and the team's own profiles."""
+
+    serializer_class = ProfileSerializer
+    http_method_names = ["get", "post", "patch", "put", "delete", "head", "options"]
+
+    def get_queryset(self) -> QuerySet:
+        if self.fake:
+            return Profile.objects.none()
+        return Profile.objects.filter(Q(team=self.team) | Q(team__isnull=True))
+
+    def get_object(self) -> Profile:
+        profile = super().get_object()
+        if profile.builtin and self.request.method not in permissions.SAFE_METHODS:
+            raise PermissionDenied("Built-in presets are read-only: create a profile of your own to change one.")
+        return profile

@@ -1,0 +1,118 @@
+"""The profile form, and copying a profile into a team."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+
+from jobs.disks.forms import SizeField
+from jobs.models import Profile, Team
+from jobs.models.names import name_taken
+from jobs.tools import options
+
+
+class ProfileForm(forms.ModelForm):
+    block_size_bytes = SizeField(label="Block size", help_text="Bytes, or with k, M, G (1024-based): 4k, 64k, 1M.")
+    size_bytes = SizeField(
+        label="File size per job",
+        required=False,
+        help_text="fio size / ndisk64 -s, e.g. 4G. Needed for a directory; empty on a device means all of it.",
+    )
+    ioengine = forms.ChoiceField(label="I/O engine", choices=[(name, name) for name in sorted(options.IOENGINES)])
+    extra_options = forms.CharField(
+        label="Extra fio options",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="One per line, name=value, e.g. norandommap=1. Only allow-listed options: benchweb chooses files, "
+        "logs and output itself.",
+    )
+
+    class Meta:
+        model = Profile
+        fields = [
+            "name",
+            "description",
+            "tool",
+            "rw",
+            "pattern",
+            "read_percent",
+            "block_size_bytes",
+            "iodepth",
+            "jobs",
+            "runtime_s",
+            "ramp_time_s",
+            "time_based",
+            "direct",
+            "size_bytes",
+            "ioengine",
+            "extra_options",
+        ]
+        labels = {
+            "rw": "Access pattern (fio rw)",
+            "pattern": "Access pattern (ndisk64)",
+            "read_percent": "Reads (%)",
+            "iodepth": "Queue depth (iodepth)",
+            "jobs": "Jobs / processes",
+            "runtime_s": "Runtime (seconds)",
+            "ramp_time_s": "Ramp time (seconds)",
+            "time_based": "Time based: run for the whole runtime",
+            "direct": "Direct I/O (bypass the page cache)",
+        }
+        help_texts = {
+            "read_percent": "For mixed fio patterns (rwmixread) and for ndisk64 -r.",
+            "direct": "Without it the page cache can inflate results thirty times.",
+        }
+        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.team = team
+        self.instance.team = team
+        if not self.is_bound:
+            extras = self.instance.extra_options or {}
+            self.initial["extra_options"] = "\n".join(f"{name}={value}" for name, value in extras.items())
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        if name_taken(Profile.objects.filter(Q(team=self.team) | Q(team__isnull=True)), self.instance, name=name):
+            raise ValidationError(f"A profile named {name!r} exists already (yours or a preset); choose another name.")
+        return name
+
+    def clean_extra_options(self) -> dict[str, str]:
+        if self.cleaned_data.get("tool") == Profile.Tool.NDISK64:
+            return {}  # the field is fio's and hidden for ndisk64; what it still holds is not the user's intent
+        text = self.cleaned_data.get("extra_options", "").strip()
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValidationError(
+                    f"This JSON does not parse ({exc.msg}); or write one name=value per line."
+                ) from exc
+            if not isinstance(parsed, dict):
+                raise ValidationError("Give one name=value per line, e.g. norandommap=1.")
+            return parsed
+        extras: dict[str, str] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, sep, value = line.partition("=")
+            if not sep or not name.strip():
+                raise ValidationError(f"Line {number} ({line.strip()!r}) is not name=value; write e.g. norandommap=1.")
+            extras[name.strip()] = value.strip()
+        return extras
+
+
+def copy_profile(source: Profile, team: Team) -> Profile:
+    """A team's own editable copy of a preset or of one of its profiles, under a free name."""
+    names = set(Profile.objects.filter(Q(team=team) | Q(team__isnull=True)).values_list("name", flat=True))
+    number, name = 1, f"{source.name} (copy)"
+    while name in names:
+        number += 1
+        name = f"{source.name} (copy {number})"
+    fields = {f.name: getattr(source, f.name) for f in Profile._meta.concrete_fields if f.name not in {"id", "team"}}
+    return Profile.objects.create(**(fields | {"name": name[:100], "team": team, "builtin": False}))

@@ -1,0 +1,202 @@
+"""Comparing runs or disks side by side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import (
+    F,
+    Window,
+)
+from django.db.models.functions import RowNumber
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from jobs import access, units
+from jobs.models import Disk, Run
+from jobs.tools.summary import PERCENTILES
+
+COMPARE_MIN, COMPARE_MAX = 2, 8
+
+
+def theoretical_iops(snapshot: dict[str, Any] | None) -> float | None:
+    """The IOPS a run could reach at its block size, from its limits snapshot."""
+    if not snapshot or snapshot.get("error"):
+        return None
+    value = snapshot.get("effective_iops")
+    return value if value is not None else snapshot.get("iops")
+
+
+def efficiency(measured: float | None, theoretical: float | None) -> float | None:
+    return 100 * measured / theoretical if measured is not None and theoretical else None
+
+
+@dataclass
+class Column:
+    label: str
+    detail: str
+    url: str
+    run: Run | None
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return (self.run.summary or {}) if self.run else {}
+
+    @property
+    def measured(self) -> float | None:
+        return (self.summary.get("total") or {}).get("iops")
+
+    @property
+    def theoretical(self) -> float | None:
+        return theoretical_iops(self.run.limits_snapshot) if self.run else None
+
+    @property
+    def efficiency(self) -> float | None:
+        return efficiency(self.measured, self.theoretical)
+
+    def cells(self) -> list[str]:
+        summary, snapshot = self.summary, (self.run.limits_snapshot or {}) if self.run else {}
+        total = summary.get("total") or {}
+        cells = [
+            self.run.finished_at.strftime("%Y-%m-%d %H:%M") if self.run and self.run.finished_at else "—",
+            units.format_iops(self.measured),
+            units.format_iops_exact(self.theoretical),
+            f"{self.efficiency:.0f} %" if self.efficiency is not None else "—",
+            units.format_bytes_per_s(total.get("bw_bytes_per_s")),
+            units.format_bytes_per_s(
+                snapshot.get("effective_throughput_bytes_per_s") or snapshot.get("throughput_bytes_per_s")
+            ),
+        ]
+        for direction in ("read", "write"):
+            clat = (summary.get(direction) or {}).get("clat_us") or {}
+            cells += [units.format_micros(clat.get(key)) for key, _ in PERCENTILES]
+        return cells
+
+
+SUMMARY_ROWS = 6
+
+
+ROW_LABELS = [
+    "Finished",
+    "Measured IOPS",
+    "Theoretical IOPS",
+    "Efficiency",
+    "Bandwidth",
+    "Theoretical throughput",
+    *[f"{d} p{percent:g}" for d in ("read", "write") for _, percent in PERCENTILES],
+]
+
+
+@dataclass
+class Group:
+    title: str
+    columns: list[Column]
+
+    def rows(self) -> list[tuple[str, list[str]]]:
+        cells = [column.cells() for column in self.columns]
+        rows = [(label, [c[i] for c in cells]) for i, label in enumerate(ROW_LABELS)]
+        # Latency rows no column has (ndisk64 reports none; a read profile has no write side) are left out.
+        return [row for i, row in enumerate(rows) if i < SUMMARY_ROWS or any(cell != units.DASH for cell in row[1])]
+
+
+def _ids(request: HttpRequest, key: str) -> list[int]:
+    """?disks=1,2 and ?disks=1&disks=2 alike."""
+    parts = [part.strip() for value in request.GET.getlist(key) for part in value.split(",") if part.strip()]
+    if not all(part.isdigit() for part in parts):
+        raise Http404(f"?{key}= takes numbers separated by commas, e.g. ?{key}=3,7.")
+    return list(dict.fromkeys(int(part) for part in parts))
+
+
+def _disk_groups(disks: list[Disk]) -> list[Group]:
+    latest = (
+        Run.objects.filter(disk__in=disks, state=Run.State.SUCCEEDED)
+        .annotate(
+            rank=Window(RowNumber(), partition_by=[F("disk_id"), F("profile_name")], order_by=F("finished_at").desc())
+        )
+        .filter(rank=1)
+        .defer(*Run.BULKY_FIELDS)
+    )
+    by_pair = {(run.disk_id, run.profile_name): run for run in latest}
+    profiles = sorted({name for _, name in by_pair})
+    return [
+        Group(
+            name,
+            [
+                Column(disk.label, disk.host.name, reverse("disk_detail", args=[disk.pk]), by_pair.get((disk.pk, name)))
+                for disk in disks
+            ],
+        )
+        for name in profiles
+    ]
+
+
+def _run_column(run: Run) -> Column:
+    return Column(f"#{run.pk}", f"{run.profile_name} · {run.disk}", reverse("run_detail", args=[run.pk]), run)
+
+
+def _chart(groups: list[Group], by_disk: bool) -> dict[str, Any]:
+    if not by_disk:
+        columns = groups[0].columns if groups else []
+        run_labels = []
+        for c in columns:
+            assert c.run is not None  # a column of the runs compared has its run
+            run_labels.append([c.label, c.run.profile_name[:28]])
+        return {
+            "labels": run_labels,
+            "datasets": [
+                {"label": "measured", "kind": "measured", "series": 0, "data": [c.measured for c in columns]},
+                {"label": "theoretical", "kind": "theoretical", "series": 0, "data": [c.theoretical for c in columns]},
+            ],
+        }
+    labels = [g.title for g in groups]
+    datasets = []
+    for i, column in enumerate(groups[0].columns if groups else []):
+        for kind in ("measured", "theoretical"):
+            data = [getattr(g.columns[i], kind) for g in groups]
+            label = f"{column.detail}:{column.label} {kind}"
+            datasets.append({"label": label, "kind": kind, "series": i, "data": data})
+    return {"labels": labels, "datasets": datasets}
+
+
+@login_required
+def compare(request: HttpRequest) -> HttpResponse:
+    team = access.team(request)
+    disk_ids, run_ids = _ids(request, "disks"), _ids(request, "runs")
+    groups: list[Group] = []
+    problem = ""
+    chosen = disk_ids or run_ids
+    if disk_ids and run_ids:
+        problem = "Compare disks or runs, not both at once."
+    elif chosen and not COMPARE_MIN <= len(chosen) <= COMPARE_MAX:
+        problem = f"Pick {COMPARE_MIN} to {COMPARE_MAX}; you picked {len(chosen)}."
+    if disk_ids:
+        found = {d.pk: d for d in Disk.objects.filter(team=team, pk__in=disk_ids).select_related("host")}
+        if len(found) != len(disk_ids):
+            raise Http404("No such disk in your team.")
+        if not problem:
+            groups = _disk_groups([found[pk] for pk in disk_ids])
+    elif run_ids:
+        picked = Run.objects.filter(team=team, pk__in=run_ids).select_related("disk__host").defer(*Run.BULKY_FIELDS)
+        found_runs = {r.pk: r for r in picked}
+        if len(found_runs) != len(run_ids):
+            raise Http404("No such run in your team.")
+        if not problem:
+            columns = [_run_column(found_runs[pk]) for pk in run_ids]
+            groups = [Group("Selected runs", columns)]
+    context = {
+        "groups": groups,
+        "problem": problem,
+        "by_disk": bool(disk_ids),
+        "chart": _chart(groups, bool(disk_ids)),
+        "chosen_disks": set(disk_ids),
+        "chosen_runs": set(run_ids),
+        "disks": Disk.objects.filter(team=team).select_related("host"),
+        "runs": Run.objects.filter(team=team, state=Run.State.SUCCEEDED)
+        .select_related("disk__host")
+        .defer(*Run.BULKY_FIELDS, "summary", "parameters")
+        .order_by("-finished_at")[:50],
+    }
+    return render(request, "jobs/manage/compare.html", context)

@@ -1,0 +1,152 @@
+"""The overview: every disk's latest result against its limit, 30-day sparkline, running and failed runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import (
+    Avg,
+    BigIntegerField,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Max,
+    Min,
+    OuterRef,
+    Subquery,
+)
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from jobs import access, timeseries, units
+from jobs.models import Disk, Host, Run, RunResult, Team
+from jobs.results.compare import efficiency
+
+SPARK_DAYS = 30
+
+
+RECENT_FAILURES = timedelta(days=7)
+
+
+@dataclass
+class Sparkline:
+    line: str
+    band: str
+    dots: list[tuple[float, float]]
+    limit_y: float | None
+    label: str
+
+
+SPARK_W, SPARK_H, SPARK_PAD = 120.0, 32.0, 2.0
+
+
+EPOCH = date(1970, 1, 1)
+
+
+def _sparkline(days: list[Mapping[str, Any]], limit: float | None, start: datetime) -> Sparkline | None:
+    if not days:
+        return None
+    top = max([d["high"] for d in days] + [limit or 0]) * 1.05 or 1.0
+    first_day = start.astimezone(UTC).date()
+
+    def x(day: Any) -> float:
+        return round(SPARK_PAD + (SPARK_W - 2 * SPARK_PAD) * (day - first_day).days / SPARK_DAYS, 1)
+
+    def y(value: float) -> float:
+        return round(SPARK_H - SPARK_PAD - (SPARK_H - 2 * SPARK_PAD) * value / top, 1)
+
+    line = " ".join(f"{x(d['day'])},{y(d['mean'])}" for d in days)
+    band = " ".join(
+        [f"{x(d['day'])},{y(d['high'])}" for d in days] + [f"{x(d['day'])},{y(d['low'])}" for d in reversed(days)]
+    )
+    low, high = min(d["low"] for d in days), max(d["high"] for d in days)
+    label = f"{len(days)} days with results; from {units.format_iops(low)} to {units.format_iops(high)}"
+    if limit:
+        label += f"; theoretical {units.format_iops_exact(limit)}"
+    dots = [(x(d["day"]), y(d["mean"])) for d in days] if len(days) < 3 else []
+    return Sparkline(line, band, dots, y(limit) if limit else None, label)
+
+
+@dataclass
+class DiskRow:
+    disk: Disk
+    last: Mapping[str, Any] | None
+    spark: Sparkline | None
+
+    @property
+    def efficiency(self) -> float | None:
+        return efficiency(self.last["iops"], self.last["theoretical"]) if self.last else None
+
+
+def _as_float(path: str) -> Cast:
+    return Cast(KT(path), FloatField())
+
+
+def _disk_rows(team: Team, start: datetime) -> list[DiskRow]:
+    """A constant number of queries however many disks: the last result per disk, then daily figures. Both
+    read the narrow per-run results (RunResult), not the runs' JSON summaries."""
+    newest = RunResult.objects.filter(disk=OuterRef("pk")).order_by("-finished_at", "-run_id")
+    disks = list(
+        Disk.objects.filter(team=team)
+        .select_related("host")
+        .annotate(last_run_id=Subquery(newest.values("run_id")[:1]))
+    )
+    last = {
+        row["disk_id"]: row
+        for row in RunResult.objects.filter(run_id__in=[d.last_run_id for d in disks if d.last_run_id]).values(
+            "disk_id", "profile_name", "finished_at", pk=F("run_id"), iops=F("total_iops"), theoretical=F("limit_iops")
+        )
+    }
+    # UTC days by integer division of the stored epoch milliseconds: a date cast per row is a Python function
+    # call in SQLite, and was most of this page's time with 200 disks.
+    epoch_day = ExpressionWrapper(F("finished_ms") / timeseries.DAY_MS, output_field=BigIntegerField())
+    daily = [
+        row | {"day": EPOCH + timedelta(days=row["day"])}
+        for row in RunResult.objects.filter(disk__team=team, finished_at__gte=start)
+        .values("disk_id", "profile_name", day=epoch_day)
+        .annotate(mean=Avg("total_iops"), low=Min("total_iops"), high=Max("total_iops"))
+        .order_by("day")
+    ]
+    series: dict[tuple[int, str], list[Mapping[str, Any]]] = {}
+    for row in daily:
+        if row["mean"] is not None:
+            series.setdefault((row["disk_id"], row["profile_name"]), []).append(row)
+    rows = []
+    for disk in disks:
+        result = last.get(disk.pk)
+        days = series.get((disk.pk, result["profile_name"]), []) if result else []
+        rows.append(DiskRow(disk, result, _sparkline(days, result["theoretical"] if result else None, start)))
+    return rows
+
+
+@login_required
+def overview(request: HttpRequest) -> HttpResponse:
+    team = access.team(request)
+    now = timezone.now()
+    runs = Run.objects.filter(team=team).select_related("disk__host").defer(*Run.BULKY_FIELDS, "summary")
+    active = list(runs.filter(state__in=Run.ACTIVE_STATES).order_by("started_at"))
+    for run in active:
+        expected = (run.progress or {}).get("expected_s")
+        # An attribute for the template only, not a field of Run.
+        run.percent = min(100.0, 100 * run.progress.get("elapsed_s", 0) / expected) if expected else None  # type: ignore[attr-defined]
+    context = {
+        "rows": _disk_rows(team, now - timedelta(days=SPARK_DAYS)),
+        "host_count": Host.objects.filter(team=team).count(),
+        "first_host": Host.objects.filter(team=team).first(),
+        "active": active,
+        # Due longest first; ordering by created_at made SQLite walk the team's whole history by that index.
+        "waiting": runs.filter(state=Run.State.PENDING).exclude(not_before__gt=now).order_by("not_before", "pk")[:10],
+        "failed": runs.filter(
+            state__in=(Run.State.FAILED, Run.State.ERROR, Run.State.LOST), finished_at__gte=now - RECENT_FAILURES
+        ).order_by("-finished_at")[:10],
+        "spark_days": SPARK_DAYS,
+        "can_change": access.can_change(request, team),
+    }
+    return render(request, "jobs/manage/overview.html", context)

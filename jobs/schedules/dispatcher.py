@@ -1,0 +1,282 @@
+"""The beat tick: turn schedule fires into runs, then start what is due.
+
+Beat only calls `tick()` every few seconds; the Schedule rows say what fires when
+(docs/decisions/0003-schedules-owned-by-benchweb.md).
+Each fire creates one run per (target, profile) keyed unique(schedule, fire_time, disk, profile), so a
+duplicated tick or a second beat process creates nothing twice. A fire missed by more than the schedule's
+grace (beat or the workers were down) is recorded as *skipped* with the reason, never launched late in a pile.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, cast
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.db import connection
+from django.db.models import Field, Prefetch
+from django.utils import timezone
+
+from audit import log as audit
+from audit.models import AuditEvent
+from jobs import runners, scheduling
+from jobs.models import Disk, Run, Schedule, ScheduleProfile
+from jobs.runs import lifecycle, queueing
+
+log = logging.getLogger(__name__)
+
+# Beyond the profiles' own runtime: connecting, laying out test files, collecting.
+RUN_OVERHEAD_S = 30.0
+SEQUENCE_GAP_S = 5.0
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    disk: Any
+    profile: Any
+    offset_s: float
+    slot: int  # 1-based target position
+    slots: int
+
+
+def _durations(profiles: list[Any]) -> list[float]:
+    return [runners.expected_seconds(p.parameters()) + RUN_OVERHEAD_S for p in profiles]
+
+
+def sequence_seconds(profiles: list[Any]) -> float:
+    """How long the profiles take one after another on one target, gaps included."""
+    durations = _durations(profiles)
+    return scheduling.sequence_offsets(durations, gap_s=SEQUENCE_GAP_S)[-1] + durations[-1] if durations else 0.0
+
+
+def plan(schedule: Schedule) -> list[PlannedRun]:
+    """Every (target, profile) of one fire of a saved schedule, with its offset from the fire time."""
+    # .all() so that prefetched targets and profiles (materialise loads them in bulk) are used.
+    profiles = [sp.profile for sp in sorted(schedule.scheduleprofile_set.all(), key=lambda sp: sp.position)]
+    return plan_for(list(schedule.targets.all()), profiles, schedule)
+
+
+def plan_for(disks: list[Any], profiles: list[Any], schedule: Schedule) -> list[PlannedRun]:
+    if not profiles or not disks:
+        return []
+    disks = sorted(disks, key=lambda d: (d.host.name, d.label))
+    sequence = scheduling.sequence_offsets(_durations(profiles), gap_s=SEQUENCE_GAP_S)
+    total = sequence_seconds(profiles)
+    targets = [
+        scheduling.Target(key=disk.pk, host=str(disk.host_id), site=disk.host.site or "", duration_s=total)
+        for disk in disks
+    ]
+    offsets = scheduling.stagger_offsets(
+        targets, stagger_s=schedule.stagger_s, auto=schedule.auto_stagger, by_site=schedule.auto_stagger_by_site
+    )
+    return [
+        PlannedRun(disk, profile, offset + sequence[j], i + 1, len(disks))
+        for i, (disk, offset) in enumerate(zip(disks, offsets, strict=True))
+        for j, profile in enumerate(profiles)
+    ]
+
+
+def fire(schedule: Schedule, fire_time: datetime, now: datetime, *, trigger: str = Run.Trigger.SCHEDULE) -> int:
+    """Create the runs of one fire (idempotent). Returns how many rows were offered."""
+    rows = fire_rows(schedule, fire_time, now, trigger=trigger)
+    # ignore_conflicts makes a repeated fire a no-op (the unique key), so the rows are counted, not re-read.
+    Run.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def fire_rows(
+    schedule: Schedule,
+    fire_time: datetime,
+    now: datetime,
+    *,
+    trigger: str = Run.Trigger.SCHEDULE,
+) -> list[Run]:
+    """The unsaved runs of one fire: pending with their stagger slot, or skipped when the fire was missed.
+    Their limits snapshot is taken when they launch (lifecycle.launch), not here in the beat tick."""
+    missed = scheduling.misfired(fire_time, now, schedule.misfire_grace_s)
+    rows = []
+    for planned in plan(schedule):
+        not_before = fire_time + timedelta(seconds=planned.offset_s)
+        if missed:
+            state, explanation = (
+                Run.State.SKIPPED,
+                (
+                    f"skipped: this fire at {_local(fire_time, schedule)} was missed by "
+                    f"{(now - fire_time).total_seconds():.0f} s (beat or the workers were down; grace "
+                    f"{schedule.misfire_grace_s} s), so it was not started late"
+                ),
+            )
+        else:
+            state, explanation = Run.State.PENDING, (
+                f"waiting: stagger slot {planned.slot} of {planned.slots} at {_local(not_before, schedule)}"
+                if not_before > now else "waiting to start"
+            )  # fmt: skip
+        rows.append(Run(
+            disk=planned.disk, team_id=planned.disk.team_id, profile=planned.profile,
+            profile_name=planned.profile.name, parameters=planned.profile.parameters(), schedule=schedule,
+            fire_time=fire_time, trigger=trigger, state=state, explanation=explanation, not_before=not_before,
+            destructive=planned.disk.destructive_for(planned.profile),
+            finished_at=now if missed else None,
+        ))  # fmt: skip
+    return rows
+
+
+def _local(moment: datetime, schedule: Schedule) -> str:
+    try:
+        return timezone.localtime(moment, ZoneInfo(schedule.timezone)).strftime("%Y-%m-%d %H:%M:%S %Z")
+    except (ZoneInfoNotFoundError, ValueError):  # an unknown zone is refused on save; old rows fall back to UTC
+        return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def materialise(now: datetime | None = None) -> int:
+    """Create the runs of every fire that came due since the last tick, in one transaction.
+
+    The due schedules are read FOR UPDATE SKIP LOCKED (PostgreSQL; SQLite's IMMEDIATE transaction takes the
+    write lock up front), so a second beat either waits for this one or skips the rows it holds, and then
+    finds them no longer due. All runs go in with one INSERT and all schedules move on with one UPDATE; the
+    unique key on runs stays the last guard: a fire offered twice creates nothing twice.
+
+    Fires are made up to CLAIM_LEAD ahead of `now`, so that even the first target of a fire (stagger slot 1)
+    is claimed and launched early and its wrapper waits on the host for the exact second."""
+    now = now or timezone.now()
+    horizon = now + queueing.CLAIM_LEAD
+    with queueing.tick_transaction():
+        due = list(
+            Schedule.objects.select_for_update(skip_locked=True)
+            .filter(enabled=True, next_fire_at__lte=horizon)
+            .order_by()
+            .prefetch_related(
+                # Only what plan() and the new runs need: a host row carries its pinned key and more.
+                Prefetch(
+                    "targets",
+                    queryset=Disk.objects.select_related("host").only(
+                        "label", "kind", "team_id", "host__name", "host__site"
+                    ),
+                ),
+                Prefetch("scheduleprofile_set", queryset=ScheduleProfile.objects.select_related("profile")),
+            )
+        )
+        if not due:
+            return 0
+        rows: list[Run] = []
+        for schedule in due:
+            rule = schedule.rule()
+            assert schedule.next_fire_at is not None  # due: its next_fire_at is at most the horizon
+            since = schedule.checked_until or (schedule.next_fire_at - timedelta(seconds=1))
+            fires, upcoming = scheduling.fires_and_next(rule, since, horizon)
+            for fire_time in fires:
+                rows.extend(fire_rows(schedule, fire_time, now))
+            schedule.checked_until = horizon
+            schedule.next_fire_at = upcoming
+            schedule.last_fire_at = fires[-1] if fires else schedule.last_fire_at
+        Run.objects.bulk_create(rows, ignore_conflicts=True)
+        _save_bookkeeping(due)
+        for row in rows:
+            if row.destructive and row.state == Run.State.PENDING:  # rare: writes to a raw block device
+                assert row.schedule is not None and row.fire_time is not None  # fire_rows sets both
+                audit.record(row.disk.team, None, AuditEvent.Action.DESTRUCTIVE_RUN, None, disk=str(row.disk),
+                             device=row.disk.target_path, profile=row.profile_name, trigger=row.trigger,
+                             schedule=row.schedule.name, fire_time=row.fire_time.isoformat())  # fmt: skip
+    return len(rows)
+
+
+def _save_bookkeeping(schedules: list[Schedule]) -> None:
+    """checked_until, next_fire_at and last_fire_at of many schedules in one executemany round trip.
+
+    bulk_update would build a CASE expression per field and row; its Python cost was a third of a busy tick."""
+    # get_field is typed as any field or relation, and a column as optional: these are columns of the table.
+    fields = [
+        cast("Field[Any, Any]", Schedule._meta.get_field(name))
+        for name in ("checked_until", "next_fire_at", "last_fire_at")
+    ]
+    quote = connection.ops.quote_name
+    # Only model metadata (table and column names) goes into the text; the values are parameters.
+    sql = "UPDATE {} SET {} WHERE {} = %s".format(  # noqa: S608
+        quote(Schedule._meta.db_table), ", ".join(f"{quote(cast(str, f.column))} = %s" for f in fields), quote("id")
+    )
+    params = [[*(f.get_db_prep_save(getattr(s, f.attname), connection) for f in fields), s.pk] for s in schedules]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def expire_outside_window(now: datetime | None = None) -> int:
+    """Pending scheduled runs whose window closed while they waited are skipped, with the reason."""
+    now = now or timezone.now()
+    return Run.objects.filter(
+        state=Run.State.PENDING, schedule__window_end__isnull=False, schedule__window_end__lt=now
+    ).update(
+        state=Run.State.SKIPPED,
+        finished_at=now,
+        explanation="skipped: outside the schedule's active window (it ended before the disk was free)",
+    )
+
+
+def run_schedule_now(schedule: Schedule, user: Any = None) -> int:
+    """'Run now' for a schedule: one fire at this moment, staggered as usual."""
+    now = timezone.now().replace(microsecond=0)
+    return fire(schedule, now, now, trigger=Run.Trigger.MANUAL)
+
+
+def tick(now: datetime | None = None) -> str:
+    now = now or timezone.now()
+    with queueing.tick_transaction():  # one commit for the three steps that write
+        created = materialise(now)
+        skipped = expire_outside_window(now)
+        claimed = queueing.dispatch_due(now)
+    repolled = lifecycle.sweep(now)
+    return f"created {created}, skipped {skipped}, claimed {claimed}, re-polled {repolled}"
+
+
+# ----------------------------------------------------------------------------------------- calendar
+
+MAX_BARS_PER_LANE = 400
+
+
+@dataclass
+class Bar:
+    start: datetime
+    end: datetime
+    title: str
+    css: str
+    host_id: int
+    overlaps: bool = False
+
+
+def calendar(team: Any, start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """One lane per disk: planned runs of enabled schedules as bars of their expected duration, plus the
+    runs that happened (coloured by outcome); bars that overlap another on the same host are flagged."""
+    now = timezone.now()
+    disks = list(Disk.objects.filter(team=team).select_related("host").order_by("host__name", "label"))
+    bars: dict[int, list[Bar]] = {disk.pk: [] for disk in disks}
+    for schedule in Schedule.objects.filter(team=team, enabled=True).prefetch_related("scheduleprofile_set__profile"):
+        planned = plan(schedule)
+        for fire_time in scheduling.fires_between(schedule.rule(), max(now, start), end)[:MAX_BARS_PER_LANE]:
+            for p in planned:
+                begin = fire_time + timedelta(seconds=p.offset_s)
+                length = timedelta(seconds=runners.expected_seconds(p.profile.parameters()) + RUN_OVERHEAD_S)
+                bars[p.disk.pk].append(Bar(begin, begin + length, f"{schedule.name}: {p.profile.name}", "planned",
+                                           p.disk.host_id))  # fmt: skip
+    happened = Run.objects.filter(team=team, started_at__lt=end).exclude(finished_at__lt=start)
+    for run in happened.select_related("disk"):
+        assert run.started_at is not None  # filtered on started_at
+        finish = run.finished_at or max(now, run.started_at)
+        bars[run.disk_id].append(Bar(run.started_at, finish, f"run {run.pk} {run.profile_name}: {run.state}",
+                                     f"state-{run.state}", run.disk.host_id))  # fmt: skip
+    _flag_host_overlaps([bar for lane in bars.values() for bar in lane])
+    return [{"disk": disk, "bars": sorted(bars[disk.pk], key=lambda b: b.start)[:MAX_BARS_PER_LANE]} for disk in disks]
+
+
+def _flag_host_overlaps(all_bars: list[Bar]) -> None:
+    by_host: dict[int, list[Bar]] = {}
+    for bar in all_bars:
+        by_host.setdefault(bar.host_id, []).append(bar)
+    for host_bars in by_host.values():
+        host_bars.sort(key=lambda b: b.start)
+        latest: Bar | None = None
+        for bar in host_bars:
+            if latest and bar.start < latest.end:
+                bar.overlaps = latest.overlaps = True
+            if latest is None or bar.end > latest.end:
+                latest = bar

@@ -1,0 +1,399 @@
+"""fio's JSON output (§1, §2) read into the canonical summary: fio 2.x and 3.x, one document or the cumulative
+stream --status-interval writes, json+ latency bins included (pure)."""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import pairwise
+from typing import Any
+
+from jobs.tools.fio_common import DIRECTIONS, _clock_ms, _errno_messages, _mode_read_percent
+from jobs.tools.summary import (
+    DirectionStats,
+    ParseError,
+    ParseResult,
+    amount,
+    excerpt,
+    finite,
+    make_summary,
+    merge_direction,
+    same_or_none,
+)
+
+_DOC_START = re.compile(r'\{\s*"fio version"\s*:')
+# A JSON string, or a bare nan/inf where a number belongs: fio prints doubles with %f (§2.3).
+_NON_FINITE = re.compile(r'"(?:[^"\\]|\\.)*"|(?<=[:\[,\s])-?(?:nan|inf(?:inity)?)\b', re.IGNORECASE)
+_DECODER = json.JSONDecoder(strict=False)  # strict=False: fio does not escape control characters
+MIN_SAMPLE_MS = 250
+DIRECTION_KEYS = ("read", "write", "trim", "mixed")
+# json+ bin keys are latencies in ns and their values counts of I/Os, both fio uint64 counters (§1.6).
+_BIN_KEY = re.compile(r"[0-9]{1,20}")
+_UINT64_END = 2**64
+_KB_BASES = {"1024": 1024, "1000": 1000}
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _decode(text: str, start: int, limit: int) -> tuple[dict[str, Any], int]:
+    try:
+        return _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError:
+        pass
+    except (ValueError, RecursionError) as exc:
+        raise _undecodable(text, start, exc) from exc
+    shifts: list[tuple[int, int]] = []
+
+    def to_null(match: re.Match[str]) -> str:
+        if match.group().startswith('"'):
+            return match.group()
+        shifts.append((match.start(), len("null") - len(match.group())))
+        return "null"
+
+    cleaned = _NON_FINITE.sub(to_null, text[start:limit])
+    try:
+        doc, end = _DECODER.raw_decode(cleaned)
+    except json.JSONDecodeError as exc:
+        raise ParseError(
+            f"line {_line_of(text, start)}: the fio JSON document starting here is invalid: {exc.msg} "
+            f"at its line {exc.lineno}, column {exc.colno}."
+        ) from exc
+    except (ValueError, RecursionError) as exc:
+        raise _undecodable(text, start, exc) from exc
+    moved = 0
+    for position, shift in shifts:
+        if position + moved >= end:
+            break
+        moved += shift
+    return doc, start + end - moved
+
+
+def _undecodable(text: str, start: int, exc: Exception) -> ParseError:
+    """Valid JSON that json still cannot read: an integer of more than 4300 digits (int() refuses it) or nesting
+    deeper than Python's recursion limit. fio prints neither."""
+    why = "nests too deeply" if isinstance(exc, RecursionError) else "holds a number too long to read"
+    return ParseError(
+        f"line {_line_of(text, start)}: the fio JSON document starting here {why}; fio never prints one like it."
+    )
+
+
+def fio_json_documents(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every fio JSON document in text, in order, and the other lines around them (§2.1, §2.2)."""
+    docs: list[dict[str, Any]] = []
+    other: list[str] = []
+    pos = 0
+    while match := _DOC_START.search(text, pos):
+        other.append(text[pos : match.start()])
+        following = _DOC_START.search(text, match.end())
+        limit = following.start() if following else len(text)
+        try:
+            doc, pos = _decode(text, match.start(), limit)
+        except ParseError as exc:
+            if not docs or following:
+                raise
+            # A status stream read while fio is still writing ends in half a document.
+            other.append(f"{exc} It was ignored; the summary comes from the document before it.")
+            pos = len(text)
+            break
+        docs.append(doc)
+    other.append(text[pos:])
+    return docs, [line.strip() for chunk in other for line in chunk.splitlines() if line.strip()]
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    names: dict[type[Any], str] = {str: "a string", list: "an array"}
+    return names.get(type(value), "an object")
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    """An object fio may leave out: {} when it is missing or null, ParseError when it is anything else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParseError(f"{where} should be a JSON object, not {_json_type(value)}.")
+    return value
+
+
+def _options(value: Any, where: str) -> dict[str, str]:
+    """ "job options" or "global options": fio prints every option as the string that was typed (§1.2)."""
+    options = _object(value, where)
+    for name, setting in options.items():
+        if not isinstance(setting, str):
+            raise ParseError(f"{where}: {excerpt(name, 40)} should be a string, not {_json_type(setting)}.")
+    return options
+
+
+def _checked_jobs(doc: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """doc's jobs, once everything the parser walks through has the shape fio prints.
+
+    An object or list of another type is a ParseError naming its key; one fio may leave out (a direction, the
+    options, a percentile map) may be missing or null. Numbers are read with finite()/amount(), so a number
+    that is missing, null, nan or not a number is None, never a guess, and a negative one is a ParseError.
+    """
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list):
+        hint = " This is fio client/server output (client_stats), which is not read." if "client_stats" in doc else ""
+        raise ParseError(f'{where} has no "jobs" list.{hint}')
+    for number, job in enumerate(jobs, 1):
+        label = f"{where}, job {number}"
+        if not isinstance(job, dict):
+            raise ParseError(f"{label} should be a JSON object, not {_json_type(job)}.")
+        _options(job.get("job options"), f'{label}: "job options"')
+        group = job.get("groupid")
+        if group is not None and (isinstance(group, bool) or not isinstance(group, int)):
+            raise ParseError(f'{label}: "groupid" should be a whole number, not {_json_type(group)}.')
+        for direction in DIRECTION_KEYS:
+            data = _object(job.get(direction), f'{label}: "{direction}"')
+            for latency in ("clat_ns", "clat"):
+                clat = _object(data.get(latency), f'{label}: "{direction}" "{latency}"')
+                for key in ("percentile", "bins"):
+                    _object(clat.get(key), f'{label}: "{direction}" "{latency}" "{key}"')
+    return jobs
+
+
+def _option_bytes(value: str | None, kb_base: int | None) -> int | None:
+    """fio's reading of a size option: with kb_base=1024, k/KB are 1024 and KiB is 1000 (§2.7). None when it
+    is not one fixed size (4k,8k or 4k:8k) or longer than any size fio takes."""
+    match = re.fullmatch(r"\s*([0-9]{1,20})\s*([kmgtpe]?)(i?)b?\s*", value or "", re.IGNORECASE)
+    if not match or kb_base is None:
+        return None
+    base = kb_base if not match[3] else {1024: 1000, 1000: 1024}.get(kb_base, kb_base)
+    scale: int = base ** "_kmgtpe".index(match[2].lower() or "_")
+    return int(match[1]) * scale
+
+
+def _json_direction(data: dict[str, Any], where: str) -> DirectionStats | None:
+    """One direction of a job whose shape _checked_jobs has checked; None when the job has no such direction."""
+    if not data:
+        return None
+    runtime = amount(data.get("runtime"), f'{where} "runtime"') or 0.0
+    ios = amount(data.get("total_ios"), f'{where} "total_ios"')
+    io_bytes = amount(data.get("io_bytes"), f'{where} "io_bytes"')
+    if io_bytes is not None and "io_kbytes" not in data and "clat_ns" not in data:
+        io_bytes *= 1024  # io_bytes held KiB up to fio 2.20 (§1.4)
+    if runtime > 0 and ios is not None:
+        iops = ios * 1000 / runtime
+    else:
+        iops = amount(data.get("iops"), f'{where} "iops"') or 0.0
+    bw = io_bytes * 1000 / runtime if runtime > 0 and io_bytes is not None else 0.0
+    stats = DirectionStats(iops, bw, ios if ios is not None else iops * runtime / 1000)
+    clat, per_us, latency = data.get("clat_ns"), 1000.0, "clat_ns"
+    if clat is None:
+        clat, per_us, latency = data.get("clat"), 1.0, "clat"  # fio 2.x: microseconds
+    if not clat or not _has_latency(clat):
+        return stats
+    where = f'{where} "{latency}"'
+    mean, peak = amount(clat.get("mean"), f'{where} "mean"'), amount(clat.get("max"), f'{where} "max"')
+    stats.clat_mean_us = None if mean is None else mean / per_us
+    stats.clat_max_us = None if peak is None else peak / per_us
+    for key, value in (clat.get("percentile") or {}).items():
+        percent, number = finite(key), amount(value, f'{where} "percentile" {excerpt(key, 20)}')
+        if percent is not None and 0 < percent <= 100 and number is not None:  # skips 2.x's "0.00": 0 (§2.5)
+            stats.percentiles_us[percent] = number / per_us
+    if per_us != 1.0:
+        stats.bins_ns = _bins(clat, where) or None
+    return stats
+
+
+def _has_latency(clat: dict[str, Any]) -> bool:
+    if "N" in clat:
+        return (finite(clat["N"]) or 0) > 0
+    return bool(finite(clat.get("max")) or finite(clat.get("mean")))
+
+
+def _bins(clat: dict[str, Any], where: str) -> dict[int, int]:
+    """json+ bins as {ns: count}; a key or count fio could not have printed is a ParseError."""
+    result = {}
+    for key, count in (clat.get("bins") or {}).items():
+        number = finite(count)
+        if (
+            not _BIN_KEY.fullmatch(key)
+            or int(key) >= _UINT64_END
+            or number is None
+            or not 0 <= number < _UINT64_END
+            or not number.is_integer()
+        ):
+            raise ParseError(
+                f'{where} "bins": {excerpt(key, 30)}: {excerpt(str(count), 30)} should be a latency in ns '
+                "mapped to a count of I/Os."
+            )
+        if number:
+            result[int(key)] = int(number)
+    return result
+
+
+def latency_bins(doc: dict[str, Any], where: str = "the fio JSON document") -> dict[str, dict[int, int]]:
+    """json+ completion-latency histograms of one document: {"read": {ns: count}, "write": ...}, summed
+    over its jobs. Directions without bins are left out, so plain json gives {}. (fio 3.x keys only; 2.x
+    json+ keyed bins in µs or bucket indices, §1.6.)"""
+    result: dict[str, dict[int, int]] = {}
+    for index, job in enumerate(_checked_jobs(doc, where), 1):
+        for direction in DIRECTIONS:
+            clat = (job.get(direction) or {}).get("clat_ns") or {}
+            for value, count in _bins(clat, f'{where}, job {index}: "{direction}" "clat_ns"').items():
+                merged = result.setdefault(direction, {})
+                merged[value] = merged.get(value, 0) + count
+    return result
+
+
+def _job_clock_entries(jobs: list[dict[str, Any]], where: str) -> list[tuple[Any, float]]:
+    return [
+        (job.get("groupid"), _job_amount(job, direction, "runtime", f"{where}, job {index}") or 0.0)
+        for index, job in enumerate(jobs, 1)
+        for direction in DIRECTION_KEYS
+    ]
+
+
+def _job_amount(job: dict[str, Any], direction: str, key: str, where: str) -> float | None:
+    return amount((job.get(direction) or {}).get(key), f'{where}: "{direction}" "{key}"')
+
+
+def _samples(docs: list[dict[str, Any]], labels: list[str], wanted: dict[str, bool]) -> list[dict[str, float | None]]:
+    """Per-interval IOPS from cumulative status documents (already checked): Δtotal_ios ÷ Δruntime (§3)."""
+    if len(docs) < 2:
+        return []
+    points: list[_Point] = []
+    for doc, label in zip(docs, labels, strict=True):
+        jobs = doc["jobs"]
+        reads, writes = (
+            sum(_job_amount(job, d, "total_ios", f"{label}, job {i}") or 0 for i, job in enumerate(jobs, 1))
+            for d in DIRECTIONS
+        )
+        points.append((_clock_ms(_job_clock_entries(jobs, label)), reads, writes, finite(doc.get("timestamp_ms"))))
+    kept: list[tuple[float, float, float]] = []
+    previous: _Point | None = None
+    for point in points:
+        if previous and _counters_restarted(previous, point):
+            kept = []  # what came before was ramp_time, which fio leaves out of its statistics
+        kept.append(point[:3])
+        previous = point
+    marks = [(0.0, 0.0, 0.0)]
+    for mark in kept:
+        if mark[0] - marks[-1][0] >= MIN_SAMPLE_MS:
+            marks.append(mark)
+        elif len(marks) > 1:
+            # The final document often lands milliseconds after the last status one; a rate over so short
+            # an interval is noise, so the interval before absorbs it.
+            marks[-1] = mark
+    samples: list[dict[str, float | None]] = []
+    for before, after in pairwise(marks):
+        elapsed = after[0] - before[0]
+        rates = [(after[i] - before[i]) * 1000 / elapsed if wanted[d] else None for i, d in enumerate(DIRECTIONS, 1)]
+        samples.append({"t_s": after[0] / 1000, "read_iops": rates[0], "write_iops": rates[1]})
+    return samples
+
+
+# A cumulative status document: its clock (ms), read and write I/Os so far, and its wall time (ms) if fio gave one.
+_Point = tuple[float, float, float, float | None]
+
+
+def _counters_restarted(before: _Point, after: _Point) -> bool:
+    clock_delta = after[0] - before[0]
+    if clock_delta < 0 or after[1] < before[1] or after[2] < before[2]:
+        return True
+    # fio zeroes its counters when ramp_time ends. The counts may still have grown across the reset, but
+    # then the whole new clock fits in the wall time since the previous document while having advanced far
+    # less than that wall time.
+    if before[3] is None or after[3] is None:
+        return False
+    wall = after[3] - before[3]
+    return wall > 0 and after[0] <= wall + MIN_SAMPLE_MS and clock_delta < wall / 2
+
+
+def _processes(jobs: list[dict[str, Any]], options: list[dict[str, str]]) -> int | None:
+    """One entry is one process, except with group_reporting, where a group's one entry stands for all of
+    its members; fio then shows only the first member's numjobs (§1.5)."""
+    groups: dict[Any, list[int]] = {}
+    for index, job in enumerate(jobs):
+        groups.setdefault(job.get("groupid"), []).append(index)
+    total = 0
+    for members in groups.values():
+        if len(members) > 1:
+            total += len(members)
+        else:
+            # fio takes a whole numjobs of at least 1; anything else was not what ran, so the count is unknown.
+            numjobs = re.fullmatch(r"\s*([0-9]{1,9})\s*", options[members[0]].get("numjobs", "1"))
+            if not numjobs or int(numjobs[1]) < 1:
+                return None
+            total += int(numjobs[1])
+    return total
+
+
+def _errno(job: dict[str, Any], where: str) -> int:
+    """The job's errno, 0 when it has none (§2.4)."""
+    value = job.get("error")
+    number = finite(value)
+    if value is not None and (number is None or not number.is_integer() or abs(number) >= 2**31):
+        raise ParseError(f'{where}: "error" should be an errno, a whole number, not {excerpt(str(value), 30)}.')
+    return int(number or 0)
+
+
+def parse_fio_json(text: str) -> ParseResult:
+    docs, diagnostics = fio_json_documents(text)
+    if not docs:
+        raise ParseError(
+            f"Expected fio JSON output (a '{{' followed by a \"fio version\" key); found none in "
+            f"{len(text.splitlines())} lines starting {excerpt(text)}."
+        )
+    labels = [f"fio JSON document {n} of {len(docs)}" for n in range(1, len(docs) + 1)]
+    labels[-1] = "the fio JSON document" if len(docs) == 1 else "the last fio JSON document"
+    for doc, label in zip(docs[:-1], labels, strict=False):
+        _checked_jobs(doc, label)
+    final, where = docs[-1], labels[-1]
+    jobs = _checked_jobs(final, where)
+    global_options = _options(final.get("global options"), f'{where}: "global options"')
+    options = [{**global_options, **(job.get("job options") or {})} for job in jobs]
+    messages = _errno_messages(diagnostics)
+    job_errors = [
+        {"job": job.get("jobname"), "index": index, "errno": errno, "message": messages.get(errno)}
+        for index, job in enumerate(jobs)
+        if (errno := _errno(job, f"{where}, job {index + 1}"))
+    ]
+
+    def merged(direction: str) -> dict[str, Any] | None:
+        return merge_direction(
+            [
+                stats
+                for index, job in enumerate(jobs, 1)
+                if (stats := _json_direction(job.get(direction) or {}, f'{where}, job {index}: "{direction}"'))
+            ]
+        )
+
+    read, write, total = merged("read"), merged("write"), None
+    if not read and not write and (mixed := merged("mixed")):
+        # unified_rw_reporting=mixed reports one "mixed" direction instead of read and write.
+        total = {"iops": mixed["iops"], "bw_bytes_per_s": mixed["bw_bytes_per_s"]}
+
+    def agreed(pick: Any) -> Any:
+        return same_or_none([pick(opts) for opts in options])
+
+    # fio takes only these two kb_base values; under another, what ran is unknown, and so is the size.
+    block_size = agreed(
+        lambda o: _option_bytes(o.get("bs", o.get("blocksize")), _KB_BASES.get(o.get("kb_base", "1024").strip()))
+    )
+    if not any(name in opts for opts in options for name in ("bs", "blocksize", "bsrange", "bssplit")):
+        block_size = 4096  # fio's default block size when none is set
+    direct = agreed(lambda o: o["direct"] not in ("0", "false") if "direct" in o else None)
+    summary = make_summary(
+        tool="fio",
+        tool_version=str(final.get("fio version", "")).removeprefix("fio-") or None,
+        read=read,
+        write=write,
+        total=total,
+        processes=_processes(jobs, options) if jobs else None,
+        block_size_bytes=block_size,
+        read_percent=agreed(lambda o: _mode_read_percent(o.get("rw", o.get("readwrite")), o)),
+        direct=direct,
+        runtime_s=_clock_ms(_job_clock_entries(jobs, where)) / 1000 if jobs else None,
+        samples=_samples(docs, labels, {"read": read is not None, "write": write is not None}),
+    )
+    settings = dict(options[0] if options else global_options)
+    return ParseResult("fio-json", summary, diagnostics, job_errors, settings, latency_bins(final, where) or None)
