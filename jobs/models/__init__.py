@@ -8,9 +8,10 @@ from jobs.models.profiles import Profile
 from jobs.models.results import RunResult, RunResultDay
 from jobs.models.runs import Run, RunSample
 from jobs.models.schedules import Schedule, ScheduleProfile
-from jobs.models.teams import Invitation, InvitationQuerySet, Membership, Team
+from jobs.models.teams import Invitation, InvitationQuerySet, Membership, Preferences, Team
 
 __all__ = [
-    "SPEC_FIELDS", "Credential", "Disk", "Host", "Invitation", "InvitationQuerySet", "Membership", "Profile", "Run",
-    "RunResult", "RunResultDay", "RunSample", "Schedule", "ScheduleProfile", "Team", "name_taken", "site_validator",
+    "SPEC_FIELDS", "Credential", "Disk", "Host", "Invitation", "InvitationQuerySet", "Membership", "Preferences",
+    "Profile", "Run", "RunResult", "RunResultDay", "RunSample", "Schedule", "ScheduleProfile", "Team", "name_taken",
+    "site_validator",
 ]  # fmt: skip

@@ -69,6 +69,14 @@ class Run(models.Model):
     exit_status = models.IntegerField(null=True, blank=True)
     raw_output = models.TextField(blank=True)
     raw_stderr = models.TextField(blank=True)
+    import_fingerprint = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_index=True,
+        editable=False,
+        help_text="Imports only: the sha256 of the output as imported (and its group), to refuse the same one twice.",
+    )
     pruned_at = models.DateTimeField(
         null=True, blank=True, help_text="When retention dropped the raw output and samples (the summary stays)."
     )

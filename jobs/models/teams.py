@@ -77,3 +77,16 @@ class Invitation(models.Model):
     def is_pending(self) -> bool:
         answered = self.accepted_at or self.declined_at or self.revoked_at
         return not answered and self.expires_at > timezone.now()
+
+
+class Preferences(models.Model):
+    """A person's own settings, whatever team they look at. time_zone is an IANA name; empty means the browser's
+    (the page reports it, see jobs.clock), and UTC when the browser said nothing."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preferences")
+    time_zone = models.CharField(
+        max_length=64, blank=True, default="", help_text="IANA name, e.g. Europe/Berlin; empty: the browser's zone."
+    )
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.time_zone or 'browser zone'}"
