@@ -110,6 +110,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Each page in its reader's time zone (jobs.clock); after authentication, which it reads.
+    "jobs.middleware.TimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -118,6 +120,9 @@ MIDDLEWARE = [
 ]
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # refuses sign-ins while a username + address is locked out
+    # Django's ModelBackend, loading the person's Preferences (time zone) with them: no extra query per page.
+    "jobs.teams.backends.ModelBackendWithPreferences",
+    # Sessions signed in before the one above existed name this backend; listed so they stay signed in.
     "django.contrib.auth.backends.ModelBackend",
 ]
 
@@ -135,7 +140,10 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "jobs.context_processors.current_team",
+                "jobs.context_processors.clock",
             ],
+            # Every template writes times with jobs.templatetags.times (|when), so it needs no {% load %}.
+            "builtins": ["jobs.templatetags.times"],
         },
     },
 ]
@@ -185,7 +193,6 @@ NODE_MODULES = BASE_DIR / "node_modules"
 # Front-end libraries come from npm (package.json); only their built files are served.
 VENDOR_BUILDS = {
     "chart.js": "dist",
-    "chartjs-adapter-date-fns": "dist",
     "chartjs-plugin-annotation": "dist",
     "chartjs-plugin-zoom": "dist",
 }

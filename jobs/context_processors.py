@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.http import HttpRequest
 
+from jobs import clock as time_zones
 from jobs.teams import membership as teams
 
 
@@ -19,3 +21,10 @@ def current_team(request: HttpRequest) -> dict[str, Any]:
         # The header's link to the invitations waiting for an answer, with their number.
         "my_invitation_count": lambda: teams.pending_invitations(request.user).count(),
     }
+
+
+def clock(request: HttpRequest) -> dict[str, Any]:
+    """The reader's zone for base.html, which hands it to the charts (data attributes on <body>)."""
+    chosen = getattr(request, "clock", None) or time_zones.choose("", None)
+    labels = time_zones.abbreviations(chosen.zone)
+    return {"clock": chosen, "clock_labels": json.dumps({str(k): v for k, v in labels.items()}, separators=(",", ":"))}

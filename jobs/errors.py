@@ -57,7 +57,8 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """handler404: JSON under /api/ (an id that is not a number, a path no endpoint has), Django's page elsewhere."""
+    """handler404: JSON under /api/ (an id that is not a number, a path no endpoint has); elsewhere Django's view,
+    which renders templates/404.html in the site's layout with the request's context (navigation, team)."""
     if request.path.startswith("/api/"):
         return JsonResponse(
             {"detail": f"No API endpoint or object at {request.path}; /api/docs/ lists the endpoints."}, status=404

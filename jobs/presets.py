@@ -6,6 +6,8 @@ from typing import Any
 
 KIB = 1024
 GIB = 1024**3
+# The first run the pages suggest: short, reads only, and runnable on a directory and a device alike.
+QUICK_CHECK = "Quick check: 4k randread QD16, 10 s"
 
 _ULTRA = {
     "tool": "fio",
@@ -20,7 +22,7 @@ _ULTRA_NOTE = "One of the six fio jobs run on 8 striped Alibaba Ultra disks (LVM
 
 PRESETS: list[dict[str, Any]] = [
     {
-        "name": "Quick check: 4k randread QD16, 10 s",
+        "name": QUICK_CHECK,
         "tool": "fio",
         "rw": "randread",
         "block_size_bytes": 4 * KIB,

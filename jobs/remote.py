@@ -65,6 +65,7 @@ class PollResult:
     tail: str
     pid: int | None
     started_epoch: float | None
+    finished_epoch: float | None = None  # when the tool ended, by the host's clock (wrappers since issue 14)
 
 
 def base_expression(base: str) -> str:
@@ -228,7 +229,11 @@ if command -v flock >/dev/null 2>&1; then
 else
   $wd {command} > stdout 2> stderr
 fi
-echo $? > status.tmp && mv status.tmp status
+rc=$?
+now=$(date +%s.%N 2>/dev/null)
+case "$now" in *N*|'') now=$(date +%s);; esac
+echo "$now" > finished
+echo $rc > status.tmp && mv status.tmp status
 """
 
 
@@ -264,11 +269,11 @@ def poll(conn: Connection, run_dir: str, tail_file: str, *, wait_s: float = 0) -
     near a run's expected end this notices the finish within 0.1 s instead of a poll interval later."""
     d = q(run_dir)
     tenths = max(0, min(100, int(wait_s * 10)))
-    # The answer: the marker, then state, pid, started and exit, each ended by NUL; then the tail. The status
-    # file is looked at again once ps says the wrapper is gone: the wrapper writes it as its last act, so a run
-    # that finished between the two looks is finished, not dead.
+    # The answer: the marker, then state, pid, started, exit and finished (epoch seconds the tool ended), each
+    # ended by NUL; then the tail. The status file is looked at again once ps says the wrapper is gone: the
+    # wrapper writes it as its last act, so a run that finished between the two looks is finished, not dead.
     script = f"""d={d}
-if [ ! -d "$d" ]; then printf '\\0benchweb-poll\\0vanished\\0\\0\\0\\0'; exit 0; fi
+if [ ! -d "$d" ]; then printf '\\0benchweb-poll\\0vanished\\0\\0\\0\\0\\0'; exit 0; fi
 i=0; while [ $i -lt {tenths} ] && [ ! -f "$d/status" ]; do sleep 0.1; i=$((i+1)); done
 pid=$(cat "$d/pid" 2>/dev/null)
 started=$(cat "$d/started" 2>/dev/null)
@@ -279,11 +284,12 @@ elif [ -f "$d/status" ]; then state=finished; status=$(cat "$d/status")
 elif [ -d "$d/launched" ] && [ -z "$pid" ]; then state=starting
 elif [ -d "$d/launched" ]; then state=dead
 else state=unlaunched; fi
-printf '\\0benchweb-poll\\0%s\\0%s\\0%s\\0%s\\0' "$state" "$pid" "$started" "$status"
+finished=$(cat "$d/finished" 2>/dev/null)
+printf '\\0benchweb-poll\\0%s\\0%s\\0%s\\0%s\\0%s\\0' "$state" "$pid" "$started" "$status" "$finished"
 tail -c {TAIL_BYTES} "$d/"{q(tail_file)} 2>/dev/null || true
 """
     out = conn.run(script, timeout=60 + wait_s).stdout
-    (state, pid, started, status), tail = answer_fields(out, "poll", 4)
+    (state, pid, started, status, finished), tail = answer_fields(out, "poll", 5)
     if state not in {"running", "starting", "finished", "dead", "vanished", "unlaunched"}:
         raise RemoteError(f"poll on the host answered {out[:300]!r}")
     return PollResult(
@@ -292,6 +298,7 @@ tail -c {TAIL_BYTES} "$d/"{q(tail_file)} 2>/dev/null || true
         tail=tail.decode(errors="replace"),
         pid=_int_or_none(pid),
         started_epoch=_float_or_none(started),
+        finished_epoch=_float_or_none(finished),
     )
 
 

@@ -114,12 +114,16 @@ class FioRunner:
         )
 
     def progress(self, tail: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Current IOPS from the last two cumulative status documents in the output's tail."""
+        """IOPS of the latest interval: the difference between the last two cumulative status documents in the
+        output's tail (the first one alone is its own first interval), and when that interval ended (iops_at_s,
+        seconds of fio's runtime)."""
         docs = _complete_documents(tail)
-        if len(docs) < 2:
+        if not docs:
             return {}
-        rates = _interval_iops(docs[-2], docs[-1])
-        return {f"{d}_iops": rates[d] for d in ("read", "write") if rates.get(d) is not None}
+        rates = _interval_iops(docs[-2] if len(docs) > 1 else {}, docs[-1])
+        progress = {f"{d}_iops": rates[d] for d in ("read", "write") if rates.get(d) is not None}
+        ended_ms = max(_counters(docs[-1], "read", "runtime") + _counters(docs[-1], "write", "runtime"), default=0)
+        return progress | {"iops_at_s": round(ended_ms / 1000, 1)} if progress else {}
 
     def interpret(self, outputs: dict[str, bytes], exit_status: int | None, params: dict[str, Any]) -> Outcome:
         raw, stdout, stderr = _text(outputs["result.json"]), _text(outputs["stdout"]), _text(outputs["stderr"])
@@ -214,6 +218,45 @@ def for_parameters(params: dict[str, Any]) -> FioRunner | NdiskRunner:
 
 
 Tool = FioRunner | NdiskRunner
+
+
+# A run directory of the shape jobs/remote.py gives one, for building a command before any run exists.
+_CHECK_RUN_DIR = "/home/benchweb/.benchweb/runs/00000000-0000-4000-8000-000000000000"
+
+
+@dataclass(frozen=True)
+class Unrunnable:
+    """Why a profile cannot run on a target: a few words for a disabled choice, and the reason with the fix."""
+
+    field: str
+    short: str
+    message: str
+
+
+def build_problem(params: dict[str, Any], target: str, kind: str) -> Unrunnable | None:
+    """Why the tool's command for these parameters cannot be built for this target, or None when it can.
+
+    It builds the very command a launch builds (only the run directory is a stand-in), so a profile that passes
+    here is never refused by the launch for its parameters, and one refused here would have failed there.
+    """
+    try:
+        if params.get("tool") == "ndisk64":
+            ndisk.build_ndisk_argv(params, target, kind, _CHECK_RUN_DIR)
+        else:
+            fio.build_fio_job(params, target, kind, _CHECK_RUN_DIR, readonly=not writes(params))
+    except ToolOptionError as exc:
+        if exc.field != "size_bytes":
+            return Unrunnable(exc.field, f"cannot be built: {exc.field}", str(exc))
+        if kind == "directory" and params.get("tool") != "ndisk64":
+            return Unrunnable(
+                "size_bytes",
+                "raw device only",
+                "it has no file size, so it runs on a whole block device only: in a directory fio needs a size "
+                "for its test file. Choose a profile with a size, or give this one a file size (a copy, if it "
+                "is a preset).",
+            )
+        return Unrunnable("size_bytes", "needs a size", f"{exc} Give the profile a file size (a copy of a preset).")
+    return None
 
 
 def _complete_documents(tail: str) -> list[dict[str, Any]]:

@@ -42,6 +42,18 @@ SERIES = {
 }
 
 
+# The disk chart's default range holds every run, or at least this many: enough to draw a trend.
+ENOUGH_RUNS = 100
+
+
+def fitting_range(runs_within: Mapping[str, int]) -> str:
+    """The disk chart's default range: the first of `runs_within` (range name -> runs it holds, shortest first,
+    ending with "all") that holds every run or at least ENOUGH_RUNS. A new disk's runs of today spread over 24
+    hours instead of piling into one column of 30 days; a disk run hourly for a year opens on its last week."""
+    wanted = min(list(runs_within.values())[-1], ENOUGH_RUNS)
+    return next(name for name, runs in runs_within.items() if runs >= wanted)
+
+
 def minmax(points: Sequence[Point], limit: int = MAX_POINTS) -> list[Point]:
     """At most `limit` points: the first, the last, and the lowest and highest y of each bucket between."""
     return [points[i] for i in minmax_indices([p[1] for p in points], limit)]

@@ -30,6 +30,7 @@ urlpatterns = [
     path("invitations/<str:token>", teams.invitation_answer, name="invitation_answer"),
     path("account/tokens/", teams.tokens, name="tokens"),
     path("account/tokens/<int:pk>/revoke", teams.token_revoke, name="token_revoke"),
+    path("account/preferences/", teams.preferences, name="preferences"),
     # hosts
     path("hosts/", hosts.host_list, name="host_list"),
     path("hosts/new/", hosts.host_edit, name="host_new"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -53,3 +54,11 @@ def wait_state(run: Run, state: str, timeout: float = 60) -> Run:
         assert not run.is_final, f"run ended {run.state}: {run.explanation}"
         time.sleep(0.2)
     raise AssertionError(f"run never reached {state}; it is {run.state} ({run.explanation})")
+
+
+def rerun_of(text: str, seconds_later: int) -> str:
+    """fio JSON output as if the same job ran again seconds_later: the same numbers in another output (benchweb
+    refuses the same output twice on one disk as a duplicate)."""
+    stamp = re.search(r'"timestamp" : ([0-9]+)', text)
+    assert stamp, "rerun_of takes fio JSON output"
+    return text.replace(stamp.group(0), f'"timestamp" : {int(stamp.group(1)) + seconds_later}', 1)

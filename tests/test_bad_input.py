@@ -136,14 +136,14 @@ def test_the_command_goes_on_after_an_unexpected_error_in_one_file(disk, tmp_pat
     # does not rely on it.
     first = tmp_path / "first.json"
     first.write_text((FIXTURES / "fio-3.33-randrw.json").read_text())
-    real = importing.import_result
+    real = importing.import_results
 
     def broken_once(disk, text, *, name, **kwargs):
         if name == "first.json":
             raise RuntimeError("stand-in bug")
         return real(disk, text, name=name, **kwargs)
 
-    monkeypatch.setattr(importing, "import_result", broken_once)
+    monkeypatch.setattr(importing, "import_results", broken_once)
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(SystemExit) as status:
         call_command("import_results", str(first), str(FIXTURES / "ndisk_4proc_random_direct.txt"),
@@ -235,6 +235,10 @@ def test_any_output_the_parsers_accept_is_stored_for_real_or_refused_with_a_pars
     except ParseError as exc:
         assert str(exc)
         event("refused")
+        return
+    except importing.DuplicateImport as exc:  # the same text drawn again: stored once, as its first draw
+        assert exc.first.raw_output == text
+        event("duplicate")
         return
     event("stored")
     run.refresh_from_db()

@@ -14,7 +14,7 @@ from jobs.imports import importing
 from jobs.models import Disk, Host, Membership, Run
 from jobs.teams import membership as teams
 from tests.browser import wait_until
-from tests.builders import quick_profile, target_dir, team_with_host
+from tests.builders import quick_profile, rerun_of, target_dir, team_with_host
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-browser-password-7"
@@ -72,7 +72,8 @@ def _disk_with_imported_runs(username: str) -> Disk:
     disk = Disk.objects.create(host=host, label="data", target_path="/data", disk_type="alibaba-ultra", size=100)
     text = (FIXTURES / "fio-3.33-randread-jsonplus.json").read_text()
     for hours in (30, 20, 10, 2):
-        importing.import_result(disk, text, name="randread.json", at=timezone.now() - timedelta(hours=hours))
+        at = timezone.now() - timedelta(hours=hours)
+        importing.import_result(disk, rerun_of(text, hours * 3600), name="randread.json", at=at)
     return disk
 
 

@@ -193,6 +193,37 @@ def test_the_time_range_and_profile_filters_pick_runs(owner_client, disk):
     }  # fmt: skip
 
 
+def test_without_a_range_the_disk_series_draws_the_shortest_that_fits_the_runs(owner_client, disk):
+    """Today's runs of a new disk were piled into one column of the 30-day default; now the default is the first
+    of 24h, 7d, 30d and all that holds every run, or at least ENOUGH_RUNS of them."""
+
+    def fitted(query: str = "") -> tuple[str, bool, int]:
+        data = _get(owner_client, f"/disks/{disk.pk}/series.json?{query}")
+        return data["range"]["name"], data["range"]["fitted"], data["runs"]
+
+    runs = _runs(disk, 5)
+    assert fitted() == ("24h", True, 5)
+    for days, name in ((3, "7d"), (10, "30d"), (60, "all")):
+        Run.objects.filter(pk=runs[0].pk).update(finished_at=timezone.now() - timedelta(days=days))
+        _keep_results(disk)
+        assert fitted() == (name, True, 5)
+    assert fitted("range=7d") == ("7d", False, 4)
+    # A disk run often opens on its recent runs, not on all time.
+    _runs(disk, timeseries.ENOUGH_RUNS)
+    Run.objects.filter(pk=runs[0].pk).update(finished_at=timezone.now() - timedelta(days=60))
+    _keep_results(disk)
+    assert fitted() == ("24h", True, timeseries.ENOUGH_RUNS + 4)
+    # The profile asked for fits its own runs.
+    _runs(disk, 1, name="import: old.json", finished_at=timezone.now() - timedelta(days=20))
+    assert fitted("profile=import: old.json") == ("30d", True, 1)
+    # Fitting costs one query, however many runs.
+    with CaptureQueriesContext(connection) as explicit:
+        fitted("range=30d")
+    with CaptureQueriesContext(connection) as default:
+        fitted()
+    assert len(default) == len(explicit) + 1
+
+
 def test_only_finished_successful_runs_are_drawn(owner_client, disk):
     _runs(disk, 2)
     _runs(disk, 1, state=Run.State.FAILED)
@@ -465,7 +496,7 @@ def test_the_run_series_has_per_second_iops_the_limit_and_the_percentile_curve(o
     assert samples["write"]["y"][1] == 999.0
     assert samples["total"]["y"][1] == 3000.0 and len(samples["total"]["x"]) == 120
     assert data["limits"]["baseline_iops"] == 4000
-    assert data["result"] == {"total_iops": 3000.0, "efficiency": 0.75}
+    assert data["result"] == {"total_iops": 3000.0, "total_printed": "3,000 IOPS", "efficiency": 0.75}
     assert data["percentiles"]["labels"] == ["p50", "p90", "p95", "p99", "p99.9", "max"]
     assert data["percentiles"]["read"] == [150.0, 400.0, 500.0, 900.0, 2500.0, 9000.0]
     assert data["histogram"] is None

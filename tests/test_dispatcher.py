@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Disk, Profile, Run, Schedule
-from jobs.runs import queueing
+from jobs.runs import lifecycle, queueing
 from jobs.schedules import dispatcher
 from tests.factories import DiskFactory, HostFactory, ProfileFactory, RunFactory, ScheduleFactory
 
@@ -172,3 +172,71 @@ def test_a_fire_is_made_and_claimed_ahead_so_even_the_first_target_starts_on_tim
     assert not Run.objects.filter(schedule=later).exists()
     assert queueing.dispatch_due(now) == 1  # queued now; the wrapper on the host waits for not_before
     assert dispatcher.materialise(now + timedelta(seconds=5)) == 0  # the stretch up to now + lead is done
+
+
+def test_a_schedule_paused_seconds_before_a_fire_starts_nothing_of_that_fire(owner_client, team, disks, quick):
+    # The trap: paused at hh:59:55, it still fired at hh+1:00, because the fire's runs were already made,
+    # claimed and launched (CLAIM_LEAD ahead), the wrapper waiting on the host for the exact second.
+    now = timezone.now().replace(microsecond=0)
+    fire = now + timedelta(seconds=5)
+    schedule = _schedule(team, disks, [quick], kind="interval", interval_minutes=60, starts_at=fire, stagger_s=20)
+    dispatcher.tick(now)
+    waiting_on_host, queued, pending = Run.objects.filter(schedule=schedule).order_by("not_before")
+    assert (queued.state, pending.state) == (Run.State.QUEUED, Run.State.PENDING)  # slot 3 is beyond the lead
+    Run.objects.filter(pk=waiting_on_host.pk).update(state=Run.State.RUNNING, started_at=fire, remote_dir="/r/x")
+    started = RunFactory(disk=DiskFactory(host=disks[0].host, label="e", target_path="/e"), profile=quick,
+                         schedule=schedule, trigger=Run.Trigger.SCHEDULE, fire_time=now - timedelta(hours=1),
+                         not_before=now - timedelta(seconds=30), running=True)  # fmt: skip
+    asked = RunFactory(disk=disks[2], profile=quick, schedule=schedule, trigger=Run.Trigger.MANUAL,
+                       not_before=now + timedelta(seconds=30))  # fmt: skip
+
+    response = owner_client.post(f"/schedules/{schedule.pk}/toggle", follow=True)
+
+    assert "3 run(s) of its next fire, not yet started, were cancelled" in response.content.decode()
+    runs = {run.pk: run for run in Run.objects.filter(schedule=schedule)}
+    assert runs[pending.pk].state == Run.State.CANCELLED
+    assert runs[pending.pk].explanation.startswith("cancelled before it started: its schedule nightly was paused")
+    assert runs[queued.pk].cancel_requested and runs[waiting_on_host.pk].cancel_requested
+    assert runs[waiting_on_host.pk].explanation == "cancelling: its schedule nightly was paused before this run started"
+    # The queued run ends at its launch without connecting to the host.
+    assert lifecycle.launch(queued.pk) == Run.State.CANCELLED
+    assert Run.objects.get(pk=queued.pk).explanation == queueing.paused_explanation("nightly")
+    # A run whose start has come goes on, and so does a Run now a person asked for.
+    assert (runs[started.pk].state, runs[started.pk].cancel_requested) == (Run.State.RUNNING, False)
+    assert (runs[asked.pk].state, runs[asked.pk].cancel_requested) == (Run.State.PENDING, False)
+    # The fire's time comes: nothing of it is claimed.
+    assert queueing.dispatch_due(fire + timedelta(seconds=30)) == 1  # only the Run now
+    assert not Run.objects.filter(schedule=schedule, trigger=Run.Trigger.SCHEDULE, state=Run.State.QUEUED).exists()
+
+
+def test_a_fire_that_raced_the_pause_is_cancelled_at_its_claim_and_at_its_launch(team, disks, quick):
+    now = timezone.now().replace(microsecond=0)
+    schedule = _schedule(team, disks[:2], [quick], kind="interval", interval_minutes=60,
+                         starts_at=now + timedelta(seconds=5))  # fmt: skip
+    dispatcher.materialise(now)
+    first, second = Run.objects.filter(schedule=schedule).order_by("disk__label")
+    assert queueing.claim(first)
+    # Paused without the pause's own clean-up, as a tick that made or claimed the fire meanwhile would see it.
+    Schedule.objects.filter(pk=schedule.pk).update(enabled=False)
+    assert queueing.dispatch_due(now) == 0
+    assert Run.objects.get(pk=second.pk).state == Run.State.CANCELLED
+    assert lifecycle.launch(first.pk) == Run.State.CANCELLED
+    assert Run.objects.get(pk=first.pk).explanation == queueing.paused_explanation("nightly")
+    third = RunFactory(disk=disks[2], profile=quick, schedule=schedule, trigger=Run.Trigger.SCHEDULE,
+                       fire_time=now, not_before=now)  # fmt: skip
+    assert not queueing.claim(third)
+    assert Run.objects.get(pk=third.pk).state == Run.State.CANCELLED
+
+
+def test_a_fire_whose_profile_can_no_longer_run_on_its_disk_records_why_instead_of_failing_at_launch(
+    team, disks, quick
+):
+    start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
+    schedule = _schedule(team, disks[:2], [quick], kind="interval", interval_minutes=60, starts_at=start)
+    # After the schedule was saved, the profile lost its file size: it now runs on a whole block device only.
+    Profile.objects.filter(pk=quick.pk).update(size_bytes=None)
+    assert dispatcher.materialise(start + timedelta(seconds=1)) == 2
+    runs = list(Run.objects.filter(schedule=schedule))
+    assert {r.state for r in runs} == {Run.State.FAILED}
+    assert all(r.finished_at is not None for r in runs)
+    assert runs[0].explanation.startswith(f"not started: quick cannot run on disk {runs[0].disk.label}: it has no")

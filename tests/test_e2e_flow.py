@@ -134,7 +134,8 @@ def test_a_person_goes_from_sign_up_to_charts_comparison_and_import(
     assert page.evaluate("window.stillTheSamePage") is True, "the page reloaded instead of showing the result"
     assert page.locator("#run-state").inner_text() == "Succeeded"
     assert page.locator("#run-progress").is_visible()
-    assert re.fullmatch(r"[\d.]+k? IOPS", page.locator("#total-iops").inner_text())
+    # As fio's JSON wrote it, with thousands separators: "19,448.517161 IOPS", never "19.4k IOPS".
+    assert re.fullmatch(r"[\d,]+(\.\d+)? IOPS", page.locator("#total-iops").inner_text())
     step("run-finished")
     run = Run.objects.get(disk=ultra)
     assert run.state == Run.State.SUCCEEDED and run.summary["total"]["iops"] > 0
@@ -179,12 +180,15 @@ def test_a_person_goes_from_sign_up_to_charts_comparison_and_import(
     preview = page.locator("#import-preview")
     preview.wait_for()
     expected_iops = json.loads(IMPORTED.read_text())["jobs"][0]["read"]["iops"]
-    assert f"{expected_iops / 1000:.3g}k IOPS" in preview.inner_text()
+    # As fio's JSON wrote the read IOPS, digit for digit, with thousands separators.
+    written = re.search(r'"read" : \{.*?"iops" : ([0-9.]+)', IMPORTED.read_text(), re.S)[1]
+    whole, _, fraction = written.partition(".")
+    assert f"{int(whole):,}.{fraction} IOPS" in preview.inner_text()
     assert Run.objects.filter(trigger=Run.Trigger.IMPORT).count() == 0
     step("import-check")
     page.get_by_role("button", name="Save 1 result").click()
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
-    assert page.get_by_text("Imported 1 result(s)").is_visible()
+    assert page.get_by_text("Imported 1 result onto").is_visible()
     imported = Run.objects.get(trigger=Run.Trigger.IMPORT)
     assert imported.disk.label == "gp2" and imported.state == Run.State.SUCCEEDED
     assert imported.summary["total"]["iops"] == pytest.approx(expected_iops)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.tools import fio
+from jobs.tools import detect, fio
 from jobs.tools.options import ToolOptionError, check_extra_options
 from jobs.tools.summary import ParseError, percentiles_from_bins
 
@@ -326,6 +326,21 @@ def test_fio_json_settings_fill_the_rest_of_the_summary() -> None:
         "direct": True,
         "runtime_s": 3.001,
         "samples": [],
+        # As written in the JSON: "iops" : 19448.517161, "bw" : 77794, "bw_bytes" : 79661126, "runtime" : 3001
+        "printed": {
+            "read": {"iops": "19448.517161", "bw": "77794 KiB/s", "bw_alt": "79661126 B/s", "runtime": "3001 ms"},
+            "write": {"iops": "8307.564145", "bw": "33230 KiB/s", "bw_alt": "34027782 B/s", "runtime": "3001 ms"},
+            "total": None,
+        },
+        # "job options": rw=randrw, bs=4096, ioengine=psync (fio's own iodepth and numjobs are not written)
+        "workload": {
+            "rw": "randrw",
+            "block_size": "4096",
+            "iodepth": None,
+            "numjobs": None,
+            "read_percent": 70.0,
+            "ioengine": "psync",
+        },
     }
     assert result.format == "fio-json"
     assert result.settings["rwmixread"] == "70"
@@ -762,8 +777,10 @@ def test_terse_v3_fields_are_read_by_position() -> None:
 def test_terse_lines_of_another_version_or_cut_short_are_refused() -> None:
     line = read("fio-3.33-randrw.terse").strip()
 
-    with pytest.raises(ParseError, match="version 4"):
-        fio.parse_fio_terse("4" + line[1:])
+    with pytest.raises(ParseError, match="terse version 6; versions 2, 3, 4 and 5 are read"):
+        fio.parse_fio_terse("6" + line[1:])
+    with pytest.raises(ParseError, match=r"line 1: a terse v5 line needs at least 146 fields; this one has 130"):
+        fio.parse_fio_terse("5" + line[1:])
     with pytest.raises(ParseError, match=r"line 2: .* has 30"):
         fio.parse_fio_terse("hello\n" + ";".join(line.split(";")[:30]))
 
@@ -780,3 +797,146 @@ def test_a_terse_field_that_is_negative_or_not_an_ascii_number_is_refused(field:
 def test_terse_totals_that_overflow_to_infinity_are_refused_as_implausible() -> None:
     with pytest.raises(ParseError, match="implausible value inf"):
         fio.parse_fio_terse("3;fio-3.33;j;0;0;1e306;0;1;1" + ";0" * 80)
+
+
+# --- excerpts: a lone summary line, as people quote it -----------------------------------------------------
+
+EXCERPT_3 = "  write: IOPS=23.4k, BW=91.6MiB/s (96.0MB/s)(10.0GiB/111824msec)\n"
+EXCERPT_2 = "  write: io=10240MB, bw=93768KB/s, iops=23441 , runt=111824msec\n"
+COMMAND = "$ fio --name=seqwrite --rw=write --bs=4k --iodepth=1 --numjobs=1 --size=10G --direct=1\n"
+
+
+def test_a_3x_summary_line_alone_is_a_partial_result_with_fios_rounded_iops() -> None:
+    result = fio.parse_fio_excerpt(EXCERPT_3)
+    summary = result.summary
+
+    # "23.4k" is 23,400 as fio rounded it; 91.6 MiB/s; 111824 ms
+    assert summary["write"]["iops"] == 23400
+    assert summary["write"]["bw_bytes_per_s"] == pytest.approx(91.6 * 1024**2)
+    assert summary["runtime_s"] == 111.824
+    assert summary["printed"]["write"] == {
+        "iops": "23.4k",
+        "bw": "91.6MiB/s",
+        "bw_alt": "96.0MB/s",
+        "runtime": "111824msec",
+    }
+    assert summary["workload"] == {
+        "rw": None,
+        "block_size": None,
+        "iodepth": None,
+        "numjobs": None,
+        "read_percent": None,
+        "ioengine": None,
+    }
+    assert (summary["read"], summary["read_percent"], summary["block_size_bytes"]) == (None, None, None)
+    assert result.partial == (
+        "only fio's summary line: no latency, no job options (rw, block size, iodepth, jobs); "
+        "write IOPS=23.4k is as fio rounded it."
+    )
+
+
+def test_the_command_line_above_a_summary_line_gives_the_workload_and_an_exact_iops() -> None:
+    result = fio.parse_fio_excerpt(COMMAND + EXCERPT_3)
+    summary = result.summary
+
+    assert summary["workload"] == {
+        "rw": "write",
+        "block_size": "4k",
+        "iodepth": 1,
+        "numjobs": 1,
+        "read_percent": 0.0,
+        "ioengine": None,
+    }
+    assert (summary["block_size_bytes"], summary["read_percent"], summary["direct"]) == (4096, 0.0, True)
+    # BW=91.6MiB/s is fio's most precise figure here (±0.05 of 91.6): 91.6 MiB/s ÷ 4096 B = 23449.6 IOPS
+    assert summary["write"]["iops"] == pytest.approx(91.6 * 1024**2 / 4096)
+    assert result.diagnostics == [
+        "write IOPS 23449.6 is BW=91.6MiB/s ÷ 4096 B (the block size from the fio command line); fio printed "
+        "IOPS=23.4k, rounded."
+    ]
+    assert "write IOPS=23.4k is as fio rounded it; the IOPS stored is derived" in result.partial
+    assert "no job options" not in result.partial
+
+
+def test_a_2x_summary_line_keeps_its_exact_iops_and_1024_based_kb() -> None:
+    result = fio.parse_fio_excerpt(EXCERPT_2)
+    summary = result.summary
+
+    assert summary["write"]["iops"] == 23441
+    assert summary["write"]["bw_bytes_per_s"] == 93768 * 1024
+    assert summary["printed"]["write"] == {"iops": "23441", "bw": "93768KB/s", "runtime": "111824msec"}
+    assert "rounded" not in result.partial
+    assert result.diagnostics == []
+
+
+def test_a_summary_line_of_each_direction_is_one_partial_result() -> None:
+    text = (
+        "read: IOPS=17.0k, BW=66.4MiB/s (69.6MB/s)(199MiB/3001msec)\n"
+        "write: IOPS=7295, BW=28.5MiB/s (29.9MB/s)(85.5MiB/3001msec)\n"
+    )
+
+    summary = fio.parse_fio_excerpt(text).summary
+
+    assert (summary["read"]["iops"], summary["write"]["iops"]) == (17000, 7295)
+    assert summary["total"]["iops"] == 24295
+    assert summary["runtime_s"] == 3.001
+
+
+def test_text_with_no_summary_line_is_refused_as_an_excerpt() -> None:
+    with pytest.raises(ParseError, match=r"Expected a fio summary line such as 'write: IOPS=23\.4k"):
+        fio.parse_fio_excerpt("write: nothing here")
+
+
+def test_live_progress_is_the_latest_interval_and_says_when_it_ended() -> None:
+    """The first status document alone is its own first interval (the figure appears a poll sooner), and the
+    figure says which second of fio's runtime it is of."""
+    from jobs.runners import FioRunner
+
+    text = read("fio-3.33-randrw-status-interval.json")
+    docs, _ = fio.fio_json_documents(text)
+    assert len(docs) >= 3
+    first = text[: text.index('{\n  "fio version"', 10)]
+    one = FioRunner().progress(first, {})
+    ms = max(job[d]["runtime"] for job in docs[0]["jobs"] for d in ("read", "write"))
+    ios = sum(job["read"]["total_ios"] for job in docs[0]["jobs"])
+    assert one["read_iops"] == pytest.approx(ios * 1000 / ms) and one["iops_at_s"] == round(ms / 1000, 1)
+    latest = FioRunner().progress(text, {})
+    ms = [max(job[d]["runtime"] for job in doc["jobs"] for d in ("read", "write")) for doc in docs[-2:]]
+    ios = [sum(job["write"]["total_ios"] for job in doc["jobs"]) for doc in docs[-2:]]
+    assert latest["write_iops"] == pytest.approx((ios[1] - ios[0]) * 1000 / (ms[1] - ms[0]))
+    assert latest["iops_at_s"] == round(ms[1] / 1000, 1)
+    assert FioRunner().progress("", {}) == {}
+
+
+def test_the_job_description_line_above_a_summary_line_gives_the_workload() -> None:
+    text = (
+        "myjob: (g=0): rw=randwrite, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=libaio, "
+        "iodepth=32\n"
+        "  write: IOPS=28.8k, BW=112MiB/s (118MB/s)(4096MiB/36447msec)\n"
+    )
+
+    result = fio.parse_fio_excerpt(text)
+
+    assert result.summary["workload"] == {
+        "rw": "randwrite",
+        "block_size": "4096B",
+        "iodepth": 32,
+        "numjobs": None,
+        "read_percent": 0.0,
+        "ioengine": "libaio",
+    }
+    # 4096MiB ÷ 4096 B ÷ 36.447 s: the I/O total (±0.5 MiB) is finer than "28.8k" (±50) or 112MiB/s (±0.5)
+    assert result.summary["write"]["iops"] == pytest.approx(4096 * 1024**2 / 4096 / 36.447)
+    assert "the job description line" in result.partial
+
+
+def test_many_groups_are_read_in_linear_time() -> None:
+    """3,000 "All clients" sections took 160 s when each result searched the whole text again."""
+    section = "All clients: (groupid={}, jobs=1): err= 0: pid=0\n  read: IOPS=1, BW=1Mi (1M)(1MiB/1000msec)\n"
+    text = "".join(section.format(group) for group in range(3000))
+
+    started = time.monotonic()
+    results = detect.parse_all(text)
+
+    assert len(results) == 3000
+    assert time.monotonic() - started < 10

@@ -695,3 +695,112 @@ def test_disk_types_describe_inputs_and_the_range_in_effect_on_a_date():
     old = {kind.id: kind for kind in limits.disk_types(on=date(2022, 1, 1))}
     assert (old["alibaba-essd-pl0"].size_min, old["alibaba-essd-pl0"].size_max) == (40, 32768)
     assert [record.id for record in kinds["aws-gp3"].records] == ["aws/gp3@2023", "aws/gp3@2025-09"]
+
+
+# ----------------------------------------------------------------------------- in the source's own unit
+
+
+def shown(result: limits.Limits) -> str:
+    return limits.rate_text(result.throughput_bytes_per_s, result.total_throughput_unit)
+
+
+def test_one_ultra_disk_shows_the_140_mb_s_alibaba_publishes_not_134_mib_s():
+    result = of("alibaba-ultra", 400)
+    assert (result.throughput_unit, result.total_throughput_unit) == ("MB/s", "MB/s")
+    assert shown(result) == "140 MB/s"
+    assert limits.converted_text(result.throughput_bytes_per_s, "MB/s") == "≈ 133.5 MiB/s"
+
+
+def test_eight_ultra_stripes_show_1_120_mb_s_with_the_per_disk_step():
+    result = of("alibaba-ultra", 400, stripes=8)
+    assert shown(result) == "1,120 MB/s"
+    assert (result.volume_iops, result.volume_throughput_bytes_per_s) == (5000, 140 * MB)
+    steps = limits.breakdown(result)
+    assert steps["per_disk"]["throughput"] == {
+        "bytes_per_s": 140 * MB, "value": 140, "unit": "MB/s", "text": "140 MB/s"
+    }  # fmt: skip
+    assert steps["striped"] == {"iops": 40000, "throughput": limits.rate(1120 * MB, "MB/s")}
+    assert steps["binding"] == "IOPS-bound below 27.3 KiB blocks, throughput-bound above (1,120 MB/s ÷ 40,000 IOPS)"
+    bindings = {at["block_size"]: at["binding"] for at in steps["at_block_sizes"]}
+    assert bindings == {"4 KiB": "iops", "16 KiB": "iops", "64 KiB": "throughput", "256 KiB": "throughput",
+                        "1 MiB": "throughput"}  # fmt: skip
+
+
+def test_essd_pl3_at_32768_gib_shows_4000_mb_s_not_3_73_gib_s():
+    result = of("alibaba-essd-pl3", 32768)
+    assert shown(result) == "4,000 MB/s"
+    assert limits.rate(result.throughput_bytes_per_s, result.total_throughput_unit)["value"] == 4000
+
+
+def test_aws_throughput_stays_in_the_mib_s_aws_publishes():
+    assert shown(of("aws-gp2", 500)) == "250 MiB/s"
+    assert shown(of("aws-gp3", 100, bytes_per_s=1000 * MiB, iops=4000)) == "1,000 MiB/s"
+    assert limits.converted_text(128 * MiB, "MiB/s") == "≈ 134.2 MB/s"
+
+
+def test_a_small_gp2_volume_bursts_for_1862_s_about_31_min_from_a_full_bucket():
+    result = of("aws-gp2", 33)  # baseline 100 IOPS (the floor); 5.4M I/Os / (3,000 - 100) = 1,862 s
+    assert (result.iops, result.burst_iops, round(result.burst_seconds)) == (100, 3000, 1862)
+    burst = limits.breakdown(result)["burst"]
+    assert (burst["kind"], burst["iops"], burst["lasts"]) == ("credit", 3000, "≈ 31 min from a full bucket")
+
+
+def test_an_instance_cap_is_shown_in_the_unit_it_was_typed_in_and_names_what_it_binds():
+    result = of("alibaba-essd-pl2", 1600, stripes=2, instance_iops_cap=60000, instance_bytes_per_s_cap=1000 * MiB)
+    assert (result.instance_throughput_unit, result.total_throughput_unit) == ("MiB/s", "MiB/s")
+    assert shown(result) == "1,000 MiB/s"  # 2 x 750 MB/s = 1,500 MB/s, capped at the typed 1,000 MiB/s
+    rows = {row["label"]: row for row in limits.breakdown(result)["rows"]}
+    assert rows["Per disk"]["value"] == "81,800 IOPS · 750 MB/s"
+    assert rows["× 2 stripes"]["value"] == "163,600 IOPS · 1,500 MB/s"
+    assert (rows["Instance cap"]["value"], rows["Instance cap"]["note"]) == (
+        "60,000 IOPS · 1,000 MiB/s", "binds: iops and throughput"
+    )  # fmt: skip
+    assert of("alibaba-ultra", 400, instance_bytes_per_s_cap=10**9).total_throughput_unit == "MB/s"  # 140 < 1,000
+
+
+def test_an_instance_cap_below_the_burst_says_it_caps_the_burst_and_that_the_bucket_then_lasts_longer():
+    rows = {row["label"]: row for row in limits.breakdown(of("aws-gp2", 33, instance_iops_cap=2000))["rows"]}
+    assert rows["Instance cap"]["note"] == "does not bind the baseline; caps the burst"
+    assert rows["Burst"]["value"] == "2,000 IOPS, on credits"
+    assert rows["Burst"]["note"].endswith("longer under the instance cap")
+
+
+def test_custom_limits_keep_the_unit_they_were_typed_in():
+    assert shown(of("custom", iops=1000, bytes_per_s=300 * MiB)) == "300 MiB/s"
+    assert shown(of("custom", iops=1000, bytes_per_s=300 * MB)) == "300 MB/s"
+    # 16,384 MB/s is also a whole 15,625 MiB/s: only the unit the person chose tells which they typed.
+    assert shown(of("custom", iops=1000, bytes_per_s=16_384 * MB)) == "15,625 MiB/s"
+    assert shown(of("custom", iops=1000, bytes_per_s=16_384 * MB, typed_unit="MB/s")) == "16,384 MB/s"
+
+
+def test_every_type_lists_its_formula_in_the_sources_unit():
+    kinds = {kind.id: kind for kind in limits.disk_types()}
+    ultra = kinds["alibaba-ultra"].records[-1].formula
+    assert ultra[:2] == ["IOPS = min(1,800 + 8 × size, 5,000)", "throughput = min(100 + 0.15 × size, 140) MB/s"]
+    gp2 = " ".join(kinds["aws-gp2"].records[0].formula)
+    assert "128 MiB/s up to 170 GiB" in gp2 and "credit bucket of 5,400,000 I/Os" in gp2
+    assert all(record.formula for kind in kinds.values() for record in kind.records)
+
+
+# ----------------------------------------------------------------------------- efficiency against the promise
+
+
+def test_efficiency_of_a_bursting_gp2_is_against_baseline_and_burst_and_within_the_burst_is_not_above():
+    eff = limits.Efficiency.of(3009, 100, 3000)  # gp2 at 33 GiB: baseline 100, burst 3,000
+    assert eff.text == "3,009 % of baseline, 100 % of burst"
+    assert (eff.above, eff.bursting, eff.css) == (False, True, "eff-burst")
+
+
+def test_efficiency_above_the_highest_promise_is_flagged_with_separators_never_as_success():
+    eff = limits.Efficiency.of(40167, 100, 3000)
+    assert eff.text == "40,167 % of baseline, 1,339 % of burst"
+    assert eff.above and eff.css == "eff-above"
+    assert eff.flag == "above the promise: cache, burst or a wrong spec?"
+    plain = limits.Efficiency.of(14540, 1000)
+    assert (plain.text, plain.css, plain.above) == ("1,454 %", "eff-above", True)
+
+
+def test_efficiency_within_the_promise_says_how_far_below():
+    assert limits.Efficiency.of(3000, 4000).text == "75 %" and limits.Efficiency.of(3000, 4000).css == "eff-mid"
+    assert limits.Efficiency.of(30, 4000).text == "0.8 %"
+    assert limits.Efficiency.of(None, 4000) is None and limits.Efficiency.of(3000, None) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
@@ -258,15 +258,20 @@ def test_an_ndisk64_profile_previews_its_command_line(owner_client, team):
     assert preview["text"].startswith("ndisk64 -R -r 50 -M 4 -b 4K -s 32M -t 60 -D -f /data/bench/benchweb-")
 
 
-def test_a_preset_is_copied_into_the_team_and_stays_unchanged(owner_client, team):
+def test_a_preset_is_copied_into_the_team_on_save_and_stays_unchanged(owner_client, team):
     preset = Profile.objects.filter(builtin=True).first()
-    response = owner_client.post(f"/profiles/{preset.pk}/copy/")
+    form = owner_client.get(f"/profiles/{preset.pk}/copy/").context["form"]
+    assert not Profile.objects.filter(team=team).exists()  # the copy form saves nothing by itself
+    data = {name: form[name].value() for name in form.fields}
+    # What a browser submits: an unticked box is left out.
+    data = {k: ("on" if v is True else v) for k, v in data.items() if v is not None and v is not False}
+    response = owner_client.post(f"/profiles/{preset.pk}/copy/", data)
     copy = Profile.objects.get(team=team)
-    assert response["Location"] == f"/profiles/{copy.pk}/edit/"
+    assert response["Location"] == f"/profiles/{copy.pk}/"
     assert copy.name == f"{preset.name} (copy)" and not copy.builtin
     assert copy.parameters() == preset.parameters()
-    owner_client.post(f"/profiles/{preset.pk}/copy/")
-    assert Profile.objects.filter(team=team, name=f"{preset.name} (copy 2)").exists()
+    second = owner_client.get(f"/profiles/{preset.pk}/copy/").context["form"]
+    assert second["name"].value() == f"{preset.name} (copy 2)"
     edit = owner_client.get(f"/profiles/{preset.pk}/edit/")
     assert edit.status_code == 302 and edit["Location"] == f"/profiles/{preset.pk}/"
 
@@ -276,7 +281,7 @@ def test_a_preset_is_copied_into_the_team_and_stays_unchanged(owner_client, team
 
 def _confirmation(page: str) -> dict:
     """What a browser submits from the confirmation form: hidden inputs and hidden textareas."""
-    form = page[page.index('<form method="post" class="confirm">') :]
+    form = page[page.index('<form method="post" class="confirm"') :]
     form = form[: form.index("</form>")]
     data: dict[str, list[str]] = {}
     for name, value in re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form):
@@ -307,7 +312,8 @@ def test_an_import_shows_the_numbers_first_and_stores_them_only_on_save(owner_cl
             },
         )
     page = response.content.decode()
-    assert "27.8k IOPS" in page and "20k IOPS" in page  # fio read+write, ndisk64 TOTALS
+    # As the tools printed them: fio JSON's read + write summed in decimal, ndisk64's TOTALS row.
+    assert "27,756.081306 IOPS" in page and "20,030.0 IO/s" in page and "80,119.94 KB/s" in page
     assert "35.6 µs" in page  # fio read p50
     assert "fio-json" in page and "ndisk64" in page
     assert not Run.objects.exists()
@@ -334,7 +340,8 @@ def test_pasted_text_survives_the_round_trip_with_browser_line_breaks(owner_clie
     response = owner_client.post("/import/", data)
     run = Run.objects.get()
     assert response["Location"] == f"/runs/{run.pk}/"
-    assert run.raw_output == text and run.profile_name == "import: pasted text"
+    assert run.raw_output == text and run.profile_name == "randrw 4k QD1"  # named by its workload
+    assert run.parameters["source"] == "pasted text"
 
 
 def test_unreadable_input_says_why_and_stores_nothing(owner_client, disk):
@@ -423,6 +430,32 @@ def test_the_overview_shows_results_running_and_failed_runs(owner_client, disk):
     assert '<svg class="spark"' in page and "spark-limit" in page
     assert "long read" in page and 'value="25"' in page and "about 90 s left" in page
     assert "could not start: fio is not installed on vm1" in page
+
+
+def test_running_now_lists_the_runs_waiting_for_their_stagger_slot_with_the_time(owner_client, disk):
+    """Scheduled runs wait pending for their slot (not_before), then, claimed a little early, running on their
+    host until it comes: both are in Running now, saying until when, beside a run that is due already."""
+    now = timezone.now()
+    slot, later = now + timedelta(minutes=4, seconds=30), now + timedelta(minutes=9)
+    RunFactory(disk=disk, profile_name="due read", explanation="waiting: disk busy with run 7")
+    RunFactory(disk=disk, profile_name="slot read", not_before=slot, explanation="waiting to start")
+    RunFactory(disk=disk, profile_name="early read", running=True, not_before=later, started_at=later)
+    page = owner_client.get("/overview/").content.decode()
+    running_now = re.sub(r"<[^>]+>", "", page.split('id="running"')[1].split("</section>")[0])
+    for name in ("due read", "slot read", "early read"):
+        assert name in running_now
+    assert "waiting: disk busy with run 7" in running_now
+    for moment in (slot, later):
+        assert f"waiting until {moment.astimezone(UTC):%H:%M:%S} UTC" in running_now
+    assert running_now.index("due read") < running_now.index("slot read")
+
+
+def test_running_now_counts_the_waiting_runs_it_does_not_list(owner_client, disk):
+    soon = timezone.now() + timedelta(minutes=5)
+    for n in range(13):
+        RunFactory(disk=disk, profile_name=f"fire {n}", not_before=soon + timedelta(seconds=n))
+    page = owner_client.get("/overview/").content.decode()
+    assert "fire 9" in page and "fire 10" not in page and "and 3 more waiting" in page
 
 
 def test_an_empty_overview_says_what_to_do_next(owner_client, team):

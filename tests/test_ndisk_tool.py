@@ -136,6 +136,21 @@ def test_the_header_and_closing_line_fill_the_rest_of_the_summary() -> None:
         "direct": True,  # "Direct I/O mode - O_DIRECT"
         "runtime_s": 60.0,
         "samples": [],
+        # The TOTALS row as printed: "TOTALS   1201798  20030.0 |     78.24     80119.94"
+        "printed": {
+            "read": None,
+            "write": None,
+            "total": {"iops": "20030.0 IO/s", "bw": "80119.94 KB/s", "bw_alt": "78.24 MB/s"},
+        },
+        # "I/O type = Random", "Block size = 4096", four process rows, "Equal read and write"
+        "workload": {
+            "rw": "randrw",
+            "block_size": "4096",
+            "iodepth": None,
+            "numjobs": 4,
+            "read_percent": 50.0,
+            "ioengine": None,
+        },
     }
 
 

@@ -14,6 +14,7 @@ from jobs.imports import importing
 from jobs.models import Credential, Disk, Host, Profile, Run, Schedule, ScheduleProfile
 from jobs.teams import membership as teams
 from tests.browser import wait_until
+from tests.builders import rerun_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-phone-password-3"
@@ -56,7 +57,7 @@ STICKING_OUT = """() => {
 
 
 def _import(disk: Disk, fixture: str, hours_ago: float) -> Run:
-    text = (FIXTURES / fixture).read_text()
+    text = rerun_of((FIXTURES / fixture).read_text(), round(hours_ago * 3600))
     return importing.import_result(disk, text, name=fixture, at=timezone.now() - timedelta(hours=hours_ago))
 
 

@@ -12,12 +12,13 @@ from django.utils import timezone
 
 from jobs.imports import importing
 from jobs.models import Run, RunSample
+from tests.builders import rerun_of
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures/fio-3.33-randrw-status-interval.json"
 
 
 def _imported(disk, days_ago: float) -> Run:
-    run = importing.import_result(disk, FIXTURE.read_text(), name="history",
+    run = importing.import_result(disk, rerun_of(FIXTURE.read_text(), round(days_ago * 86400)), name="history",
                                  at=timezone.now() - timedelta(days=days_ago))  # fmt: skip
     if not run.samples.exists():  # give every run samples, whatever the fixture holds
         RunSample.objects.bulk_create(RunSample(run=run, t_s=t, read_iops=100.0 + t) for t in range(1, 6))

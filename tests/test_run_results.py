@@ -54,7 +54,8 @@ def test_an_imported_result_is_kept_as_the_numbers_of_its_summary(disk, path):
     result = RunResult.objects.get(run=run)
 
     _assert_kept(result, parsed)
-    assert (result.disk_id, result.profile_id, result.profile_name) == (disk.pk, None, f"import: {path.name}")
+    named = importing.series_name(importing.parse_import(path.read_text()), path.name)  # its workload
+    assert (result.disk_id, result.profile_id, result.profile_name) == (disk.pk, None, named)
     assert (result.finished_at, result.finished_ms) == (at, 1_777_602_600_123)
     assert result.limit_iops == run.limits_snapshot["effective_iops"] == 4000
     (day,) = RunResultDay.objects.filter(disk=disk)
@@ -230,19 +231,19 @@ def test_admin_edits_and_deletes_keep_the_chart_tables_in_step(disk, rf, owner):
 
     from jobs.admin import RunAdmin
 
-    text = (Path(__file__).parent / "fixtures/fio-3.33-randrw.json").read_text()
-    first = importing.import_result(disk, text, name="a")
-    second = importing.import_result(disk, text, name="b")
-    assert RunResultDay.objects.get(disk=disk, profile_name="import: a").runs == 1
+    first = importing.import_result(disk, (FIXTURES / "fio-3.33-randrw.json").read_text(), name="a")
+    second = importing.import_result(disk, (FIXTURES / "fio-3.33-randread-jsonplus.json").read_text(), name="b")
+    assert first.profile_name != second.profile_name  # two workloads, two series
+    assert RunResultDay.objects.get(disk=disk, profile_name=first.profile_name).runs == 1
     run_admin, request = RunAdmin(Run, admin.site), rf.post("/admin/")
     request.user = owner
     first.state = Run.State.FAILED  # an admin marks a run failed: it leaves the chart
     run_admin.save_model(request, first, form=None, change=True)
     assert not RunResult.objects.filter(run=first).exists()
-    assert not RunResultDay.objects.filter(disk=disk, profile_name="import: a").exists()
+    assert not RunResultDay.objects.filter(disk=disk, profile_name=first.profile_name).exists()
     second.finished_at -= timedelta(days=3)  # moved in time: counted in its new day only
     run_admin.save_model(request, second, form=None, change=True)
-    (day,) = RunResultDay.objects.filter(disk=disk, profile_name="import: b")
+    (day,) = RunResultDay.objects.filter(disk=disk, profile_name=second.profile_name)
     assert day.day == timeseries.epoch_ms(second.finished_at) // timeseries.DAY_MS
     run_admin.delete_model(request, second)
     assert not RunResultDay.objects.filter(disk=disk).exists() and not RunResult.objects.exists()

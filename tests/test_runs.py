@@ -239,3 +239,33 @@ def test_a_missing_tool_says_how_to_install_it(sshd, worker, tmp_path):
     assert run.state == Run.State.ERROR
     assert "ndisk64 was not found on loopback" in run.explanation and "PATH" in run.explanation
     assert list((tmp_path / "bench").iterdir()) == []
+
+
+def test_live_iops_follow_the_latest_interval_and_a_finished_run_reports_its_real_elapsed_time(
+    fio_installed, sshd, worker, tmp_path
+):
+    """The live figure must move with fio's status documents to the end (a poll that waited on the host for
+    the finish used to hold it for 5 s), and a finished run's elapsed time is its real runtime, not the last
+    poll's (3.5 s for a 10 s run)."""
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
+    run = queueing.request_run(disk, quick_profile(team, runtime_s=10))
+    run = wait_state(run, Run.State.RUNNING)
+    seen: list[tuple[float, float | None]] = []  # (seconds since the run started, live read IOPS)
+    while not run.is_final:
+        run.refresh_from_db()
+        if run.state == Run.State.RUNNING and run.started_at:
+            seen.append(((timezone.now() - run.started_at).total_seconds(), run.progress.get("read_iops")))
+        time.sleep(0.1)
+    assert run.state == Run.State.SUCCEEDED, run.explanation
+    changes = [at for (at, iops), (_, before) in zip(seen[1:], seen, strict=False) if iops != before]
+    said = f"the live IOPS changed at {[round(c, 1) for c in changes]} s"
+    # fio writes a figure a second and polls come every 2 s (near the end back to back, each waiting up to 1 s
+    # on the host), plus an SSH login each: from the first figure to the end it changes at least every 4.5 s.
+    # A poll that waited 5 s for the finish held it for 5 s and more.
+    held = max(later - earlier for earlier, later in zip(changes, [*changes[1:], seen[-1][0]], strict=True))
+    assert changes[0] < 5.0 and held < 4.5, said
+    # The wall clock on the host from the wrapper's start to the tool's end: fio's 10 s plus its start-up.
+    assert 10.0 <= run.progress["elapsed_s"] <= 12.0 and run.progress["elapsed_from"] == "host"
+    assert run.progress["elapsed_s"] <= (run.finished_at - run.started_at).total_seconds()
+    assert run.progress["eta_s"] == 0

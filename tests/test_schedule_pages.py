@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from datetime import timedelta
+import html
+import re
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -8,6 +10,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from jobs import clock
+from jobs.api.models import ApiToken
 from jobs.models import Membership, Profile, Run, Schedule, Team
 from tests.factories import DiskFactory, ProfileFactory, RunFactory
 
@@ -66,9 +70,15 @@ def test_the_preview_lists_the_next_ten_fires_with_each_targets_start(owner_clie
     body = owner_client.post("/schedules/preview.json", data).json()
     assert len(body["fires"]) == 10
     first = body["fires"][0]
-    assert "T02:30:00" in first["at"]
+    # In the reader's zone (UTC here: no preference, no browser cookie), and in the schedule's own, labelled.
+    berlin = ZoneInfo("Europe/Berlin")
+    at = datetime.fromisoformat(first["at"])
+    assert at.utcoffset() == timedelta(0) and at.astimezone(berlin).strftime("%H:%M:%S") == "02:30:00"
+    assert first["at_text"] == at.strftime("%Y-%m-%d %H:%M UTC")
+    assert first["at_schedule_text"] == at.astimezone(berlin).strftime("%Y-%m-%d 02:30 %Z")
     assert [run["offset_s"] for run in first["runs"]] == [0, 90]
-    assert first["runs"][1]["start"][11:19] == "02:31:30"
+    assert datetime.fromisoformat(first["runs"][1]["start"]).astimezone(berlin).strftime("%H:%M:%S") == "02:31:30"
+    assert first["runs"][1]["start_text"] == (at + timedelta(seconds=90)).strftime("%H:%M:%S UTC")
     # A preview only looks: it used to save the draft, so every keystroke in a new schedule's form made one.
     assert not Schedule.objects.exists()
     assert owner_client.post("/schedules/preview.json", data).status_code == 200
@@ -129,3 +139,89 @@ def test_another_team_cannot_see_or_change_a_schedule(disk, quick, owner_client)
     assert client.post(f"/schedules/{schedule.pk}/run-now").status_code == 404
     assert "nightly" not in client.get("/schedules/").content.decode()
     assert "vm1" not in client.get("/schedules/calendar/").content.decode()
+
+
+def test_saving_a_schedule_that_overlaps_another_on_its_host_warns_naming_it_and_the_first_overlap(
+    owner_client, disk, quick, host
+):
+    second = DiskFactory(host=host, label="second", target_path="/data/2")
+    owner_client.post("/schedules/new/", _form(disk, quick))
+    nightly = Schedule.objects.get(name="nightly")
+    response = owner_client.post("/schedules/new/", _form(second, quick, name="also nightly"), follow=True)
+    other = Schedule.objects.get(name="also nightly")  # saved all the same: overlaps are legal, worth knowing
+    warning = (f"Overlaps schedule nightly on host vm1: first at {clock.show(nightly.next_fire_at, UTC, clock.MINUTES)}"
+               " (vm1:second quick and vm1:data quick planned at once)")  # fmt: skip
+    assert warning in html.unescape(response.content.decode())
+    # The edit page and its live preview say the same, and a schedule is not compared with itself.
+    assert warning in html.unescape(owner_client.get(f"/schedules/{other.pk}/").content.decode())
+    data = _form(second, quick, name="also nightly")
+    preview = owner_client.post(f"/schedules/preview.json?schedule={other.pk}", data).json()
+    assert [text[: len(warning)] for text in preview["warnings"]] == [warning]
+    # Two hours later there is no overlap, and no warning.
+    moved = owner_client.post(f"/schedules/{other.pk}/", _form(second, quick, name="also nightly", cron="30 4 * * *"),
+                              follow=True)  # fmt: skip
+    assert "Overlaps schedule" not in moved.content.decode()
+
+
+def test_the_api_returns_a_schedules_overlaps_as_warnings_on_create_update_and_read(owner, team, disk, quick, host):
+    second = DiskFactory(host=host, label="second", target_path="/data/2")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {ApiToken.issue(owner, team, 'tests')[1]}")
+    body = {"name": "nightly", "cron": "30 2 * * *", "targets": [disk.pk], "profiles": [quick.pk]}
+    first = api.post("/api/v1/schedules/", body, content_type="application/json").json()
+    assert first["warnings"] == []
+    created = api.post("/api/v1/schedules/", body | {"name": "also", "targets": [second.pk]},
+                       content_type="application/json")  # fmt: skip
+    assert created.status_code == 201, created.content
+    (warning,) = created.json()["warnings"]
+    assert (warning["schedule"], warning["schedule_name"], warning["host"]) == (first["id"], "nightly", "vm1")
+    assert warning["first_at"] == first["next_fire_at"]
+    assert warning["runs"] == ["vm1:second quick", "vm1:data quick"]
+    assert warning["message"].startswith("Overlaps schedule nightly on host vm1: first at ")
+    assert api.get(f"/api/v1/schedules/{first['id']}/").json()["warnings"][0]["schedule_name"] == "also"
+    listed = api.get("/api/v1/schedules/").json()
+    items = listed["results"] if isinstance(listed, dict) else listed
+    assert {item["name"]: [w["schedule_name"] for w in item["warnings"]] for item in items} == {
+        "also": ["nightly"], "nightly": ["also"]
+    }  # fmt: skip
+    moved = api.patch(f"/api/v1/schedules/{created.json()['id']}/", {"cron": "30 4 * * *"},
+                      content_type="application/json")  # fmt: skip
+    assert moved.json()["warnings"] == []
+
+
+def test_a_two_minute_schedule_says_where_its_bars_stop_and_its_day_view_draws_the_whole_day(owner_client, disk, quick):
+    owner_client.post("/schedules/new/", _form(disk, quick, kind="interval", cron="", interval_minutes="2"))
+    page = owner_client.get("/schedules/calendar/").content.decode()
+    # 7 days of fires every 2 minutes are 5,040 runs: the lane draws 400 of them and says so.
+    assert len(re.findall(r'class="bar planned[^"]*" style', page)) == 400
+    note = re.search(r"Showing the first 400 runs of ([\d,]+) on vm1:data, up to .*?; "
+                     r'<a href="\?day=(\d{4}-\d\d-\d\d)">open the day view', page)  # fmt: skip
+    assert note, page[page.find("lane-cap") - 200 :][:800]
+    assert int(note[1].replace(",", "")) >= 5000
+    tomorrow = (timezone.now() + timedelta(days=1)).date()
+    day = owner_client.get(f"/schedules/calendar/?day={tomorrow:%Y-%m-%d}").content.decode()
+    assert len(re.findall(r'class="bar planned[^"]*" style', day)) == 720 and "Showing the first" not in day
+    assert "previous day" in day
+    refused = owner_client.get("/schedules/calendar/?day=tomorrow").content.decode()
+    assert "give one as YYYY-MM-DD" in refused
+    assert "give a date from 2000 to 2199" in owner_client.get("/schedules/calendar/?day=0001-01-01").content.decode()
+
+
+@pytest.mark.django_db
+def test_a_schedule_whose_profile_cannot_run_on_a_target_is_refused_on_the_form_and_in_the_api(
+    owner, owner_client, team, disk, quick
+):
+    # A profile without a file size runs on a whole block device only; the disk is a directory.
+    raw = ProfileFactory(team=team, name="raw only", rw="randread", runtime_s=10, size_bytes=None)
+    response = owner_client.post("/schedules/new/", _form(disk, quick, profile_1=raw.pk))
+    assert response.status_code == 200
+    page = html.unescape(response.content.decode())
+    assert f"raw only cannot run on disk {disk.label}: it has no file size" in page
+    assert "Remove the disk or the profile from this schedule." in page
+    assert not Schedule.objects.exists()
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {ApiToken.issue(owner, team, 'tests')[1]}")
+    body = {"name": "nightly", "cron": "30 2 * * *", "targets": [disk.pk], "profiles": [quick.pk, raw.pk]}
+    refused = api.post("/api/v1/schedules/", body, content_type="application/json")
+    assert refused.status_code == 400, refused.content
+    (message,) = refused.json()["targets"]
+    assert message.startswith(f"raw only cannot run on disk {disk.label}: it has no file size")
+    assert not Schedule.objects.exists()

@@ -6,9 +6,11 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from jobs.models import Disk, Run, Schedule, ScheduleProfile
+from jobs.schedules import dispatcher
 from tests.builders import quick_profile, target_dir, team_with_host
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -84,3 +86,31 @@ def test_fires_missed_while_beat_was_down_are_skipped_not_launched(sshd, worker,
     assert run.state == Run.State.SKIPPED
     assert "missed by" in run.explanation and "grace 2 s" in run.explanation
     assert run.started_at is None
+
+
+def test_a_schedule_paused_seconds_before_its_fire_runs_nothing_of_it(fio_installed, sshd, worker, beat_factory,
+                                                                      tmp_path):  # fmt: skip
+    # The trap: the fire's run is made, claimed and launched CLAIM_LEAD ahead, its wrapper sleeping on the host
+    # until the fire; a pause a few seconds before the fire used to let it run all the same.
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="d", target_path=target_dir(tmp_path), disk_type="custom")
+    fire_at = (timezone.now() + timedelta(seconds=25)).replace(microsecond=0)
+    schedule = _schedule(team, "hourly", [disk], [quick_profile(team)], kind="interval", interval_minutes=60,
+                         starts_at=fire_at)  # fmt: skip
+    beat_factory()
+    _wait(lambda: Run.objects.filter(schedule=schedule, state=Run.State.RUNNING).exists(), timeout=20,
+          what="the fire's run to be launched ahead, its wrapper waiting for the fire")  # fmt: skip
+    assert timezone.now() < fire_at - timedelta(seconds=5)
+    schedule.enabled = False
+    with transaction.atomic():  # as the Pause button does
+        schedule.save()
+        assert dispatcher.stop_unstarted(schedule) == 1
+    _wait(lambda: Run.objects.filter(schedule=schedule, state__in=Run.FINAL_STATES).exists(), timeout=20,
+          what="the waiting run to be stopped")  # fmt: skip
+    run = Run.objects.get(schedule=schedule)
+    assert run.state == Run.State.CANCELLED, run.explanation
+    assert run.explanation.startswith("cancelled before it started: its schedule hourly was paused")
+    assert run.explanation.endswith("the wrapper waiting on the host for its start was stopped, nothing ran")
+    assert run.finished_at < fire_at and "total" not in (run.summary or {})  # no result: fio never started
+    time.sleep(max(0.0, (fire_at - timezone.now()).total_seconds()) + 3)  # past the fire: nothing else started
+    assert list(Run.objects.filter(schedule=schedule).values_list("state", flat=True)) == [Run.State.CANCELLED]

@@ -203,3 +203,17 @@ def test_a_runs_time_is_cut_to_its_millisecond_so_it_stays_in_the_utc_day_it_fin
     assert midnight(utc_day(epoch_ms(moment))) == datetime(2026, 5, 1, tzinfo=UTC)
     assert utc_day(epoch_ms(moment + timedelta(microseconds=100))) == utc_day(epoch_ms(moment)) + 1
     assert epoch_ms(datetime(1970, 1, 1, 1, tzinfo=timezone(timedelta(hours=1)))) == 0
+
+
+@pytest.mark.parametrize(
+    ("within", "expected"),
+    [
+        ({"24h": 5, "7d": 5, "30d": 5, "all": 5}, "24h"),  # today's runs of a new disk: not one column of 30 days
+        ({"24h": 4, "7d": 5, "30d": 5, "all": 5}, "7d"),
+        ({"24h": 0, "7d": 0, "30d": 3, "all": 5}, "all"),  # every run, even when the last month holds some
+        ({"24h": 24, "7d": 168, "30d": 720, "all": 8760}, "7d"),  # hourly for a year: enough in a week
+        ({"24h": 0, "7d": 0, "30d": 0, "all": 0}, "24h"),
+    ],
+)
+def test_the_default_range_is_the_shortest_holding_every_run_or_enough_of_them(within, expected) -> None:
+    assert timeseries.fitting_range(within) == expected

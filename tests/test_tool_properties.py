@@ -45,7 +45,11 @@ FAST = settings(max_examples=100, deadline=None, database=None)
 FUZZ = settings(max_examples=150, deadline=None, database=None)
 
 FIXTURES = Path(__file__).parent / "fixtures"
-FIXTURE_TEXTS = {p.name: p.read_text() for p in sorted(FIXTURES.iterdir()) if p.suffix in (".json", ".txt", ".terse")}
+FIXTURE_TEXTS = {
+    f"{p.parent.name}/{p.name}" if p.parent != FIXTURES else p.name: p.read_text()
+    for p in sorted([*FIXTURES.iterdir(), *(FIXTURES / "real").iterdir()])
+    if p.suffix in (".json", ".txt", ".terse")
+}
 TOOLS_DIR = Path(fio.__file__).parent
 
 Parser = Callable[[str], ParseResult]
@@ -53,6 +57,7 @@ PARSERS: tuple[Parser, ...] = (
     fio.parse_fio_json,
     fio.parse_fio_text,
     fio.parse_fio_terse,
+    fio.parse_fio_excerpt,
     ndisk.parse_ndisk,
     parse_output,
 )
@@ -72,7 +77,10 @@ SUMMARY_KEYS = [
     "direct",
     "runtime_s",
     "samples",
+    "printed",
+    "workload",
 ]
+WORKLOAD_KEYS = ["rw", "block_size", "iodepth", "numjobs", "read_percent", "ioengine"]
 
 
 def summary_problems(summary: dict[str, Any]) -> Iterator[str]:
@@ -96,6 +104,20 @@ def summary_problems(summary: dict[str, Any]) -> Iterator[str]:
         yield f"summary['direct'] = {summary['direct']!r}"
     if not isinstance(summary["samples"], list) or not all(isinstance(s, dict) for s in summary["samples"]):
         yield f"summary['samples'] = {summary['samples']!r}"
+    printed = summary["printed"]
+    if not isinstance(printed, dict) or list(printed) != ["read", "write", "total"]:
+        yield f"summary['printed'] = {printed!r}"
+    elif not all(
+        figures is None
+        or (isinstance(figures, dict) and figures and all(isinstance(v, str) and v for v in figures.values()))
+        for figures in printed.values()
+    ):
+        yield f"summary['printed'] holds something other than the strings printed: {printed!r}"
+    workload = summary["workload"]
+    if not isinstance(workload, dict) or list(workload) != WORKLOAD_KEYS:
+        yield f"summary['workload'] = {workload!r}"
+    elif any(workload[k] is not None and not isinstance(workload[k], str) for k in ("rw", "block_size", "ioengine")):
+        yield f"summary['workload'] has a setting that is not a string: {workload!r}"
     yield from number_problems(summary, "summary")
 
 

@@ -39,15 +39,30 @@ class DiskSerializer(ModelSerializer):
         fields = [
             "id", "host", "label", "target_path", "kind", "disk_type", "size", "stripes", "spec_iops",
             "spec_bytes_per_s", "spec_burst_iops", "spec_burst_bytes_per_s", "instance_iops_cap",
-            "instance_bytes_per_s_cap", "allow_destructive", "confirm_destructive", "limits", "limits_error",
-            "identity", "identity_recorded_at", "identity_note", "created_at",
+            "instance_bytes_per_s_cap", "throughput_unit", "allow_destructive", "confirm_destructive", "limits",
+            "limits_error", "identity", "identity_recorded_at", "identity_note", "created_at",
         ]  # fmt: skip
         read_only_fields = ["identity", "identity_recorded_at", "identity_note"]
+        extra_kwargs = {
+            "allow_destructive": {
+                "help_text": "Only block devices need it: write and mixed profiles overwrite the device, so they run "
+                "only with this true. A directory needs no switch (writes go to benchweb's own test files)."
+            }
+        }
 
     @extend_schema_field(serializers.DictField(allow_null=True))
     def get_limits(self, disk: Disk) -> dict[str, Any] | None:
+        """Limits.as_dict() (numbers in IOPS and bytes/s, as before), plus each throughput as the source publishes
+        it (`throughput`, `burst_throughput`: value and unit) and `breakdown` (jobs/limits/breakdown.py)."""
         found, _ = disk.limits_or_reason()
-        return found.as_dict() if found else None
+        if found is None:
+            return None
+        unit = found.total_throughput_unit
+        return found.as_dict() | {
+            "throughput": limits.rate(found.throughput_bytes_per_s, unit),
+            "burst_throughput": limits.rate(found.burst_throughput_bytes_per_s, unit),
+            "breakdown": limits.breakdown(found),
+        }
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_limits_error(self, disk: Disk) -> str | None:
@@ -96,6 +111,9 @@ class DiskTypeRecordSerializer(serializers.Serializer):
     source = serializers.DictField()  # type: ignore[assignment]
     notes = serializers.CharField(allow_blank=True)
     io_basis = serializers.CharField(allow_null=True)
+    formula = serializers.ListField(
+        child=serializers.CharField(), help_text="One volume's limits in words, in the source's own units."
+    )
 
 
 class DiskTypeSerializer(serializers.Serializer):
@@ -118,7 +136,14 @@ ISO_MOMENT = {"type": "string", "pattern": rf"^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}(
 
 
 SERIES_PARAMETERS = [
-    OpenApiParameter("range", str, enum=[*series.RANGES, "custom"], description="Default 30d."),
+    OpenApiParameter(
+        "range",
+        str,
+        enum=[*series.RANGES, "custom"],
+        description="Default: the shortest of 24h, 7d, 30d and all that holds every run of the disk (of the profile "
+        f"asked for) or at least {timeseries.ENOUGH_RUNS} of them; the answer's range.name says which, and "
+        "range.fitted is true when it was chosen so.",
+    ),
     OpenApiParameter("from", ISO_MOMENT, description="Only with range=custom: an ISO date or date-time."),
     OpenApiParameter("to", ISO_MOMENT, description="Only with range=custom: an ISO date or date-time."),
     OpenApiParameter("profile", str, description="A profile id or name."),

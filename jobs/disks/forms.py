@@ -41,7 +41,8 @@ class DiskForm(forms.ModelForm):
     throughput_unit = forms.ChoiceField(
         label="Throughput unit",
         choices=[("MB/s", "MB/s (10⁶ bytes)"), ("MiB/s", "MiB/s (2²⁰ bytes)")],
-        help_text="For every throughput on this form. Vendors differ: AWS quotes MiB/s, Alibaba MB/s.",
+        help_text="For every throughput on this form, and the unit the disk page shows them in. Vendors differ: "
+        "AWS quotes MiB/s, Alibaba MB/s.",
     )
     spec_bytes_per_s = forms.DecimalField(label="Throughput", required=False, min_value=0, decimal_places=3)
     spec_burst_bytes_per_s = forms.DecimalField(label="Burst throughput", required=False, min_value=0, decimal_places=3)
@@ -68,28 +69,33 @@ class DiskForm(forms.ModelForm):
             "instance_iops_cap",
             "instance_bytes_per_s_cap",
             "allow_destructive",
+            "throughput_unit",
         ]
         labels = {
             "target_path": "Target path",
             "spec_iops": "IOPS",
             "spec_burst_iops": "Burst IOPS",
             "instance_iops_cap": "Instance IOPS cap",
-            "allow_destructive": "Allow write profiles on this target",
+            "allow_destructive": "Allow destructive writes (block devices only)",
         }
         help_texts = {
             "target_path": "A directory (benchweb writes test files in it) or a block device such as /dev/nvme1n1.",
             "size": "In the type's unit (see the type's range).",
             "spec_iops": "Provisioned IOPS for gp3, io1/io2, SolidFire…; the limit itself for custom.",
             "instance_iops_cap": "The VM's own limit, when it is lower than the disks'. Empty: none.",
-            "allow_destructive": "Needed by write and mixed profiles; read profiles always run.",
+            "allow_destructive": "Only a block device needs it: there write and mixed profiles overwrite the device, "
+            "so they run only with this ticked. In a directory writes go to test files of benchweb's own, so a "
+            "directory needs no switch; read profiles always run.",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         stored = [getattr(self.instance, name) for name in THROUGHPUT_FIELDS]
-        mebi = any(stored) and all(value % 2**20 == 0 for value in stored if value)
-        unit = "MiB/s" if mebi else "MB/s"
+        # The unit the figures were typed in; for disks saved before it was kept, read from the figures.
+        unit = self.instance.throughput_unit or limits.typed_unit(*stored)
         self.fields["throughput_unit"].initial = unit
+        if not self.is_bound:
+            self.initial["throughput_unit"] = unit
         for name, value in zip(THROUGHPUT_FIELDS, stored, strict=True):
             if value is not None:
                 self.initial[name] = Decimal(value) / THROUGHPUT_UNITS[unit]
@@ -121,7 +127,7 @@ class DiskForm(forms.ModelForm):
             self.add_error(
                 "confirm_destructive",
                 f"Write profiles on {cleaned.get('target_path') or 'a block device'} destroy everything on it: tick "
-                "this box to confirm, or untick “Allow write profiles”.",
+                "this box to confirm, or untick “Allow destructive writes”.",
             )
         return cleaned
 

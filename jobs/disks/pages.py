@@ -14,26 +14,66 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, limits, safety, units
+from jobs import access, limits, presets, safety, units
 from jobs.disks import identity
 from jobs.disks.forms import DiskForm, size_range
-from jobs.models import SPEC_FIELDS, Disk, Profile, Team
+from jobs.models import SPEC_FIELDS, Disk, Profile, Run
 from jobs.runs import queueing
 
 
-class RunNowForm(forms.Form):
-    profile = forms.ModelChoiceField(queryset=Profile.objects.none(), empty_label=None)
+class ProfileSelect(forms.Select):
+    """The profile choice, with the profiles that cannot run on this disk disabled and the reason in their label."""
 
-    def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.refusals: dict[str, str] = {}  # profile id -> the few words why it cannot run here
+
+    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option = super().create_option(name, value, *args, **kwargs)
+        if short := self.refusals.get(str(value)):
+            option["label"] = f"{option['label']} — cannot run here: {short}"
+            option["attrs"]["disabled"] = True
+        return option
+
+
+class RunNowForm(forms.Form):
+    profile = forms.ModelChoiceField(queryset=Profile.objects.none(), empty_label=None, widget=ProfileSelect)
+
+    def __init__(self, *args: Any, disk: Disk, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         profile_field = cast("forms.ModelChoiceField[Profile]", self.fields["profile"])
-        profile_field.queryset = Profile.objects.filter(Q(team=team) | Q(team__isnull=True))
+        profile_field.queryset = Profile.objects.filter(Q(team=disk.team) | Q(team__isnull=True))
+        # Disk.refusal_for is the rule queueing.create_run refuses by: a choice disabled here is refused there.
+        profiles = list(profile_field.queryset)
+        refusals = {profile.pk: disk.refusal_for(profile) for profile in profiles}
+        cast(ProfileSelect, profile_field.widget).refusals = {
+            str(pk): refusal.short for pk, refusal in refusals.items() if refusal
+        }
+        runnable = [pk for pk, refusal in refusals.items() if refusal is None]
+        self.runnable_count = len(runnable)
+        self.refused = [(p.name, refusal.message) for p in profiles if (refusal := refusals[p.pk])]
+        if not self.is_bound:
+            self.initial["profile"] = default_profile(disk, runnable)
+
+
+def default_profile(disk: Disk, runnable: list[int]) -> int | None:
+    """The profile Run now starts with: the last one run on this disk if it can still run here, else the quick
+    check, else the first that can run; None when none can."""
+    last = (
+        disk.runs.exclude(trigger=Run.Trigger.IMPORT).exclude(profile=None).values_list("profile_id", flat=True).first()
+    )
+    if last in runnable:
+        return last
+    quick = Profile.objects.filter(team=None, name=presets.QUICK_CHECK).values_list("pk", flat=True).first()
+    if quick in runnable:
+        return quick
+    return runnable[0] if runnable else None
 
 
 @login_required
 def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
     disk = access.disk(request, pk)
-    form = RunNowForm(request.POST or None, team=disk.team)
+    form = RunNowForm(request.POST or None, disk=disk)
     if request.method == "POST":
         access.require_change(request, disk.team)
         if form.is_valid():
@@ -48,8 +88,22 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "jobs/disk_detail.html",
-        {"disk": disk, "form": form, "limits": disk_limits, "limits_error": limits_error, "runs": runs},
+        {
+            "disk": disk,
+            "form": form,
+            "limits": disk_limits,
+            "limits_error": limits_error,
+            "breakdown": _breakdown(disk_limits),
+            "runs": runs,
+        },
     )
+
+
+def _breakdown(found: limits.Limits | None) -> dict[str, Any] | None:
+    """How the limits follow from the spec; None where there are none (a custom spec without values)."""
+    if found is None or (found.iops is None and found.throughput_bytes_per_s is None):
+        return None
+    return limits.breakdown(found)
 
 
 @login_required
@@ -123,12 +177,18 @@ def disk_limits_preview(request: HttpRequest) -> JsonResponse:
 def _limits_text(result: limits.Limits) -> str:
     if result.iops is None and result.throughput_bytes_per_s is None:
         return "No limits: a custom spec without values. Give its IOPS and throughput to compare runs with them."
-    text = f"{units.format_iops_exact(result.iops)} · {units.format_bytes_per_s(result.throughput_bytes_per_s)}"
+    unit = result.total_throughput_unit
+    text = f"{units.format_iops_exact(result.iops)} · {limits.rate_text(result.throughput_bytes_per_s, unit)}"
     if result.burst_iops or result.burst_throughput_bytes_per_s:
-        burst = units.format_iops_exact(result.burst_iops)
-        text += f" (burst {burst} · {units.format_bytes_per_s(result.burst_throughput_bytes_per_s)})"
+        burst = [units.format_iops_exact(result.burst_iops)] if result.burst_iops else []
+        if result.burst_throughput_bytes_per_s:
+            burst.append(limits.rate_text(result.burst_throughput_bytes_per_s, unit))
+        lasts = limits.breakdown(result)["burst"]["lasts"]
+        text += f" (burst {' · '.join(burst)}{', ' + lasts if lasts else ''})"
     if result.capped_by_instance:
-        text += " — capped by the instance"
+        text += f" — capped by the instance ({' and '.join(result.capped_by_instance)})"
+    if result.iops and result.throughput_bytes_per_s:
+        text += f"; {limits.crossover_text(result.iops, result.throughput_bytes_per_s, unit)}"
     return text
 
 

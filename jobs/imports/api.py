@@ -12,13 +12,14 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 
 from jobs.api.base import JsonTypes, TeamScoped, TeamViewSet
 from jobs.imports import importing
 from jobs.imports.forms import MAX_IMPORT_CHARS, MAX_IMPORT_FILES, normalise_newlines
 from jobs.models import Disk, Run
 from jobs.runs.api import RunSerializer
-from jobs.tools.summary import ParseError
+from jobs.tools.summary import ParseError, ParseResult
 
 
 class ImportSerializer(JsonTypes, serializers.Serializer):
@@ -33,6 +34,15 @@ class ImportSerializer(JsonTypes, serializers.Serializer):
         child=serializers.FileField(), required=False, max_length=MAX_IMPORT_FILES, help_text="Each file is one result."
     )
     dry_run = serializers.BooleanField(default=False, help_text="Parse and show the numbers; store nothing.")
+    results = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, max_length=200),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The labels of the results to store, from each source ('group 0', 'client 10.0.0.5', 'All "
+        "clients'; '' is the only result of a one-result output). Default: every result, each as a run of its "
+        "own (never summed). A source without one of these labels is refused, naming the labels it holds.",
+    )
 
     def validate_finished_at(self, value: Any) -> Any:
         if value and value > timezone.now():
@@ -62,16 +72,35 @@ class ImportSerializer(JsonTypes, serializers.Serializer):
 
 
 class ParsedSerializer(serializers.Serializer):
-    name = serializers.CharField()
+    """One result of one source."""
+
+    name = serializers.CharField(help_text="The source: the file name, or the `name` of the pasted text.")
+    # The serializer metaclass moves declared fields out of the class, so these do not shadow Field.label etc.
+    label = serializers.CharField(  # type: ignore[assignment]
+        help_text="Which result of the output; empty for an output with one result."
+    )
+    partial = serializers.CharField(  # type: ignore[assignment]
+        help_text="Non-empty for an excerpt (a lone summary line): what it does not say."
+    )
     format = serializers.CharField()
-    summary = serializers.DictField()
+    series = serializers.CharField(help_text="The run's name, from the output's workload: its chart series.")
+    summary = serializers.DictField(help_text="The canonical summary; `printed` and `workload` are what it showed.")
     job_errors = serializers.ListField(child=serializers.DictField())
+    duplicate_of = serializers.IntegerField(
+        allow_null=True, help_text="The run of the disk that already holds this result; such a result is not stored."
+    )
 
 
 class ImportResultSerializer(serializers.Serializer):
     dry_run = serializers.BooleanField()
     parsed = ParsedSerializer(many=True)
     runs = RunSerializer(many=True)
+
+
+class DuplicateSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    duplicate_of = serializers.IntegerField(help_text="The id of the run that already holds this output.")
+    run_url = serializers.CharField(help_text="Where that run is in the API.")
 
 
 class ImportViewSet(TeamViewSet):
@@ -82,34 +111,57 @@ class ImportViewSet(TeamViewSet):
 
     @extend_schema(
         request={"application/json": ImportSerializer, "multipart/form-data": ImportSerializer},
-        responses={200: ImportResultSerializer, 201: ImportResultSerializer},
+        responses={200: ImportResultSerializer, 201: ImportResultSerializer, 409: DuplicateSerializer},
     )
     def create(self, request: Request) -> Response:
-        """Parse the output (JSON `text`, or multipart `files`); with dry_run, store nothing and show the numbers."""
+        """Parse the output (JSON `text`, or multipart `files`); with dry_run, store nothing and show the numbers.
+
+        Every result of an output (each fio group, each client and "All clients") is its own run, or those named
+        in `results`. The same output already stored on the disk is refused with 409 and the run holding it."""
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         parsed, problems = [], []
         for name, text in data["sources"]:
             try:
-                result = importing.parse_import(text, data["tool"])
+                results = importing.pick(importing.parse_results(text, data["tool"]), data.get("results"))
             except ParseError as exc:
                 problems.append(f"{name}: {exc}")
                 continue
-            parsed.append(
-                {"name": name, "format": result.format, "summary": result.summary, "job_errors": result.job_errors}
-            )
+            parsed += [_parsed(data["disk"], name, text, result) for result in results]
         if problems:
             raise ValidationError({"files" if data.get("files") else "text": problems})
         runs: list[Run] = []
         if not data["dry_run"]:
-            with transaction.atomic():
-                runs = [
-                    importing.import_result(
-                        data["disk"], text, name=name, at=data.get("finished_at"), user=request.user, tool=data["tool"]
-                    )
-                    for name, text in data["sources"]
-                ]
+            try:
+                with transaction.atomic():
+                    runs = [
+                        run
+                        for name, text in data["sources"]
+                        for run in importing.import_results(
+                            data["disk"], text, name=name, at=data.get("finished_at"), user=request.user,
+                            tool=data["tool"], labels=data.get("results"),
+                        )
+                    ]  # fmt: skip
+            except importing.DuplicateImport as exc:
+                first = exc.first.pk
+                url = reverse("api-run-detail", kwargs={"pk": first}, request=request)
+                answer = {"detail": str(exc), "duplicate_of": first, "run_url": url}
+                return Response(DuplicateSerializer(answer).data, status=status.HTTP_409_CONFLICT)
         answer = {"dry_run": data["dry_run"], "parsed": parsed, "runs": runs}
         code = status.HTTP_200_OK if data["dry_run"] else status.HTTP_201_CREATED
         return Response(ImportResultSerializer(answer).data, status=code)
+
+
+def _parsed(disk: Disk, name: str, text: str, result: ParseResult) -> dict[str, Any]:
+    first = importing.duplicate_of(disk, text, result.label)
+    return {
+        "name": name,
+        "label": result.label,
+        "partial": result.partial,
+        "format": result.format,
+        "series": importing.series_name(result, name),
+        "summary": result.summary,
+        "job_errors": result.job_errors,
+        "duplicate_of": first.pk if first else None,
+    }

@@ -1,59 +1,178 @@
-"""Parsing pasted output and storing it as a run of its own."""
+"""Parsing pasted output and storing each of its results as a run of its own.
+
+An output may hold several results (fio's stonewalled groups, each client of a client/server run and their
+"All clients" total): each becomes its own run, never a sum. A run is named by the workload its output states
+(rw, block size, queue depth and jobs), so imports of one workload form one chart series on a disk; the same
+output on the same disk is refused as a duplicate of the first (Run.import_fingerprint).
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from jobs import figures
 from jobs.models import Disk, Run, RunResult, RunSample
 from jobs.runs import lifecycle, queueing
 from jobs.tools import detect
 from jobs.tools.summary import ParseError, ParseResult
 
 
-def parse_import(text: str, tool: str = "auto") -> ParseResult:
-    """Parse pasted or uploaded tool output; ParseError says why it cannot be read."""
+def _checked_format(text: str, tool: str) -> str:
     fmt = detect.detect_format(text)
     if tool == "fio" and not fmt.startswith("fio"):
         raise ParseError(f"this looks like {fmt} output, not fio; use --tool auto or ndisk64")
     if tool == "ndisk64" and fmt != "ndisk64":
         raise ParseError(f"this looks like {fmt} output, not ndisk64; use --tool auto or fio")
-    return detect.parse_output(text, fmt)
+    return fmt
+
+
+def parse_results(text: str, tool: str = "auto") -> list[ParseResult]:
+    """Every result of pasted or uploaded tool output, in output order; ParseError says why it cannot be read."""
+    fmt = _checked_format(text, tool)
+    parse_all = getattr(detect, "parse_all", None)  # the per-result parser; older trees have one result each
+    return list(parse_all(text, fmt)) if parse_all else [detect.parse_output(text, fmt)]
+
+
+def parse_import(text: str, tool: str = "auto") -> ParseResult:
+    """The output's first result (what `import_results --dry-run` without --json prints one line of)."""
+    return parse_results(text, tool)[0]
+
+
+def normalised(text: str) -> str:
+    """The text as the fingerprint sees it: LF line ends, no trailing blanks, no blank lines around it, so the
+    same output pasted again (from another browser, with a stray newline) is the same output."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\n".join(line.rstrip() for line in lines).strip("\n")
+
+
+def fingerprint(text: str, label: str) -> str:
+    """Run.import_fingerprint: the sha256 of the normalised output and the result's label."""
+    return hashlib.sha256(f"{normalised(text)}\0{label}".encode()).hexdigest()
+
+
+def series_name(result: ParseResult, source: str) -> str:
+    """The run's profile_name, which keys its chart series (jobs/results/series.py): the workload the output
+    states, so imports of one workload form one series. Per-client results and their "All clients" total are
+    different measurements of one workload, so their label is part of the name; groups differ by workload."""
+    stated = figures.workload_name(result.summary.get("workload"), result.summary.get("block_size_bytes"))
+    name = stated or f"import: {source}"
+    if result.label and (not stated or not result.label.startswith("group")):
+        name = f"{name} · {result.label}"
+    return name[:100]
+
+
+class DuplicateImport(ValueError):
+    """This output (this result of it) is already stored on the disk; `first` is the run that holds it."""
+
+    def __init__(self, first: Run, label: str = "") -> None:
+        self.first = first
+        part = f" ({label})" if label else ""
+        when = first.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if first.created_at else ""
+        super().__init__(
+            f"This output{part} is already stored on {first.disk} as run {first.pk}"
+            f"{f', imported {when}' if when else ''}; nothing was stored. Open run {first.pk}, or import "
+            "another output."
+        )
+
+
+def duplicate_of(disk: Disk, text: str, label: str) -> Run | None:
+    """The first run of the disk imported from this output and result, if any."""
+    found = Run.objects.filter(disk=disk, import_fingerprint=fingerprint(text, label)).select_related("disk")
+    return found.order_by("pk").first()
+
+
+def pick(results: list[ParseResult], labels: Collection[str] | None) -> list[ParseResult]:
+    """The results whose label is in labels (None: all of them); ParseError names an unknown label."""
+    if labels is None:
+        return results
+    known = [result.label for result in results]
+    unknown = [label for label in labels if label not in known]
+    if unknown:
+        listed = ", ".join(repr(label) for label in known)
+        raise ParseError(f"no result labelled {unknown[0]!r} in this output; it holds {listed}.")
+    return [result for result in results if result.label in labels]
 
 
 EARLIEST_IMPORT = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def import_result(disk: Disk, text: str, *, name: str, at: Any = None, user: Any = None, tool: str = "auto") -> Run:
-    """Store existing tool output as a finished run of the disk (trigger 'import'), with its raw text."""
+def import_results(
+    disk: Disk,
+    text: str,
+    *,
+    name: str,
+    at: Any = None,
+    user: Any = None,
+    tool: str = "auto",
+    labels: Collection[str] | None = None,
+) -> list[Run]:
+    """Store the output's results (those labelled in labels; None: all) as finished runs of the disk (trigger
+    'import'), each with the raw text. DuplicateImport when one of them is already stored on the disk."""
     finished = at or timezone.now()
     if finished < EARLIEST_IMPORT:
         # The charts count in ms since 1970, and a date near year 1 minus the runtime is no date at all.
         raise queueing.RunRefused("finished_at", f"{finished.isoformat()} is before 1970: give when the run finished.")
-    parsed = parse_import(text, tool)
+    chosen = pick(parse_results(text, tool), labels)
+    with transaction.atomic():
+        # One import of a disk at a time, so that the same output saved twice at once is still stored once
+        # (the same NO KEY lock RunResult.record takes; SQLite's IMMEDIATE transactions are one at a time).
+        list(Disk.objects.select_for_update(no_key=True).filter(pk=disk.pk).values_list("pk"))
+        return [_store(disk, text, result, name=name, finished=finished, user=user) for result in chosen]
+
+
+def import_result(
+    disk: Disk, text: str, *, name: str, at: Any = None, user: Any = None, tool: str = "auto", label: str | None = None
+) -> Run:
+    """Store one result: the one labelled label, or the output's only one (ParseError when it holds several)."""
+    if label is None:
+        results = parse_results(text, tool)
+        if len(results) > 1:
+            listed = ", ".join(repr(result.label) for result in results)
+            raise ParseError(f"this output holds {len(results)} results ({listed}); choose one by its label.")
+        label = results[0].label
+    (run,) = import_results(disk, text, name=name, at=at, user=user, tool=tool, labels=[label])
+    return run
+
+
+def _store(disk: Disk, text: str, parsed: ParseResult, *, name: str, finished: datetime, user: Any) -> Run:
+    first = duplicate_of(disk, text, parsed.label)
+    if first is not None:
+        raise DuplicateImport(first, parsed.label)
     summary = parsed.summary_with_bins()
     runtime = summary.get("runtime_s")
-    block_size = summary.get("block_size_bytes")
-    snapshot = disk.limits_snapshot(block_size)
     errors = "; ".join(f"job {e['job']} error {e['errno']}" for e in parsed.job_errors)
-    with transaction.atomic():
-        run = Run.objects.create(
-            disk=disk,
-            profile_name=f"import: {name}"[:100],
-            parameters={"tool": summary["tool"], "format": parsed.format, "source": name, "settings": parsed.settings},
-            trigger=Run.Trigger.IMPORT,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
-            state=Run.State.FAILED if errors else Run.State.SUCCEEDED,
-            explanation=f"the imported output reports an error: {errors}" if errors else f"imported from {name}",
-            started_at=finished - timedelta(seconds=runtime) if runtime else finished,
-            finished_at=finished,
-            raw_output=text,
-            summary=lifecycle.stored_summary(summary),
-            limits_snapshot=snapshot,
-        )
-        RunSample.store(run, summary.get("samples", []))
-        RunResult.record(run)
+    source = f"{name}, {parsed.label}" if parsed.label else name
+    explanation = f"the imported output reports an error: {errors}" if errors else f"imported from {source}"
+    if parsed.partial:
+        explanation += f" (partial: {parsed.partial})"
+    run = Run.objects.create(
+        disk=disk,
+        profile_name=series_name(parsed, name),
+        parameters={
+            "tool": summary["tool"],
+            "format": parsed.format,
+            "source": name,
+            "label": parsed.label,
+            "partial": parsed.partial,
+            "settings": parsed.settings,
+        },
+        trigger=Run.Trigger.IMPORT,
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+        state=Run.State.FAILED if errors else Run.State.SUCCEEDED,
+        explanation=explanation,
+        started_at=finished - timedelta(seconds=runtime) if runtime else finished,
+        finished_at=finished,
+        raw_output=text,
+        import_fingerprint=fingerprint(text, parsed.label),
+        summary=lifecycle.stored_summary(summary),
+        limits_snapshot=disk.limits_snapshot(summary.get("block_size_bytes")),
+    )
+    RunSample.store(run, summary.get("samples", []))
+    RunResult.record(run)
     return run

@@ -1,4 +1,4 @@
-"""Importing results people ran by hand: paste or upload fio/ndisk64 output, preview, save."""
+"""Importing results people ran by hand: paste or upload fio/ndisk64 output, check the numbers, pick, save."""
 
 from __future__ import annotations
 
@@ -11,62 +11,98 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from jobs import access, units
+from jobs import access, figures, limits, units
 from jobs.imports import importing
 from jobs.imports.forms import MAX_IMPORT_CHARS, ImportForm, ImportTargetForm, normalise_newlines
-from jobs.models import Disk
-from jobs.results.compare import efficiency, theoretical_iops
-from jobs.tools.summary import PERCENTILES, ParseError
+from jobs.models import Disk, Run
+from jobs.results.compare import efficiency, theoretical_burst_iops, theoretical_iops
+from jobs.tools.summary import PERCENTILES, ParseError, ParseResult
+
+
+@dataclass
+class Result:
+    """One result of a source, as the confirmation shows it."""
+
+    pick: str  # "<source index>:<label>", the value of its checkbox
+    label: str
+    partial: str
+    format: str
+    summary: dict[str, Any]
+    series: str
+    by_workload: bool = True  # the series is named by the workload the output states, not by its source
+    job_errors: str = ""
+    theoretical: float | None = None
+    burst: float | None = None
+    duplicate: Run | None = None
+    ticked: bool = True
+    figures: list[dict[str, Any]] = field(default_factory=list)
+    workload: list[tuple[str, str]] = field(default_factory=list)
+    runtime: str = ""
+    latency: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def efficiency(self) -> limits.Efficiency | None:
+        return efficiency((self.summary.get("total") or {}).get("iops"), self.theoretical, self.burst)
 
 
 @dataclass
 class Parsed:
+    """One pasted text or uploaded file: its results, or why it cannot be read."""
+
     name: str
     text: str
     error: str = ""
-    format: str = ""
-    summary: dict[str, Any] = field(default_factory=dict)
-    job_errors: str = ""
-    theoretical: float | None = None
-    latency: list[tuple[str, str, str]] = field(default_factory=list)
-
-    @property
-    def efficiency(self) -> float | None:
-        return efficiency((self.summary.get("total") or {}).get("iops"), self.theoretical)
+    results: list[Result] = field(default_factory=list)
 
 
-def _parse_sources(sources: list[tuple[str, str]], disk: Disk | None, tool: str) -> list[Parsed]:
+def _parse_sources(
+    sources: list[tuple[str, str]], disk: Disk | None, tool: str, picks: set[str] | None = None
+) -> list[Parsed]:
+    """Each source's results; a result is ticked when it is new on the disk and picked (None: all are)."""
     out = []
-    for name, text in sources:
+    for index, (name, text) in enumerate(sources):
         try:
-            result = importing.parse_import(text, tool)
+            results = importing.parse_results(text, tool)
         except ParseError as exc:
             out.append(Parsed(name, text, error=str(exc)))
             continue
-        summary = result.summary
-        theoretical = theoretical_iops(disk.limits_snapshot(summary.get("block_size_bytes"))) if disk else None
-        errors = "; ".join(
-            f"job {e['job']} error {e['errno']}" + (f" ({e['message']})" if e.get("message") else "")
-            for e in result.job_errors
-        )
-        out.append(
-            Parsed(
-                name,
-                text,
-                format=result.format,
-                summary=summary,
-                job_errors=errors,
-                theoretical=theoretical,
-                latency=_latency_rows(summary),
-            )
-        )
+        items = [_result(index, name, text, r, disk) for r in results]
+        for item in items:
+            item.ticked = not item.duplicate and (picks is None or item.pick in picks)
+        out.append(Parsed(name, text, results=items))
     return out
+
+
+def _result(index: int, name: str, text: str, parsed: ParseResult, disk: Disk | None) -> Result:
+    summary = parsed.summary
+    snapshot = disk.limits_snapshot(summary.get("block_size_bytes")) if disk else None
+    errors = "; ".join(
+        f"job {e['job']} error {e['errno']}" + (f" ({e['message']})" if e.get("message") else "")
+        for e in parsed.job_errors
+    )
+    return Result(
+        pick=f"{index}:{parsed.label}",
+        label=parsed.label,
+        partial=parsed.partial,
+        format=parsed.format,
+        summary=summary,
+        series=importing.series_name(parsed, name),
+        by_workload=bool(figures.workload_name(summary.get("workload"), summary.get("block_size_bytes"))),
+        job_errors=errors,
+        theoretical=theoretical_iops(snapshot),
+        burst=theoretical_burst_iops(snapshot),
+        duplicate=importing.duplicate_of(disk, text, parsed.label) if disk else None,
+        figures=figures.result_figures(summary),
+        workload=figures.workload_facts(summary),
+        runtime=figures.printed_runtime(summary),
+        latency=_latency_rows(summary),
+    )
 
 
 def _latency_rows(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
     keys = [("mean", "mean"), *[(key, f"p{percent:g}") for key, percent in PERCENTILES], ("max", "max")]
     read, write = (summary.get(d) or {} for d in ("read", "write"))
-    return [
+    rows = [
         (
             label,
             units.format_micros((read.get("clat_us") or {}).get(key)),
@@ -74,14 +110,18 @@ def _latency_rows(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
         )
         for key, label in keys
     ]
+    # An excerpt or an ndisk64 report has no latency at all: say so rather than draw a table of dashes.
+    return rows if any(cell != units.DASH for row in rows for cell in row[1:]) else []
 
 
 @login_required
 def import_results(request: HttpRequest) -> HttpResponse:
-    """Step 1 parses and shows the numbers without storing; step 2 stores exactly the text that was shown."""
+    """Step 1 parses and shows the numbers without storing; step 2 stores exactly the text that was shown, and
+    of it the results ticked ("pick": "<source index>:<label>"), each refused if already stored on the disk."""
     team = access.team(request)
     parsed: list[Parsed] = []
     save_errors: list[str] = []
+    blocked = False  # the disk, date or text is wrong: the confirmation cannot be saved as it stands
     confirm: Any = {}
     disk = None
     if request.method == "POST" and request.POST.get("step") == "save":
@@ -97,9 +137,17 @@ def import_results(request: HttpRequest) -> HttpResponse:
             for name, errs in target.errors.items()
         ]
         disk = target.cleaned_data["disk"] if valid else None
-        parsed = _parse_sources(sources, disk, request.POST.get("tool", ""))
+        picks = set(request.POST.getlist("pick"))
+        parsed = _parse_sources(sources, disk, request.POST.get("tool", ""), picks)
+        blocked = bool(save_errors)
         if not save_errors and not any(p.error for p in parsed):
-            return _save_imports(request, parsed, target.cleaned_data)
+            save_errors += _pick_problems(parsed, picks)
+        if not save_errors and not any(p.error for p in parsed):
+            try:
+                return _save_imports(request, parsed, picks, target.cleaned_data)
+            except importing.DuplicateImport as exc:  # saved meanwhile, from another tab or request
+                save_errors.append(str(exc))
+                parsed = _parse_sources(sources, disk, request.POST.get("tool", ""), picks)
         confirm = request.POST
         form = ImportForm(team=team, initial={name: request.POST.get(name) for name in ("disk", "finished_at", "tool")})
     elif request.method == "POST":
@@ -111,10 +159,18 @@ def import_results(request: HttpRequest) -> HttpResponse:
             confirm = request.POST
     else:
         form = ImportForm(team=team, initial={"disk": request.GET.get("disk")})
+    results = [result for p in parsed for result in p.results]
     context = {
         "form": form,
         "parsed": parsed,
-        "ready": bool(parsed) and not save_errors and not any(p.error for p in parsed),
+        # A duplicate or no tick does not block: the results left ticked can be saved from the same page.
+        "ready": bool(parsed)
+        and not blocked
+        and not any(p.error for p in parsed)
+        and any(not r.duplicate for r in results),
+        "choosing": any(len(p.results) > 1 for p in parsed),
+        "unreadable": any(p.error for p in parsed),
+        "new_results": sum(1 for r in results if not r.duplicate),
         "save_errors": save_errors,
         "disk": disk,
         "confirm": {name: confirm.get(name, "") for name in ("disk", "finished_at", "tool")},
@@ -124,14 +180,30 @@ def import_results(request: HttpRequest) -> HttpResponse:
     return render(request, "jobs/manage/import.html", context)
 
 
-def _save_imports(request: HttpRequest, parsed: list[Parsed], data: dict[str, Any]) -> HttpResponse:
+def _pick_problems(parsed: list[Parsed], picks: set[str]) -> list[str]:
+    """Why the ticked results cannot be saved: none ticked, or one already stored (Back, then Save again)."""
+    chosen = [result for p in parsed for result in p.results if result.pick in picks]
+    if not chosen:
+        return ["Nothing was saved: tick at least one result to save."]
+    return [
+        f"Nothing was saved: {result.series} is already stored on this disk as run {result.duplicate.pk} "
+        "(linked below); untick it or import another output."
+        for result in chosen
+        if result.duplicate
+    ]
+
+
+def _save_imports(request: HttpRequest, parsed: list[Parsed], picks: set[str], data: dict[str, Any]) -> HttpResponse:
     disk = data["disk"]
     with transaction.atomic():
         runs = [
-            importing.import_result(
-                disk, p.text, name=p.name, at=data["finished_at"], user=request.user, tool=data["tool"]
-            )
+            run
             for p in parsed
+            if (labels := [result.label for result in p.results if result.pick in picks])
+            for run in importing.import_results(
+                disk, p.text, name=p.name, at=data["finished_at"], user=request.user, tool=data["tool"], labels=labels
+            )
         ]
-    messages.success(request, f"Imported {len(runs)} result(s) onto {disk}.")
+    named = ", ".join(dict.fromkeys(run.profile_name for run in runs))
+    messages.success(request, f"Imported {len(runs)} result{'s' if len(runs) != 1 else ''} onto {disk}: {named}.")
     return redirect("run_detail", pk=runs[0].pk) if len(runs) == 1 else redirect("disk_detail", pk=disk.pk)

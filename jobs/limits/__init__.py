@@ -6,10 +6,13 @@ Pure: no Django import (the `disk_limits` command and the models are the edges).
 in its docstring and in docs/architecture.md, "Disk limits").
 """
 
+from jobs.limits.breakdown import breakdown, crossover_text
 from jobs.limits.catalog import CATALOG_PATH, FUNCTIONS, THROUGHPUT_UNITS, USER_FIELDS
 from jobs.limits.catalog import _catalog as _catalog
 from jobs.limits.catalog import _record as _record
-from jobs.limits.evaluation import CatalogRecord, DiskType, Limits, Spec, SpecError, disk_types, evaluate
+from jobs.limits.efficiency import Efficiency
+from jobs.limits.evaluation import CatalogRecord, DiskType, Limits, Spec, SpecError, disk_types, evaluate, typed_unit
+from jobs.limits.formulas import converted_text, duration_text, formula_lines, number, rate, rate_text
 
 __all__ = [
     "CATALOG_PATH",
@@ -18,9 +21,19 @@ __all__ = [
     "USER_FIELDS",
     "CatalogRecord",
     "DiskType",
+    "Efficiency",
     "Limits",
     "Spec",
     "SpecError",
+    "breakdown",
+    "converted_text",
+    "crossover_text",
     "disk_types",
+    "duration_text",
     "evaluate",
+    "formula_lines",
+    "number",
+    "rate",
+    "rate_text",
+    "typed_unit",
 ]

@@ -23,6 +23,7 @@ from jobs.limits.catalog import (
     _Record,
     _Type,
 )
+from jobs.limits.formulas import formula_lines
 
 
 class SpecError(ValueError):
@@ -45,6 +46,8 @@ class Spec:
     burst_bytes_per_s: float | None = None
     instance_iops_cap: float | None = None
     instance_bytes_per_s_cap: float | None = None
+    # The unit the figures above were typed in ("MB/s" or "MiB/s"); empty: read from the figures (typed_unit).
+    typed_unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,22 @@ class Limits:
     effective_burst_iops: float | None = None
     effective_burst_throughput_bytes_per_s: float | None = None
     capped_by_instance: tuple[str, ...] = ()
+    # The unit the source publishes the disk's throughput in (MB/s = 10^6 B/s, MiB/s = 2^20 B/s); pages show
+    # every throughput in its own unit so it reads digit by digit like the source.
     throughput_unit: str = "MB/s"
     io_basis: str | None = None
     effective_from: date | None = None
     effective_until: date | None = None
+    # One volume's limits before striping and instance caps, and the caps themselves, for the breakdown.
+    volume_iops: float | None = None
+    volume_throughput_bytes_per_s: float | None = None
+    volume_burst_iops: float | None = None
+    volume_burst_throughput_bytes_per_s: float | None = None
+    instance_iops_cap: float | None = None
+    instance_throughput_bytes_per_s_cap: float | None = None
+    # The instance cap was typed by a person, in MB/s or MiB/s; the total is in the cap's unit where it binds.
+    instance_throughput_unit: str | None = None
+    total_throughput_unit: str = "MB/s"
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -105,6 +120,8 @@ class CatalogRecord:
     verified: bool
     notes: str
     io_basis: str | None = None
+    # One volume's limits in words and the source's units (formulas.formula_lines).
+    formula: list[str] = field(default_factory=list)
 
     @property
     def source(self) -> dict[str, Any]:
@@ -410,6 +427,22 @@ def _above(burst: float | None, base: float | None) -> float | None:
     return burst
 
 
+def typed_unit(*values: float | None) -> str:
+    """The unit a person typed bytes/s in: MiB/s when every value is a whole number of MiB/s (a whole number of
+    MB/s almost never is), else MB/s, the form's default."""
+    given = [value for value in values if value]
+    return "MiB/s" if given and all(float(value) % 2**20 == 0 for value in given) else "MB/s"
+
+
+def _volume_unit(record: _Record, spec: Spec) -> str:
+    """The unit of one volume's throughput: the source's, or the person's where they typed the figures."""
+    bounds = record.provisioned.bounds if record.provisioned else {}
+    typed = "bytes_per_s" in bounds and bounds["bytes_per_s"].unit == "B/s"
+    if not typed:
+        return record.throughput_unit
+    return spec.typed_unit or typed_unit(spec.bytes_per_s, spec.burst_bytes_per_s)
+
+
 def _at_block_size(iops: float | None, bytes_per_s: float | None, block_size: int) -> tuple[str | None, float | None]:
     """Which limit binds at this block size, and the IOPS achievable there."""
     by_throughput = bytes_per_s / block_size if bytes_per_s is not None else None
@@ -457,6 +490,11 @@ def evaluate(spec: Spec, *, block_size: int | None = None, on: date | None = Non
         if bursting:
             _, burst_effective_iops = _at_block_size(burst_iops or iops, burst_bytes or bytes_per_s, block_size)
 
+    volume_unit = _volume_unit(record, spec)
+    cap_unit = (spec.typed_unit or typed_unit(bytes_cap)) if bytes_cap is not None else None
+    # The total is the cap where the cap binds, or where the disk publishes no throughput of its own.
+    cap_is_total = bytes_cap is not None and (volume.base.bytes_per_s is None or "throughput" in capped)
+
     notes = record.notes
     if record.io_basis:
         notes += f" I/O basis: {record.io_basis}."
@@ -485,10 +523,20 @@ def evaluate(spec: Spec, *, block_size: int | None = None, on: date | None = Non
             burst_effective_iops * block_size if burst_effective_iops and block_size else None
         ),
         capped_by_instance=tuple(capped),
-        throughput_unit=record.throughput_unit,
+        throughput_unit=volume_unit,
         io_basis=record.io_basis,
         effective_from=record.effective_from,
         effective_until=record.effective_until,
+        volume_iops=_clean(volume.base.iops),
+        volume_throughput_bytes_per_s=_clean(volume.base.bytes_per_s),
+        volume_burst_iops=_clean(_above(volume.peak.iops, volume.base.iops)) if bursting else None,
+        volume_burst_throughput_bytes_per_s=(
+            _clean(_above(volume.peak.bytes_per_s, volume.base.bytes_per_s)) if bursting else None
+        ),
+        instance_iops_cap=_clean(iops_cap),
+        instance_throughput_bytes_per_s_cap=_clean(bytes_cap),
+        instance_throughput_unit=cap_unit,
+        total_throughput_unit=cap_unit if cap_is_total and cap_unit else volume_unit,
     )
 
 
@@ -517,6 +565,7 @@ def disk_types(*, on: date | None = None) -> list[DiskType]:
                 verified=record.source["verified"],
                 notes=record.notes,
                 io_basis=record.io_basis,
+                formula=formula_lines(record),
             )
             for record in kind.records
         ]

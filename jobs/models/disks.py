@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from jobs import limits, paths, safety
+from jobs import limits, paths, runners, safety
 from jobs.limits import Limits, Spec
 from jobs.models.hosts import Host
 from jobs.models.teams import Team
@@ -40,7 +40,18 @@ class Disk(models.Model):
     instance_iops_cap = models.PositiveIntegerField(null=True, blank=True)
     instance_bytes_per_s_cap = models.PositiveBigIntegerField(null=True, blank=True)
     allow_destructive = models.BooleanField(
-        default=False, help_text="Allow write profiles on this target. Writes to a block device destroy its data."
+        default=False,
+        help_text="Block devices only: write and mixed profiles overwrite the device, so they run only with this "
+        "ticked. A directory needs no switch (writes go to benchweb's own test files).",
+    )
+    # The unit the spec's own throughput figures (custom, provisioned, instance cap) were typed in, so pages show
+    # them as typed. Empty for disks saved before it was kept: read from the figures (limits.typed_unit).
+    throughput_unit = models.CharField(
+        max_length=8,
+        blank=True,
+        default="",
+        choices=[("MB/s", "MB/s"), ("MiB/s", "MiB/s")],
+        help_text="The unit the throughput figures of the spec were typed in; empty: read from the figures.",
     )
     # What the host said the target is (WWN, serial, by-id path, loop backing file; the filesystem UUID of a
     # directory), so a different disk attached at the same path is refused before a write run touches it.
@@ -71,6 +82,18 @@ class Disk(models.Model):
         """The destructive rule: a profile that writes destroys what a block device holds (a directory target
         gets files of its own). Such runs need allow_destructive and pass the safety probe before any write."""
         return bool(profile.writes) and self.kind == self.Kind.BLOCK
+
+    def refusal_for(self, profile: Any) -> runners.Unrunnable | None:
+        """Why `profile` cannot run on this disk, or None: the one rule by which a new run is refused
+        (queueing.create_run) and the Run now form disables a choice, so the two never disagree."""
+        if self.destructive_for(profile) and not self.allow_destructive:
+            return runners.Unrunnable(
+                "profile",
+                "destructive: disk not marked for destructive writes",
+                f"it writes, and writes to the block device {self.target_path} destroy its data: tick “Allow "
+                "destructive writes” on the disk only if that is what you want, or choose a read profile.",
+            )
+        return runners.build_problem(profile.parameters(), self.target_path, self.kind)
 
     def limits_or_reason(self, block_size: int | None = None) -> tuple[Limits | None, str | None]:
         """The theoretical limits, or None and why there are none (a custom spec without figures, a size outside
@@ -115,4 +138,5 @@ SPEC_FIELDS = {
     "burst_bytes_per_s": "spec_burst_bytes_per_s",
     "instance_iops_cap": "instance_iops_cap",
     "instance_bytes_per_s_cap": "instance_bytes_per_s_cap",
+    "typed_unit": "throughput_unit",
 }

@@ -107,12 +107,13 @@ class ProfileForm(forms.ModelForm):
         return extras
 
 
-def copy_profile(source: Profile, team: Team) -> Profile:
-    """A team's own editable copy of a preset or of one of its profiles, under a free name."""
+def unsaved_copy(source: Profile, team: Team) -> Profile:
+    """A team's own copy of a preset or of one of its profiles, under a free name, not saved: the copy form
+    shows it, and only its Save stores it (Cancel leaves nothing behind)."""
     names = set(Profile.objects.filter(Q(team=team) | Q(team__isnull=True)).values_list("name", flat=True))
     number, name = 1, f"{source.name} (copy)"
     while name in names:
         number += 1
         name = f"{source.name} (copy {number})"
     fields = {f.name: getattr(source, f.name) for f in Profile._meta.concrete_fields if f.name not in {"id", "team"}}
-    return Profile.objects.create(**(fields | {"name": name[:100], "team": team, "builtin": False}))
+    return Profile(**(fields | {"name": name[:100], "team": team, "builtin": False}))

@@ -12,12 +12,12 @@ from django.db.models import (
 )
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from jobs import access
 from jobs.disks.forms import short_size
 from jobs.models import Profile
-from jobs.profiles.forms import ProfileForm, copy_profile
+from jobs.profiles.forms import ProfileForm, unsaved_copy
 from jobs.tools.fio import build_fio_job
 from jobs.tools.ndisk import build_ndisk_argv
 from jobs.tools.options import ToolOptionError
@@ -89,6 +89,20 @@ def profile_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     if profile.builtin:
         messages.info(request, "Built-in presets are read-only: copy this one to change it.")
         return redirect("profile_detail", pk=profile.pk)
+    return _profile_form(request, profile, editing=bool(pk))
+
+
+@login_required
+def profile_copy(request: HttpRequest, pk: int) -> HttpResponse:
+    """The new-profile form filled in from another profile: nothing is stored until Save."""
+    source = access.profile(request, pk)
+    return _profile_form(request, unsaved_copy(source, access.team(request)), source=source)
+
+
+def _profile_form(
+    request: HttpRequest, profile: Profile, *, editing: bool = False, source: Profile | None = None
+) -> HttpResponse:
+    team = access.team(request)
     form = ProfileForm(request.POST or None, instance=profile, team=team)
     if request.method == "POST":
         access.require_change(request, team)
@@ -98,22 +112,12 @@ def profile_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             return redirect("profile_detail", pk=profile.pk)
     context = {
         "form": form,
-        "profile": profile if pk else None,
+        "profile": profile if editing else None,
+        "source": source,
         "sample_target": SAMPLE_TARGET,
         "can_change": access.can_change(request, team),
     }
     return render(request, "jobs/manage/profile_form.html", context)
-
-
-@login_required
-@require_POST
-def profile_copy(request: HttpRequest, pk: int) -> HttpResponse:
-    source = access.profile(request, pk)
-    team = access.team(request)
-    access.require_change(request, team)
-    copy = copy_profile(source, team)
-    messages.success(request, f"Copied {source.name} as {copy.name}: change what you need and save.")
-    return redirect("profile_edit", pk=copy.pk)
 
 
 @login_required

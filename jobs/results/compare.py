@@ -14,8 +14,9 @@ from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 
-from jobs import access, units
+from jobs import access, clock, limits, units
 from jobs.models import Disk, Run
 from jobs.tools.summary import PERCENTILES
 
@@ -30,8 +31,48 @@ def theoretical_iops(snapshot: dict[str, Any] | None) -> float | None:
     return value if value is not None else snapshot.get("iops")
 
 
-def efficiency(measured: float | None, theoretical: float | None) -> float | None:
-    return 100 * measured / theoretical if measured is not None and theoretical else None
+def theoretical_burst_iops(snapshot: dict[str, Any] | None) -> float | None:
+    """The IOPS a run could reach at its block size while bursting, from its limits snapshot."""
+    if not snapshot or snapshot.get("error"):
+        return None
+    value = snapshot.get("effective_burst_iops")
+    return value if value is not None else snapshot.get("burst_iops")
+
+
+def efficiency(
+    measured: float | None, theoretical: float | None, burst: float | None = None
+) -> limits.Efficiency | None:
+    return limits.Efficiency.of(measured, theoretical, burst)
+
+
+def theoretical_at_block_size(snapshot: dict[str, Any] | None) -> str:
+    """The disk's limit at the run's block size with the binding cap named, in the source's throughput unit:
+    '600 IOPS (IOPS cap binds at 4 KiB) = 2.458 MB/s'."""
+    if not snapshot or snapshot.get("error"):
+        return units.DASH
+    unit = snapshot.get("total_throughput_unit") or snapshot.get("throughput_unit") or "MB/s"
+    block, binding = snapshot.get("block_size_bytes"), snapshot.get("binding")
+    iops, moved = snapshot.get("effective_iops"), snapshot.get("effective_throughput_bytes_per_s")
+    if not block or binding is None or iops is None:
+        # No block size to bind at: the limit itself.
+        return limits.rate_text(snapshot.get("throughput_bytes_per_s"), unit)
+    at = units.format_bytes(block)
+    if binding == "throughput":
+        return f"{limits.rate_text(moved, unit)} (throughput cap binds at {at}) = {limits.number(iops, 1)} IOPS"
+    return f"{limits.number(iops, 1)} IOPS (IOPS cap binds at {at}) = {limits.rate_text(moved, unit)}"
+
+
+class Styled(str):
+    """A table cell's text with the CSS class the page gives it (eff-above for an efficiency above the promise)
+    and a note printed small under it (the flag's words)."""
+
+    css: str
+    note: str
+
+    def __new__(cls, text: str, css: str, note: str = "") -> Styled:
+        cell = super().__new__(cls, text)
+        cell.css, cell.note = css, note
+        return cell
 
 
 @dataclass
@@ -54,21 +95,31 @@ class Column:
         return theoretical_iops(self.run.limits_snapshot) if self.run else None
 
     @property
-    def efficiency(self) -> float | None:
-        return efficiency(self.measured, self.theoretical)
+    def burst(self) -> float | None:
+        return theoretical_burst_iops(self.run.limits_snapshot) if self.run else None
+
+    @property
+    def efficiency(self) -> limits.Efficiency | None:
+        return efficiency(self.measured, self.theoretical, self.burst)
+
+    def efficiency_text(self) -> str:
+        found = self.efficiency
+        if found is None:
+            return units.DASH
+        return Styled(found.text, f"wrap {found.css}".strip(), found.flag)
 
     def cells(self) -> list[str]:
         summary, snapshot = self.summary, (self.run.limits_snapshot or {}) if self.run else {}
         total = summary.get("total") or {}
         cells = [
-            self.run.finished_at.strftime("%Y-%m-%d %H:%M") if self.run and self.run.finished_at else "—",
+            clock.show(self.run.finished_at, timezone.get_current_timezone(), clock.MINUTES)
+            if self.run and self.run.finished_at
+            else "—",
             units.format_iops(self.measured),
             units.format_iops_exact(self.theoretical),
-            f"{self.efficiency:.0f} %" if self.efficiency is not None else "—",
+            self.efficiency_text(),
             units.format_bytes_per_s(total.get("bw_bytes_per_s")),
-            units.format_bytes_per_s(
-                snapshot.get("effective_throughput_bytes_per_s") or snapshot.get("throughput_bytes_per_s")
-            ),
+            Styled(theoretical_at_block_size(snapshot), "wrap"),
         ]
         for direction in ("read", "write"):
             clat = (summary.get(direction) or {}).get("clat_us") or {}
@@ -85,7 +136,7 @@ ROW_LABELS = [
     "Theoretical IOPS",
     "Efficiency",
     "Bandwidth",
-    "Theoretical throughput",
+    "Theoretical at its block size",
     *[f"{d} p{percent:g}" for d in ("read", "write") for _, percent in PERCENTILES],
 ]
 
@@ -148,7 +199,13 @@ def _chart(groups: list[Group], by_disk: bool) -> dict[str, Any]:
             "labels": run_labels,
             "datasets": [
                 {"label": "measured", "kind": "measured", "series": 0, "data": [c.measured for c in columns]},
-                {"label": "theoretical", "kind": "theoretical", "series": 0, "data": [c.theoretical for c in columns]},
+                {
+                    "label": "theoretical",
+                    "kind": "theoretical",
+                    "series": 0,
+                    "data": [c.theoretical for c in columns],
+                    "burst": [c.burst for c in columns],
+                },
             ],
         }
     labels = [g.title for g in groups]
@@ -157,7 +214,10 @@ def _chart(groups: list[Group], by_disk: bool) -> dict[str, Any]:
         for kind in ("measured", "theoretical"):
             data = [getattr(g.columns[i], kind) for g in groups]
             label = f"{column.detail}:{column.label} {kind}"
-            datasets.append({"label": label, "kind": kind, "series": i, "data": data})
+            dataset = {"label": label, "kind": kind, "series": i, "data": data}
+            if kind == "theoretical":
+                dataset["burst"] = [g.columns[i].burst for g in groups]
+            datasets.append(dataset)
     return {"labels": labels, "datasets": datasets}
 
 

@@ -25,7 +25,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from jobs import access, timeseries, units
+from jobs import access, limits, timeseries, units
 from jobs.models import Disk, Host, Run, RunResult, Team
 from jobs.results.compare import efficiency
 
@@ -33,6 +33,10 @@ SPARK_DAYS = 30
 
 
 RECENT_FAILURES = timedelta(days=7)
+
+
+# Running now lists this many pending runs, and counts the rest.
+WAITING_SHOWN = 10
 
 
 @dataclass
@@ -81,8 +85,8 @@ class DiskRow:
     spark: Sparkline | None
 
     @property
-    def efficiency(self) -> float | None:
-        return efficiency(self.last["iops"], self.last["theoretical"]) if self.last else None
+    def efficiency(self) -> limits.Efficiency | None:
+        return efficiency(self.last["iops"], self.last["theoretical"], self.last["burst"]) if self.last else None
 
 
 def _as_float(path: str) -> Cast:
@@ -101,7 +105,13 @@ def _disk_rows(team: Team, start: datetime) -> list[DiskRow]:
     last = {
         row["disk_id"]: row
         for row in RunResult.objects.filter(run_id__in=[d.last_run_id for d in disks if d.last_run_id]).values(
-            "disk_id", "profile_name", "finished_at", pk=F("run_id"), iops=F("total_iops"), theoretical=F("limit_iops")
+            "disk_id",
+            "profile_name",
+            "finished_at",
+            pk=F("run_id"),
+            iops=F("total_iops"),
+            theoretical=F("limit_iops"),
+            burst=F("burst_iops"),
         )
     }
     # UTC days by integer division of the stored epoch milliseconds: a date cast per row is a Python function
@@ -136,13 +146,20 @@ def overview(request: HttpRequest) -> HttpResponse:
         expected = (run.progress or {}).get("expected_s")
         # An attribute for the template only, not a field of Run.
         run.percent = min(100.0, 100 * run.progress.get("elapsed_s", 0) / expected) if expected else None  # type: ignore[attr-defined]
+    pending = runs.filter(state=Run.State.PENDING)
+    # Due longest first, then those waiting for their stagger slot, by their slot; ordering by created_at made
+    # SQLite walk the team's whole history by that index.
+    waiting = list(pending.order_by(F("not_before").asc(nulls_first=True), "pk")[:WAITING_SHOWN])
+    for run in active + waiting:
+        # A scheduled run waits for its slot pending, and then, claimed a little early, on its host.
+        run.waiting_until = run.not_before if run.not_before and run.not_before > now else None  # type: ignore[attr-defined]
     context = {
         "rows": _disk_rows(team, now - timedelta(days=SPARK_DAYS)),
         "host_count": Host.objects.filter(team=team).count(),
         "first_host": Host.objects.filter(team=team).first(),
         "active": active,
-        # Due longest first; ordering by created_at made SQLite walk the team's whole history by that index.
-        "waiting": runs.filter(state=Run.State.PENDING).exclude(not_before__gt=now).order_by("not_before", "pk")[:10],
+        "waiting": waiting,
+        "waiting_more": pending.count() - len(waiting) if len(waiting) == WAITING_SHOWN else 0,
         "failed": runs.filter(
             state__in=(Run.State.FAILED, Run.State.ERROR, Run.State.LOST), finished_at__gte=now - RECENT_FAILURES
         ).order_by("-finished_at")[:10],

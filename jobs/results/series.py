@@ -14,18 +14,16 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from django.db.models import Max, Min, Q, QuerySet, Sum
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from jobs import limits, timeseries
+from jobs import figures, limits, timeseries
 from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample
 from jobs.timeseries import CHART_PERCENTILES, DIRECTIONS, SERIES
 
+# Shortest first: without a range asked for, the first that fits the runs is drawn (timeseries.fitting_range).
 RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "all": None}
-
-
-DEFAULT_RANGE = "30d"
 
 
 PERCENTILES = (("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("p99.9", "p99_9"), ("max", "max"))
@@ -48,10 +46,11 @@ class BadRequest(ValueError):
 
 
 def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
-    """params: range (24h, 7d, 30d, all, custom with from/to), profile (id or name), points. BadRequest names
-    the parameter and the fix."""
-    start, end, range_name = _time_range(params)
+    """params: range (24h, 7d, 30d, all, custom with from/to; none: the shortest that fits the runs), profile
+    (id or name), points. BadRequest names the parameter and the fix."""
     wanted = _profile_filter(params.get("profile", ""))
+    fitted = not params.get("range")
+    start, end, range_name = _time_range(params, _fitting_range(disk, wanted) if fitted else "")
     points = _max_points(params.get("points"))
 
     profiles, in_range = _profiles(disk, start, end, wanted)
@@ -69,7 +68,12 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
     found, reason = disk.limits_or_reason()
     return {
         "disk": {"id": disk.pk, "label": disk.label, "name": str(disk)},
-        "range": {"name": range_name, "from": start and start.isoformat(), "to": end and end.isoformat()},
+        "range": {
+            "name": range_name,
+            "fitted": fitted,
+            "from": start and start.isoformat(),
+            "to": end and end.isoformat(),
+        },
         "profile": params.get("profile", ""),
         "max_points": points,
         "downsampling": "minmax",
@@ -87,8 +91,17 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _time_range(params: Any) -> tuple[datetime | None, datetime | None, str]:
-    name = params.get("range") or DEFAULT_RANGE
+def _fitting_range(disk: Disk, wanted: dict[str, Any]) -> str:
+    """The shortest range holding every run of the disk (of the profile asked for) or enough of them."""
+    now = timezone.now()
+    within = {name: Count("pk", filter=Q(finished_at__gte=now - span)) if span else Count("pk")
+              for name, span in RANGES.items()}  # fmt: skip
+    counts = RunResult.objects.filter(disk=disk, **wanted).aggregate(**{f"in_{n}": c for n, c in within.items()})
+    return timeseries.fitting_range({name: counts[f"in_{name}"] for name in RANGES})
+
+
+def _time_range(params: Any, fitted: str) -> tuple[datetime | None, datetime | None, str]:
+    name = fitted or params.get("range")
     if name == "custom":
         start, end = _moment(params.get("from"), "from"), _moment(params.get("to"), "to", end_of_day=True)
         if start and end and end < start:
@@ -500,6 +513,8 @@ def run_series(run: Run) -> dict[str, Any]:
         "limits": {"baseline_iops": baseline, "burst_iops": burst, "binding": binding},
         "result": {
             "total_iops": total_iops,
+            # The total as the run page's result table shows it first: the tool's printed figure.
+            "total_printed": figures.total_iops_shown(summary),
             "efficiency": round(total_iops / baseline, 4) if total_iops and baseline else None,
         },
         "percentiles": _percentile_curve(summary),

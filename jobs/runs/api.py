@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -72,17 +72,63 @@ def run_list_item(row: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+class RunResultSerializer(serializers.Serializer):
+    """A finished run's result as shown first: the tool's own figures and the workload its output states."""
+
+    # The serializer metaclass moves declared fields out of the class, so these do not shadow Field.label etc.
+    label = serializers.CharField(  # type: ignore[assignment]
+        help_text="Which part of the output this run is ('group 1 (randwrite)', 'client 10.0.0.5', 'All clients'); "
+        "empty for an output with one result."
+    )
+    partial = serializers.CharField(  # type: ignore[assignment]
+        help_text="Non-empty when the output was an excerpt (a lone summary line): what it does not say."
+    )
+    source = serializers.CharField(  # type: ignore[assignment]
+        help_text="Imports: the file name, or 'pasted text'; empty for runs benchweb ran."
+    )
+    printed = serializers.DictField(
+        allow_null=True,
+        help_text="The tool's figures as it printed them, strings with their unit, per direction: "
+        '{"read": {"iops": "1506", "bw": "5.88MiB/s", "bw_alt": "6169kB/s", "runtime": "60001msec"}, "write": '
+        '..., "total": ...}; a direction not printed is null. null for runs stored before benchweb kept them: '
+        "summary holds their numbers.",
+    )
+    workload = serializers.DictField(
+        allow_null=True,
+        help_text="What the output says the job was: rw, block_size (as printed), iodepth, numjobs, read_percent, "
+        "ioengine; each null when the output does not say. null for runs stored before benchweb kept it.",
+    )
+
+
 class RunDetailSerializer(RunSerializer):
     progress = serializers.JSONField(
-        source="live_progress", read_only=True, help_text="The last poll's progress, elapsed_s and eta_s as of now."
+        source="live_progress",
+        read_only=True,
+        help_text="Running: the last poll's read_iops / write_iops (fio's latest interval, which ended iops_at_s "
+        "into its runtime), elapsed_s and eta_s as of now. Finished: elapsed_s is the real runtime, from the host's "
+        "clock (elapsed_from 'host') or until benchweb saw the finish ('collector').",
     )
+    result = serializers.SerializerMethodField(help_text="null until the run has a result.")
 
     class Meta(RunSerializer.Meta):
         fields = [
-            *RunSerializer.Meta.fields, "parameters", "summary", "limits_snapshot", "command", "exit_status",
-            "cancel_requested",
+            *RunSerializer.Meta.fields, "parameters", "summary", "result", "limits_snapshot", "command",
+            "exit_status", "cancel_requested",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(RunResultSerializer(allow_null=True))
+    def get_result(self, run: Run) -> dict[str, Any] | None:
+        if not run.summary:
+            return None
+        parameters = run.parameters or {}
+        return {
+            "label": parameters.get("label", ""),
+            "partial": parameters.get("partial", ""),
+            "source": parameters.get("source", "") if run.trigger == Run.Trigger.IMPORT else "",
+            "printed": run.summary.get("printed"),
+            "workload": run.summary.get("workload"),
+        }
 
 
 class RunRequestSerializer(serializers.Serializer):

@@ -26,8 +26,13 @@ log = logging.getLogger(__name__)
 POLL_INTERVAL_S = 2.0
 
 
-# A poll waits at most this long on the host for a run that is about to finish.
-FINISH_WAIT_S = 5.0
+# A run due to end within NEAR_END_S is polled back to back, each poll waiting on the host for the finish
+# for at most FINISH_WAIT_S: the finish is noticed within 0.1 s, and the live figures, read when a wait ends,
+# still move every second or two to the end (one 5 s wait used to hold them for the last half of a 10 s run).
+NEAR_END_S = 5.0
+
+
+FINISH_WAIT_S = 1.0
 
 
 OVERRUN_WAIT_S = 15.0
@@ -125,9 +130,13 @@ def launch(run_id: int) -> str:
     run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
     # A stored run directory means an earlier attempt sent the launch command and never heard back.
     answer_lost = bool(run.remote_dir)
-    if run.cancel_requested and run.state in (Run.State.QUEUED, Run.State.LAUNCHING) and not answer_lost:
-        _finish(run, Run.State.CANCELLED, "cancelled before it started")
-        return run.state
+    if run.state in (Run.State.QUEUED, Run.State.LAUNCHING) and not answer_lost:
+        # A scheduled run re-checks its schedule here: one paused since the claim starts nothing.
+        paused = queueing.paused_schedule(run)
+        if run.cancel_requested or paused:
+            why = queueing.paused_explanation(paused) if paused else "cancelled before it started"
+            _finish(run, Run.State.CANCELLED, why)
+            return run.state
     # Scheduled runs are created by the beat tick without a snapshot (it keeps the tick short); they take the
     # disk's limits here, as they are when the run starts.
     snapshot = run.limits_snapshot
@@ -296,7 +305,7 @@ def poll(run_id: int) -> str:
             if run.cancel_requested:
                 remote.cancel(conn, run.remote_dir)
                 _cleanup(conn, run)
-                _finish(run, Run.State.CANCELLED, "cancelled: the benchmark was stopped on the host")
+                _finish(run, Run.State.CANCELLED, _stopped_on_host(run))
                 return run.state
             status = remote.poll(conn, run.remote_dir, tool.output_file, wait_s=_finish_wait(run))
             if status.state in ("running", "starting"):
@@ -308,7 +317,7 @@ def poll(run_id: int) -> str:
                 run, (Run.State.RUNNING,), Run.State.COLLECTING, explanation="collecting results"
             ):
                 return run.state
-            _collect(conn, run, tool, status.exit_status)
+            _collect(conn, run, tool, status)
     except (ssh.SSHError, remote.RemoteError) as exc:
         connecting.note_ssh_refusal(run.disk.host, exc, run=run)
         # The run goes on on the host whatever happened to our connection; try again later. The heartbeat
@@ -317,6 +326,16 @@ def poll(run_id: int) -> str:
                                              heartbeat_at=timezone.now())  # fmt: skip
         queueing.send("poll", run, countdown=POLL_INTERVAL_S * 3)
     return run.state
+
+
+def _stopped_on_host(run: Run) -> str:
+    """A cancelled run stopped before its start (the wrapper was still waiting for not_before) says that
+    nothing ran, and why: a paused schedule, or a person's cancel."""
+    if not (run.not_before and run.not_before > timezone.now()):
+        return "cancelled: the benchmark was stopped on the host"
+    paused = queueing.paused_schedule(run)
+    why = queueing.paused_explanation(paused) if paused else "cancelled before it started"
+    return f"{why}; the wrapper waiting on the host for its start was stopped, nothing ran"
 
 
 def _seconds_left(run: Run) -> float:
@@ -332,29 +351,41 @@ def _finish_wait(run: Run) -> float:
 def _near_end(run: Run) -> bool:
     # A run far past its expected end (a slow file layout) goes back to plain polling, so it cannot
     # hold a worker thread in back-to-back waits.
-    return -OVERRUN_WAIT_S < _seconds_left(run) < FINISH_WAIT_S
+    return -OVERRUN_WAIT_S < _seconds_left(run) < NEAR_END_S
+
+
+def _note_started(run: Run, status: remote.PollResult) -> None:
+    """The host says when the tool really started (after waiting for not_before): trust it."""
+    if status.started_epoch:
+        started = datetime.fromtimestamp(status.started_epoch, tz=UTC)
+        Run.objects.filter(pk=run.pk).exclude(started_at=started).update(started_at=started)
+        run.started_at = started
 
 
 def _still_running(run: Run, status: remote.PollResult, tool: runner.Tool) -> str:
     now = timezone.now()
-    started = run.started_at or now
-    if status.state == "starting" and now - started > queueing.START_GRACE:
+    if status.state == "starting" and now - (run.started_at or now) > queueing.START_GRACE:
         _finish(run, Run.State.LOST, "the run's wrapper never started on the host")
         return run.state
-    if status.started_epoch:
-        # The host says when the tool really started (after waiting for not_before): trust it.
-        started = datetime.fromtimestamp(status.started_epoch, tz=UTC)
-        Run.objects.filter(pk=run.pk).exclude(started_at=started).update(started_at=started)
-        run.started_at = started
+    _note_started(run, status)
+    started = run.started_at or now
     progress = tool.progress(status.tail, run.parameters)
     expected = runner.expected_seconds(run.parameters)
     progress |= Run.clock(started, expected, now) | {"expected_s": expected}
     Run.objects.filter(pk=run.pk, state=Run.State.RUNNING).update(
         progress=progress, heartbeat_at=now, explanation="running"
     )
-    # Near the end, poll again at once: that poll waits on the host for the finish itself.
-    queueing.send("poll", run, countdown=0 if _near_end(run) else POLL_INTERVAL_S)
+    queueing.send("poll", run, countdown=_next_poll_in(run))
     return run.state
+
+
+def _next_poll_in(run: Run) -> float:
+    """Near the end, at once: that poll waits on the host for the finish itself. Before, every POLL_INTERVAL_S,
+    the last of those sooner so that it lands as the end comes near, not a whole interval into the near end."""
+    if _near_end(run):
+        return 0.0
+    left = _seconds_left(run)
+    return min(POLL_INTERVAL_S, left - NEAR_END_S) if left > NEAR_END_S else POLL_INTERVAL_S
 
 
 def _lost_reason(state: str) -> str:
@@ -370,7 +401,22 @@ def stored_summary(summary: dict[str, Any] | None) -> dict[str, Any] | None:
     return summary and {key: value for key, value in summary.items() if key != "samples"}
 
 
-def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, exit_status: int | None) -> None:
+def _final_clock(run: Run, status: remote.PollResult) -> dict[str, Any]:
+    """elapsed_s of a finished run: from the host's `started` to its `finished` (both its own clock), not the
+    last poll's figure, which is up to a poll interval old; elapsed_from says which clock (a wrapper older than
+    the `finished` file: until the collector saw the finish)."""
+    _note_started(run, status)
+    started = run.started_at or timezone.now()
+    if status.finished_epoch and status.started_epoch:
+        ended, source = datetime.fromtimestamp(max(status.finished_epoch, status.started_epoch), tz=UTC), "host"
+    else:
+        ended, source = timezone.now(), "collector"
+    return Run.clock(started, 0, ended) | {"elapsed_from": source}
+
+
+def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.PollResult) -> None:
+    exit_status = status.exit_status
+    clock = _final_clock(run, status)
     outputs = {name: remote.read_file(conn, f"{run.remote_dir}/{name}") for name in tool.collect_files}
     outcome = tool.interpret(outputs, exit_status, run.parameters)
     with transaction.atomic():
@@ -383,7 +429,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, exit_status: int
             raw_output=outcome.raw_output,
             raw_stderr=outcome.raw_stderr,
             exit_status=exit_status,
-            progress=run.progress | {"eta_s": 0},
+            progress=run.progress | clock,
         )
         if not finished:
             # Another collector finished it first (a sweep raced a slow one): keep its result, not ours.

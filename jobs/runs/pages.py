@@ -2,19 +2,53 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from jobs import access
+from jobs import access, clock, figures
+from jobs.models import Run
+from jobs.results import compare
 from jobs.runs import lifecycle
 
 
 @login_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = access.run(request, pk)
-    return render(request, "jobs/run_detail.html", {"run": run, "summary": run.summary or {}})
+    summary = run.summary or {}
+    context = {
+        "run": run,
+        "summary": summary,
+        "figures": figures.result_figures(summary),
+        "workload": figures.workload_facts(summary),
+        "printed_runtime": figures.printed_runtime(summary),
+        "has_latency": _has_latency(summary),
+        **_against_limits(run, summary),
+    }
+    return render(request, "jobs/run_detail.html", context)
+
+
+def _has_latency(summary: dict[str, Any]) -> bool:
+    # An excerpt or an ndisk64 report has no latency: no table of dashes.
+    clat = [(summary.get(direction) or {}).get("clat_us") or {} for direction in ("read", "write")]
+    return any(value is not None for numbers in clat for value in numbers.values())
+
+
+def _against_limits(run: Run, summary: dict[str, Any]) -> dict[str, Any]:
+    """The limit the run was made against, at its block size with the binding cap named, and its efficiency
+    against the baseline and, where the disk bursts, the burst limit."""
+    snapshot = run.limits_snapshot or {}
+    theoretical = compare.theoretical_iops(snapshot)
+    measured = (summary.get("total") or {}).get("iops")
+    return {
+        "theoretical_iops": theoretical,
+        "theoretical": compare.theoretical_at_block_size(snapshot),
+        "efficiency": compare.efficiency(measured, theoretical, compare.theoretical_burst_iops(snapshot)),
+    }
 
 
 @login_required
@@ -25,7 +59,8 @@ def run_progress(request: HttpRequest, pk: int) -> JsonResponse:
             "id": run.pk,
             "state": run.state,
             "state_label": run.get_state_display(),
-            "explanation": run.explanation,
+            # Its times in the reader's zone, as the page shows them (the API keeps the stored UTC text).
+            "explanation": clock.in_zone(run.explanation, timezone.get_current_timezone()),
             "progress": run.live_progress(),
             "final": run.is_final,
         }

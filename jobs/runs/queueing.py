@@ -19,7 +19,7 @@ from django.utils import timezone
 from audit import log as audit
 from audit.models import AuditEvent
 from jobs import messages
-from jobs.models import Disk, Host, Profile, Run
+from jobs.models import Disk, Host, Profile, Run, Schedule
 
 # Runs are claimed and launched this long before their not_before; the wrapper waits on the host until
 # then, so neither the beat tick's period nor the SSH launch delays the start. 30 s covers a fan-out: one
@@ -56,6 +56,8 @@ def create_run(
 ) -> Run:
     if profile.team_id not in (None, disk.team_id):
         raise RunRefused("profile", "That profile belongs to another team; choose one of yours or a built-in one.")
+    if refusal := disk.refusal_for(profile):
+        raise RunRefused("profile", f"{profile.name} cannot run on disk {disk.label}: {refusal.message}")
     run = Run.objects.create(
         disk=disk,
         profile=profile,
@@ -84,10 +86,31 @@ def request_run(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANU
     return run
 
 
+def paused_explanation(schedule_name: str) -> str:
+    """Why a scheduled run ended without starting: its schedule was paused first."""
+    return (
+        f"cancelled before it started: its schedule {schedule_name} was paused (a pause stops every fire not yet "
+        f"started; resume the schedule for the next fires)"
+    )
+
+
+def paused_schedule(run: Run) -> str | None:
+    """The name of the run's schedule when the run is one of its fires and the schedule is paused now."""
+    if run.schedule_id is None or run.trigger != Run.Trigger.SCHEDULE:
+        return None
+    return Schedule.objects.filter(pk=run.schedule_id, enabled=False).values_list("name", flat=True).first()
+
+
 def claim(run: Run, now: Any = None) -> bool:
     """pending -> queued for one run, if its disk (and an exclusive host) is free; the launch goes out on commit."""
     now = now or timezone.now()
     if run.not_before and run.not_before > now + CLAIM_LEAD:
+        return False
+    if paused := paused_schedule(run):
+        # Paused after this fire was made: the pause cancelled it, or it raced the pause; either way it ends here.
+        Run.objects.filter(pk=run.pk, state=Run.State.PENDING).update(
+            state=Run.State.CANCELLED, finished_at=now, explanation=paused_explanation(paused)
+        )
         return False
     host = run.disk.host
     try:
@@ -131,7 +154,7 @@ def dispatch_due(now: Any = None) -> int:
     """
     now = now or timezone.now()
     with tick_transaction():
-        due = list(
+        rows = list(
             Run.objects.filter(state=Run.State.PENDING)
             .exclude(not_before__gt=now + CLAIM_LEAD)
             .order_by("not_before", "pk")
@@ -143,8 +166,12 @@ def dispatch_due(now: Any = None) -> int:
                 "disk__host__name",
                 "disk__host__exclusive",
                 "disk__host__site",
+                "trigger",
+                "schedule__enabled",
+                "schedule__name",
             )
         )
+        due = _drop_paused(rows, now)
         if not due:
             return 0
         exclusive = {host_id for _, _, _, host_id, _, is_exclusive, _ in due if is_exclusive}
@@ -177,6 +204,20 @@ def dispatch_due(now: Any = None) -> int:
                 explanation=Case(*(When(pk=pk, then=Value(text)) for pk, text in reasons.items()))
             )
         return _claim_together(free, now)
+
+
+def _drop_paused(due: list[Any], now: Any) -> list[Any]:
+    """The due rows without their last three fields (trigger, schedule enabled, schedule name); the fires of a
+    schedule paused since they were made are cancelled instead. The pause cancels them itself
+    (dispatcher.stop_unstarted): this re-check catches a fire that raced it."""
+    paused = {row[0]: row[9] for row in due if row[7] == Run.Trigger.SCHEDULE and row[8] is False}
+    if paused:
+        Run.objects.filter(pk__in=paused, state=Run.State.PENDING).update(
+            state=Run.State.CANCELLED,
+            finished_at=now,
+            explanation=Case(*(When(pk=pk, then=Value(paused_explanation(name))) for pk, name in paused.items())),
+        )
+    return [row[:7] for row in due if row[0] not in paused]
 
 
 @contextmanager

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -20,6 +20,7 @@ from jobs import scheduling
 from jobs.api.base import ModelSerializer, TeamScoped, TeamViewSet, django_errors, team_of
 from jobs.models import Disk, Profile, Schedule, ScheduleProfile
 from jobs.models.names import name_taken
+from jobs.schedules import calendar as schedule_calendar
 from jobs.schedules import dispatcher
 
 
@@ -27,6 +28,21 @@ class OrderedProfiles(serializers.ListField):
     def get_attribute(self, schedule: Schedule) -> list[Any]:
         # Prefetched, in position order: no query per schedule. Only ids are shown, so no profile rows either.
         return [Profile(pk=sp.profile_id) for sp in schedule.scheduleprofile_set.all()]
+
+
+class OverlapSerializer(serializers.Serializer):
+    schedule = serializers.IntegerField(source="schedule_id", help_text="The other schedule's id.")
+    schedule_name = serializers.CharField()
+    host = serializers.CharField(help_text="The host both schedules run on.")
+    first_at = serializers.DateTimeField(source="at", help_text="When the first two overlapping runs both run.")
+    runs = serializers.SerializerMethodField(help_text='The two runs, "host:disk profile", this schedule\'s first.')
+    message = serializers.SerializerMethodField(help_text="The warning as the schedule page words it (times in UTC).")
+
+    def get_runs(self, overlap: schedule_calendar.Overlap) -> list[str]:
+        return [overlap.mine, overlap.theirs]
+
+    def get_message(self, overlap: schedule_calendar.Overlap) -> str:
+        return overlap.message(UTC)
 
 
 class ScheduleSerializer(ModelSerializer):
@@ -48,9 +64,20 @@ class ScheduleSerializer(ModelSerializer):
         fields = [
             "id", "name", "kind", "cron", "interval_minutes", "starts_at", "timezone", "window_start", "window_end",
             "stagger_s", "auto_stagger", "auto_stagger_by_site", "blackouts", "misfire_grace_s", "enabled",
-            "targets", "profiles", "next_fire_at", "last_fire_at", "created_at",
+            "targets", "profiles", "next_fire_at", "last_fire_at", "created_at", "warnings",
         ]  # fmt: skip
         read_only_fields = ["next_fire_at", "last_fire_at", "created_at"]
+
+    warnings = serializers.SerializerMethodField(
+        help_text="Other enabled schedules whose planned runs overlap this one's on a host in the next 7 days, "
+        "each with the first overlapping moment (the calendar flags the same). The save succeeds all the same."
+    )
+
+    @extend_schema_field(OverlapSerializer(many=True))
+    def get_warnings(self, schedule: Schedule) -> Any:
+        known = self.context.get("overlaps")  # a list computes them for all its schedules at once
+        found = known.get(schedule.pk, []) if known is not None else schedule_calendar.overlaps(schedule)
+        return OverlapSerializer(found, many=True).data
 
     def validate_name(self, name: str) -> str:
         if name_taken(Schedule.objects.filter(team=team_of(self)), self.instance, name=name):
@@ -80,6 +107,10 @@ class ScheduleSerializer(ModelSerializer):
         )
         if errors:
             raise serializers.ValidationError(errors)
+        if refused := dispatcher.unrunnable(list(targets), list(profiles)):
+            raise serializers.ValidationError(
+                {"targets": [f"{message} Remove the disk or the profile from this schedule." for message in refused]}
+            )
         return attrs
 
     @transaction.atomic
@@ -92,6 +123,8 @@ class ScheduleSerializer(ModelSerializer):
                 ScheduleProfile(schedule=schedule, profile=profile, position=position)
                 for position, profile in enumerate(profiles)
             )
+        if not schedule.enabled:
+            dispatcher.stop_unstarted(schedule)
         return Schedule.objects.prefetch_related("targets", "scheduleprofile_set").get(pk=schedule.pk)
 
 
@@ -125,11 +158,20 @@ class ScheduleViewSet(viewsets.ModelViewSet, TeamViewSet):
             return Schedule.objects.none()
         return Schedule.objects.filter(team=self.team).prefetch_related("targets", "scheduleprofile_set")
 
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = dict(super().get_serializer_context())
+        if self.action == "list" and not self.fake:
+            context["overlaps"] = schedule_calendar.overlaps_by_schedule(self.team)
+        return context
+
     def _set_enabled(self, enabled: bool) -> Response:
         schedule = self.get_object()
         schedule.enabled = enabled
-        # Saving resets the dispatcher's bookkeeping: a resumed schedule fires from now on, nothing back-filled.
-        schedule.save()
+        with transaction.atomic():
+            # Saving resets the dispatcher's bookkeeping: a resumed schedule fires from now on, nothing back-filled.
+            schedule.save()
+            if not enabled:
+                dispatcher.stop_unstarted(schedule)
         return Response(self.get_serializer(schedule).data)
 
     @extend_schema(request=None, responses={200: ScheduleSerializer})

@@ -13,15 +13,14 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from django.db import connection
-from django.db.models import Field, Prefetch
+from django.db import connection, transaction
+from django.db.models import Field, Prefetch, Q
 from django.utils import timezone
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import runners, scheduling
+from jobs import clock, runners, scheduling
 from jobs.models import Disk, Run, Schedule, ScheduleProfile
 from jobs.runs import lifecycle, queueing
 
@@ -86,6 +85,17 @@ def fire(schedule: Schedule, fire_time: datetime, now: datetime, *, trigger: str
     return len(rows)
 
 
+def unrunnable(disks: list[Any], profiles: list[Any]) -> list[str]:
+    """Why pairs of a schedule's targets and profiles cannot run (Disk.refusal_for, the rule Run now uses), one
+    sentence each: the schedule form and the API refuse such a schedule instead of letting every fire fail."""
+    return [
+        f"{profile.name} cannot run on disk {disk.label}: {refusal.message}"
+        for disk in disks
+        for profile in profiles
+        if (refusal := disk.refusal_for(profile))
+    ]
+
+
 def fire_rows(
     schedule: Schedule,
     fire_time: datetime,
@@ -103,14 +113,21 @@ def fire_rows(
             state, explanation = (
                 Run.State.SKIPPED,
                 (
-                    f"skipped: this fire at {_local(fire_time, schedule)} was missed by "
+                    f"skipped: this fire at {clock.utc_text(fire_time)} was missed by "
                     f"{(now - fire_time).total_seconds():.0f} s (beat or the workers were down; grace "
                     f"{schedule.misfire_grace_s} s), so it was not started late"
                 ),
             )
+        elif refusal := planned.disk.refusal_for(planned.profile):
+            # The disk or profile changed since the schedule was saved: say why, as Run now would, not at launch.
+            state, explanation = (
+                Run.State.FAILED,
+                f"not started: {planned.profile.name} cannot run on disk {planned.disk.label}: {refusal.message}",
+            )
         else:
+            # Times in explanations are written in UTC; pages show them in their reader's zone (clock.in_zone).
             state, explanation = Run.State.PENDING, (
-                f"waiting: stagger slot {planned.slot} of {planned.slots} at {_local(not_before, schedule)}"
+                f"waiting: stagger slot {planned.slot} of {planned.slots} at {clock.utc_text(not_before)}"
                 if not_before > now else "waiting to start"
             )  # fmt: skip
         rows.append(Run(
@@ -118,16 +135,9 @@ def fire_rows(
             profile_name=planned.profile.name, parameters=planned.profile.parameters(), schedule=schedule,
             fire_time=fire_time, trigger=trigger, state=state, explanation=explanation, not_before=not_before,
             destructive=planned.disk.destructive_for(planned.profile),
-            finished_at=now if missed else None,
+            finished_at=now if state != Run.State.PENDING else None,
         ))  # fmt: skip
     return rows
-
-
-def _local(moment: datetime, schedule: Schedule) -> str:
-    try:
-        return timezone.localtime(moment, ZoneInfo(schedule.timezone)).strftime("%Y-%m-%d %H:%M:%S %Z")
-    except (ZoneInfoNotFoundError, ValueError):  # an unknown zone is refused on save; old rows fall back to UTC
-        return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def materialise(now: datetime | None = None) -> int:
@@ -213,6 +223,35 @@ def expire_outside_window(now: datetime | None = None) -> int:
     )
 
 
+def stop_unstarted(schedule: Schedule, now: datetime | None = None) -> int:
+    """Pausing stops every fire of the schedule not yet started; returns how many runs it stops.
+
+    Fires are made and claimed up to CLAIM_LEAD ahead, so a pause a few seconds before a fire finds its runs
+    already made, queued, or launched with the wrapper waiting on the host for the exact second:
+    1. pending runs (waiting for their stagger slot, their start or a busy disk) are cancelled at once;
+    2. queued runs are marked cancel_requested: launch() ends them without connecting (and re-checks the
+       schedule itself, for a claim that raced the pause);
+    3. launching and running runs whose start (not_before) is still ahead are marked too: the next poll stops
+       the waiting wrapper before the tool starts, and says that nothing ran.
+    Runs whose start has come go on, and so do runs a person started with the schedule's Run now."""
+    now = now or timezone.now()
+    text = queueing.paused_explanation(schedule.name)
+    fires = Run.objects.filter(schedule=schedule, trigger=Run.Trigger.SCHEDULE)
+    stopped = fires.filter(state=Run.State.PENDING).update(state=Run.State.CANCELLED, finished_at=now, explanation=text)
+    waiting = fires.filter(
+        Q(state=Run.State.QUEUED) | Q(state__in=(Run.State.LAUNCHING, Run.State.RUNNING), not_before__gt=now),
+        cancel_requested=False,
+    )
+    running = list(waiting.filter(state=Run.State.RUNNING).select_related("disk__host"))
+    stopped += waiting.update(
+        cancel_requested=True,
+        explanation=f"cancelling: its schedule {schedule.name} was paused before this run started",
+    )
+    for run in running:
+        transaction.on_commit(lambda run=run: queueing.send("poll", run))  # type: ignore[misc]
+    return stopped
+
+
 def run_schedule_now(schedule: Schedule, user: Any = None) -> int:
     """'Run now' for a schedule: one fire at this moment, staggered as usual."""
     now = timezone.now().replace(microsecond=0)
@@ -227,56 +266,3 @@ def tick(now: datetime | None = None) -> str:
         claimed = queueing.dispatch_due(now)
     repolled = lifecycle.sweep(now)
     return f"created {created}, skipped {skipped}, claimed {claimed}, re-polled {repolled}"
-
-
-# ----------------------------------------------------------------------------------------- calendar
-
-MAX_BARS_PER_LANE = 400
-
-
-@dataclass
-class Bar:
-    start: datetime
-    end: datetime
-    title: str
-    css: str
-    host_id: int
-    overlaps: bool = False
-
-
-def calendar(team: Any, start: datetime, end: datetime) -> list[dict[str, Any]]:
-    """One lane per disk: planned runs of enabled schedules as bars of their expected duration, plus the
-    runs that happened (coloured by outcome); bars that overlap another on the same host are flagged."""
-    now = timezone.now()
-    disks = list(Disk.objects.filter(team=team).select_related("host").order_by("host__name", "label"))
-    bars: dict[int, list[Bar]] = {disk.pk: [] for disk in disks}
-    for schedule in Schedule.objects.filter(team=team, enabled=True).prefetch_related("scheduleprofile_set__profile"):
-        planned = plan(schedule)
-        for fire_time in scheduling.fires_between(schedule.rule(), max(now, start), end)[:MAX_BARS_PER_LANE]:
-            for p in planned:
-                begin = fire_time + timedelta(seconds=p.offset_s)
-                length = timedelta(seconds=runners.expected_seconds(p.profile.parameters()) + RUN_OVERHEAD_S)
-                bars[p.disk.pk].append(Bar(begin, begin + length, f"{schedule.name}: {p.profile.name}", "planned",
-                                           p.disk.host_id))  # fmt: skip
-    happened = Run.objects.filter(team=team, started_at__lt=end).exclude(finished_at__lt=start)
-    for run in happened.select_related("disk"):
-        assert run.started_at is not None  # filtered on started_at
-        finish = run.finished_at or max(now, run.started_at)
-        bars[run.disk_id].append(Bar(run.started_at, finish, f"run {run.pk} {run.profile_name}: {run.state}",
-                                     f"state-{run.state}", run.disk.host_id))  # fmt: skip
-    _flag_host_overlaps([bar for lane in bars.values() for bar in lane])
-    return [{"disk": disk, "bars": sorted(bars[disk.pk], key=lambda b: b.start)[:MAX_BARS_PER_LANE]} for disk in disks]
-
-
-def _flag_host_overlaps(all_bars: list[Bar]) -> None:
-    by_host: dict[int, list[Bar]] = {}
-    for bar in all_bars:
-        by_host.setdefault(bar.host_id, []).append(bar)
-    for host_bars in by_host.values():
-        host_bars.sort(key=lambda b: b.start)
-        latest: Bar | None = None
-        for bar in host_bars:
-            if latest and bar.start < latest.end:
-                bar.overlaps = latest.overlaps = True
-            if latest is None or bar.end > latest.end:
-                latest = bar

@@ -7,6 +7,7 @@ from typing import Any, cast
 from django import forms
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from jobs import scheduling
 from jobs.models import Disk, Profile, Schedule, ScheduleProfile, Team
@@ -62,6 +63,11 @@ class ScheduleForm(forms.ModelForm):
             )
         if self.instance.pk:
             self.initial["blackouts"] = ", ".join(self.instance.blackouts or [])
+        # A datetime-local value is read in the reader's zone (jobs.middleware activates it); say which.
+        zone = timezone.get_current_timezone()
+        for name in ("starts_at", "window_start", "window_end"):
+            field = self.fields[name]
+            field.help_text = " ".join(filter(None, [str(field.help_text), f"In your time zone, {zone}."]))
 
     def chosen_profiles(self) -> list[Profile]:
         picked = [self.cleaned_data.get(f"profile_{slot}") for slot in range(self.PROFILE_SLOTS)]
@@ -87,6 +93,8 @@ class ScheduleForm(forms.ModelForm):
         for field, message in scheduling.validate(rule, stagger_s=stagger, n_targets=len(targets),
                                                   sequence_s=sequence).items():  # fmt: skip
             self.add_error(field if field in self.fields else None, message)
+        for message in dispatcher.unrunnable(list(targets), profiles):
+            self.add_error("targets", f"{message} Remove the disk or the profile from this schedule.")
         return cleaned
 
     def save(self, commit: bool = True) -> Schedule:
@@ -101,4 +109,6 @@ class ScheduleForm(forms.ModelForm):
                     ScheduleProfile(schedule=schedule, profile=profile, position=position)
                     for position, profile in enumerate(self.chosen_profiles())
                 )
+                if not schedule.enabled:
+                    dispatcher.stop_unstarted(schedule)
         return schedule

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
-from jobs.models import Membership
+from jobs import clock
+from jobs.models import Membership, Preferences
 
 
 class SignupForm(UserCreationForm):
@@ -29,3 +32,30 @@ class NewTokenForm(forms.Form):
         label="Expires after (days)", required=False, min_value=1, max_value=3650,
         help_text="Empty: never (revoke it when you no longer need it).",
     )  # fmt: skip
+
+
+class PreferencesForm(forms.ModelForm):
+    """A person's time zone: an IANA name, or empty for the browser's."""
+
+    class Meta:
+        model = Preferences
+        fields = ("time_zone",)
+        labels = {"time_zone": "Time zone"}
+
+    def __init__(self, *args: Any, browser_zone: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        browser = (
+            f"Browser's zone (currently {browser_zone})"
+            if browser_zone
+            else "Browser's zone (UTC until it reports one)"
+        )
+        self.fields["time_zone"].widget = forms.Select(choices=[("", browser), *((n, n) for n in clock.zone_names())])
+        self.fields["time_zone"].help_text = "Every time on every page, chart and calendar is shown in this zone."
+
+    def clean_time_zone(self) -> str:
+        name = self.cleaned_data["time_zone"]
+        if name and clock.zone_or_none(name) is None:
+            raise forms.ValidationError(
+                f"{name!r} is not a time zone this server knows; pick one from the list, e.g. Europe/Berlin."
+            )
+        return name

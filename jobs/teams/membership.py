@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import cast
 
 from django.contrib import messages
@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from audit import log as audit
 from audit.models import AuditEvent
+from jobs import clock
 from jobs.models import Invitation, Membership, Team
 
 DEFAULT_TEAM_NAME = "Default team"
@@ -142,7 +143,7 @@ def _answerable(invitation: Invitation) -> None:
         raise MembershipRefused("You have answered this invitation already.")
     if invitation.expires_at <= timezone.now():
         raise MembershipRefused(
-            f"This invitation to {invitation.team.name} expired on {invitation.expires_at:%Y-%m-%d}; "
+            f"This invitation to {invitation.team.name} expired on {_shown(invitation.expires_at)}; "
             "ask one of its owners to invite you again."
         )
 
@@ -180,3 +181,8 @@ def last_owner_guard(membership: Membership) -> None:
     owners = Membership.objects.filter(team_id=membership.team_id, role=Membership.Role.OWNER)
     if membership.role == Membership.Role.OWNER and not owners.exclude(pk=membership.pk).exists():
         raise MembershipRefused(LAST_OWNER)
+
+
+def _shown(moment: datetime) -> str:
+    """A time in a message: the reader's zone on the pages, UTC in the API (jobs.middleware)."""
+    return clock.show(moment, timezone.get_current_timezone(), clock.MINUTES)

@@ -1,5 +1,5 @@
 """Signing in and up, your team and your access: switch team, the team's members (owners invite and change
-them), invitations to answer, personal API tokens."""
+them), invitations to answer, personal API tokens, your preferences (time zone)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from audit import log as audit
 from audit.models import AuditEvent
 from jobs import access
 from jobs.api.models import ApiToken
-from jobs.models import Invitation, Membership
+from jobs.models import Invitation, Membership, Preferences
 from jobs.teams import membership as teams
-from jobs.teams.forms import AddMemberForm, NewTokenForm, SignupForm
+from jobs.teams.forms import AddMemberForm, NewTokenForm, PreferencesForm, SignupForm
 
 
 class LoginView(auth_views.LoginView):
@@ -48,7 +48,7 @@ def signup(request: HttpRequest) -> HttpResponse:
         user = form.save()
         teams.place_new_user(user)
         teams.claim_invitations(user)
-        auth.login(request, user, backend="django.contrib.auth.backends.ModelBackend")  # axes checks sign-ins only
+        auth.login(request, user, backend="jobs.teams.backends.ModelBackendWithPreferences")  # axes: sign-ins only
         teams.tell_about_invitations(request)
         return redirect("home")
     return render(request, "registration/signup.html", {"form": form})
@@ -207,3 +207,16 @@ def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
                      via="page")  # fmt: skip
         messages.success(request, f"Token {token} revoked: requests with it are refused from now on.")
     return redirect("tokens")
+
+
+@login_required
+def preferences(request: HttpRequest) -> HttpResponse:
+    mine, _ = Preferences.objects.get_or_create(user=teams.signed_in_user(request))
+    browser = request.clock.browser  # type: ignore[attr-defined]  # set by jobs.middleware
+    form = PreferencesForm(request.POST or None, instance=mine, browser_zone=browser)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        chosen = saved.time_zone or f"your browser's ({browser or 'UTC until it reports one'})"
+        messages.success(request, f"Times are now shown in {chosen}.")
+        return redirect("preferences")
+    return render(request, "jobs/account/preferences.html", {"form": form, "now": timezone.now()})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from jobs import units
+from jobs import limits, units
 
 register = template.Library()
 
@@ -27,3 +27,15 @@ def micros(value: float | None) -> str:
 @register.filter
 def iops_exact(value: float | None) -> str:
     return units.format_iops_exact(value)
+
+
+@register.filter
+def rate(bytes_per_s: float | None, unit: str | None) -> str:
+    """A limit's throughput in the unit its source publishes: 1,120 MB/s, not 1.04 GiB/s."""
+    return limits.rate_text(bytes_per_s, unit)
+
+
+@register.filter
+def converted(bytes_per_s: float | None, unit: str | None) -> str:
+    """The same throughput in the other family of units, for small print: ≈ 1,068.1 MiB/s."""
+    return limits.converted_text(bytes_per_s, unit)

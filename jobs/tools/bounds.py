@@ -44,6 +44,10 @@ BOUNDS: dict[str, tuple[float, str, str]] = {
     "block_size_bytes": (MAX_BLOCK_SIZE, "bytes", "any real block size"),
     "processes": (MAX_PROCESSES, "processes", "any real run"),
     "read_percent": (100, "%", "what a run can read"),
+    # summary["workload"]: fio takes an iodepth up to 65536 and at most 4096 jobs. Its strings ("printed",
+    # "rw", "block_size") are not numbers and are not checked here.
+    "iodepth": (MAX_PROCESSES, "I/Os in flight", "any real queue"),
+    "numjobs": (MAX_PROCESSES, "processes", "any real run"),
 }
 
 # Below these a value is no measurement at all: every I/O moves at least one byte (fio itself refuses bs=0).

@@ -8,7 +8,15 @@ import re
 from itertools import pairwise
 from typing import Any
 
-from jobs.tools.fio_common import DIRECTIONS, _clock_ms, _errno_messages, _mode_read_percent
+from jobs.tools.fio_common import (
+    DIRECTIONS,
+    _clock_ms,
+    _errno_messages,
+    _mode_read_percent,
+    checked_read_percent,
+    part_labeller,
+    representative,
+)
 from jobs.tools.summary import (
     DirectionStats,
     ParseError,
@@ -17,14 +25,41 @@ from jobs.tools.summary import (
     excerpt,
     finite,
     make_summary,
+    make_workload,
     merge_direction,
+    printed_figures,
     same_or_none,
 )
 
 _DOC_START = re.compile(r'\{\s*"fio version"\s*:')
 # A JSON string, or a bare nan/inf where a number belongs: fio prints doubles with %f (§2.3).
 _NON_FINITE = re.compile(r'"(?:[^"\\]|\\.)*"|(?<=[:\[,\s])-?(?:nan|inf(?:inity)?)\b', re.IGNORECASE)
-_DECODER = json.JSONDecoder(strict=False)  # strict=False: fio does not escape control characters
+
+
+class _Float(float):
+    """A JSON number with a fraction, remembering its text ("1506.502000"): summary["printed"] shows fio's digits."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _Float:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
+class _Int(int):
+    """A JSON whole number, remembering its text."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _Int:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
+# strict=False: fio does not escape control characters.
+_DECODER = json.JSONDecoder(strict=False, parse_float=_Float, parse_int=_Int)
 MIN_SAMPLE_MS = 250
 DIRECTION_KEYS = ("read", "write", "trim", "mixed")
 # json+ bin keys are latencies in ns and their values counts of I/Os, both fio uint64 counters (§1.6).
@@ -140,8 +175,7 @@ def _checked_jobs(doc: dict[str, Any], where: str) -> list[dict[str, Any]]:
     """
     jobs = doc.get("jobs")
     if not isinstance(jobs, list):
-        hint = " This is fio client/server output (client_stats), which is not read." if "client_stats" in doc else ""
-        raise ParseError(f'{where} has no "jobs" list.{hint}')
+        raise ParseError(f'{where} has no "jobs" list (nor fio --client\'s "client_stats").')
     for number, job in enumerate(jobs, 1):
         label = f"{where}, job {number}"
         if not isinstance(job, dict):
@@ -336,13 +370,58 @@ def _errno(job: dict[str, Any], where: str) -> int:
     return int(number or 0)
 
 
-def parse_fio_json(text: str) -> ParseResult:
+def _as_written(value: Any) -> str | None:
+    """A JSON number as the text had it ("1506.502000"), None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return getattr(value, "text", None) or str(value)
+
+
+def _printed(data: dict[str, Any]) -> dict[str, str] | None:
+    """summary["printed"] of one direction of one entry: fio's iops, bw (KiB/s), bw_bytes and runtime (ms)."""
+    figures = {key: _as_written(data.get(key)) for key in ("iops", "bw", "bw_bytes", "runtime")}
+    return printed_figures(
+        iops=figures["iops"],
+        bw=figures["bw"] and f"{figures['bw']} KiB/s",
+        bw_alt=figures["bw_bytes"] and f"{figures['bw_bytes']} B/s",
+        runtime=figures["runtime"] and f"{figures['runtime']} ms",
+    )
+
+
+def _whole_option(value: str | None) -> int | None:
+    match = re.fullmatch(r"\s*([0-9]{1,9})\s*", value or "")
+    return int(match[1]) if match else None
+
+
+def _with_jobs(doc: dict[str, Any]) -> dict[str, Any]:
+    """fio --client's document keeps its entries in "client_stats" rather than "jobs"."""
+    if "jobs" not in doc and isinstance(doc.get("client_stats"), list):
+        return {**doc, "jobs": doc["client_stats"]}
+    return doc
+
+
+def _host(job: dict[str, Any]) -> tuple[str, str]:
+    """The entry's "hostname" and "port" as text (whatever JSON value they hold)."""
+    return str(job.get("hostname")), str(job.get("port"))
+
+
+def _client_of(job: dict[str, Any], hosts: dict[str, set[str]]) -> str:
+    if job.get("jobname") == "All clients":
+        return "All clients"
+    host, port = _host(job)
+    return f"client {host}:{port}" if len(hosts.get(host, ())) > 1 else f"client {host}"
+
+
+def fio_json_results(text: str) -> list[ParseResult]:
+    """One result per group (stonewall, new_group), and per client and group in fio --client output ("All
+    clients" included), in output order."""
     docs, diagnostics = fio_json_documents(text)
     if not docs:
         raise ParseError(
             f"Expected fio JSON output (a '{{' followed by a \"fio version\" key); found none in "
             f"{len(text.splitlines())} lines starting {excerpt(text)}."
         )
+    docs = [_with_jobs(doc) for doc in docs]
     labels = [f"fio JSON document {n} of {len(docs)}" for n in range(1, len(docs) + 1)]
     labels[-1] = "the fio JSON document" if len(docs) == 1 else "the last fio JSON document"
     for doc, label in zip(docs[:-1], labels, strict=False):
@@ -350,27 +429,81 @@ def parse_fio_json(text: str) -> ParseResult:
     final, where = docs[-1], labels[-1]
     jobs = _checked_jobs(final, where)
     global_options = _options(final.get("global options"), f'{where}: "global options"')
-    options = [{**global_options, **(job.get("job options") or {})} for job in jobs]
+    clients = "client_stats" in final and final["jobs"] is final["client_stats"]
+    hosts: dict[str, set[str]] = {}
+    for job in jobs:
+        host, port = _host(job)
+        hosts.setdefault(host, set()).add(port)
+    parts: dict[tuple[str | None, Any], list[int]] = {}
+    for index, job in enumerate(jobs):
+        parts.setdefault((_client_of(job, hosts) if clients else None, job.get("groupid")), []).append(index)
+    if not parts:
+        parts[(None, None)] = []
+    keys = list(parts)
+    labeller = part_labeller(keys)
+    results: list[ParseResult] = []
+    for key, members in parts.items():
+        if key[0] == "All clients":  # it prints no options: those of the clients in its group
+            source = [
+                i for (client, group), m in parts.items() if client != "All clients" and group == key[1] for i in m
+            ]
+        else:
+            source = members
+        options = [{**global_options, **(jobs[i].get("job options") or {})} for i in source] or [global_options]
+        rw = same_or_none([o.get("rw", o.get("readwrite")) for o in options])
+        label = labeller(key[0], key[1], rw)
+        result = _part_result(docs, labels, members, options, source, label, diagnostics)
+        if key[0] == "All clients":
+            counted = [r.summary["processes"] for r, k in zip(results, keys, strict=False) if k[1] == key[1]]
+            result.summary["processes"] = sum(counted) if counted and None not in counted else None
+        results.append(result)
+    return results
+
+
+def _part_result(
+    docs: list[dict[str, Any]],
+    labels: list[str],
+    members: list[int],
+    options: list[dict[str, str]],
+    source: list[int],
+    label: str,
+    all_diagnostics: list[str],
+) -> ParseResult:
+    """The result of the entries members of the last document (options: those of the entries source)."""
+    final, where = docs[-1], labels[-1]
+    every = final["jobs"]
+    jobs = [every[i] for i in members]
+    diagnostics = list(all_diagnostics)
     messages = _errno_messages(diagnostics)
     job_errors = [
-        {"job": job.get("jobname"), "index": index, "errno": errno, "message": messages.get(errno)}
-        for index, job in enumerate(jobs)
-        if (errno := _errno(job, f"{where}, job {index + 1}"))
+        {"job": every[index].get("jobname"), "index": index, "errno": errno, "message": messages.get(errno)}
+        for index in members
+        if (errno := _errno(every[index], f"{where}, job {index + 1}"))
     ]
 
     def merged(direction: str) -> dict[str, Any] | None:
         return merge_direction(
             [
                 stats
-                for index, job in enumerate(jobs, 1)
-                if (stats := _json_direction(job.get(direction) or {}, f'{where}, job {index}: "{direction}"'))
+                for index in members
+                if (
+                    stats := _json_direction(
+                        every[index].get(direction) or {}, f'{where}, job {index + 1}: "{direction}"'
+                    )
+                )
             ]
         )
 
     read, write, total = merged("read"), merged("write"), None
-    if not read and not write and (mixed := merged("mixed")):
+    mixed = None if read or write else merged("mixed")
+    if mixed:
         # unified_rw_reporting=mixed reports one "mixed" direction instead of read and write.
         total = {"iops": mixed["iops"], "bw_bytes_per_s": mixed["bw_bytes_per_s"]}
+    printed: dict[str, dict[str, str] | None] = {}
+    if len(jobs) == 1:  # several entries print no figure for the group, only their own
+        for direction, shown in (("read", read), ("write", write), ("total", mixed)):
+            if shown:
+                printed[direction] = _printed(jobs[0].get("mixed" if direction == "total" else direction) or {})
 
     def agreed(pick: Any) -> Any:
         return same_or_none([pick(opts) for opts in options])
@@ -379,21 +512,51 @@ def parse_fio_json(text: str) -> ParseResult:
     block_size = agreed(
         lambda o: _option_bytes(o.get("bs", o.get("blocksize")), _KB_BASES.get(o.get("kb_base", "1024").strip()))
     )
-    if not any(name in opts for opts in options for name in ("bs", "blocksize", "bsrange", "bssplit")):
+    every_job = final["jobs"]
+    # Some fio 2.x JSON has no "job options": rw and bs are then unknown, not fio's defaults (read, 4k).
+    options_known = any("job options" in every_job[i] for i in source) or any(
+        name in options[0] for name in ("rw", "readwrite")
+    )
+    if options_known and not any(
+        name in opts for opts in options for name in ("bs", "blocksize", "bsrange", "bssplit")
+    ):
         block_size = 4096  # fio's default block size when none is set
     direct = agreed(lambda o: o["direct"] not in ("0", "false") if "direct" in o else None)
+    read_percent = checked_read_percent(
+        agreed(lambda o: _mode_read_percent(o.get("rw", o.get("readwrite")), o)) if options_known else None,
+        read,
+        write,
+        diagnostics,
+    )
+    workload = make_workload(
+        rw=agreed(lambda o: o.get("rw", o.get("readwrite"))),
+        block_size=agreed(lambda o: o.get("bs", o.get("blocksize"))),
+        iodepth=agreed(lambda o: _whole_option(o.get("iodepth"))),
+        numjobs=agreed(lambda o: _whole_option(o.get("numjobs"))),
+        read_percent=read_percent,
+        ioengine=agreed(lambda o: o.get("ioengine")),
+    )
+    single = len(members) == len(every_job)
     summary = make_summary(
         tool="fio",
         tool_version=str(final.get("fio version", "")).removeprefix("fio-") or None,
         read=read,
         write=write,
         total=total,
-        processes=_processes(jobs, options) if jobs else None,
+        processes=_processes(jobs, options) if jobs and len(options) == len(jobs) else None,
         block_size_bytes=block_size,
-        read_percent=agreed(lambda o: _mode_read_percent(o.get("rw", o.get("readwrite")), o)),
+        read_percent=read_percent,
         direct=direct,
         runtime_s=_clock_ms(_job_clock_entries(jobs, where)) / 1000 if jobs else None,
-        samples=_samples(docs, labels, {"read": read is not None, "write": write is not None}),
+        samples=_samples(docs, labels, {"read": read is not None, "write": write is not None}) if single else [],
+        printed=printed,
+        workload=workload,
     )
-    settings = dict(options[0] if options else global_options)
-    return ParseResult("fio-json", summary, diagnostics, job_errors, settings, latency_bins(final, where) or None)
+    settings = dict(options[0])
+    bins = latency_bins({"jobs": jobs}, where) or None
+    return ParseResult("fio-json", summary, diagnostics, job_errors, settings, bins, label=label)
+
+
+def parse_fio_json(text: str) -> ParseResult:
+    """The output's one result; for several groups or clients, the one fio_common.representative picks."""
+    return representative(fio_json_results(text))

@@ -10,7 +10,16 @@ import re
 from typing import Any
 
 from jobs.tools.options import ToolOptionError, bool_param, int_param, run_id_of, safe_path
-from jobs.tools.summary import ParseError, ParseResult, excerpt, make_summary, real, whole
+from jobs.tools.summary import (
+    ParseError,
+    ParseResult,
+    excerpt,
+    make_summary,
+    make_workload,
+    printed_figures,
+    real,
+    whole,
+)
 
 PATTERNS = {"random": "-R", "sequential": "-S"}
 
@@ -213,6 +222,41 @@ def parse_ndisk(text: str) -> ParseResult:
         direct = None
 
     run_time = re.match(r"[0-9]+", settings.get("run time", ""))
+    # The figures as ndisk64 printed them: its TOTALS row, or the only process row.
+    shown = totals[0][1] if totals else rows[0][1] if len(rows) == 1 else None
+    if shown is None:
+        printed = None
+    elif totals:
+        printed = printed_figures(
+            iops=f"{shown[2]} IO/s", bw=shown[4] and f"{shown[4]} KB/s", bw_alt=f"{shown[3]} MB/s"
+        )
+    else:
+        printed = printed_figures(
+            iops=f"{shown[3]} IO/s", bw=f"{shown[5]} KB/s", bw_alt=f"{shown[4]} MB/s", runtime=f"{shown[6]} s"
+        )
+    if printed and "bw" not in printed:
+        printed["bw"] = printed.pop("bw_alt")
+    io_type = settings.get("i/o type", "").lower()
+    pattern = (
+        "random" if "random" in io_type or "-R" in command else "sequential" if io_type or "-S" in command else None
+    )
+    if footer and pattern is None:
+        pattern = "random" if "random" in footer[0].lower() else "sequential"
+    if block_size := settings.get("block size", ""):
+        shown_block_size: str | None = block_size
+    elif footer:
+        shown_block_size = f"{footer['bs']}{footer['unit']}B"
+    else:
+        shown_block_size = _flag_value(command, "-b")
+    workload = make_workload(
+        rw={"random": "randrw", "sequential": "rw"}.get(pattern or "") if read_percent not in (0.0, 100.0) else None,
+        block_size=shown_block_size,
+        numjobs=len(rows),
+        read_percent=read_percent,
+    )
+    if read_percent == 100.0 or read_percent == 0.0:
+        mode = "read" if read_percent else "write"
+        workload["rw"] = {"random": f"rand{mode}", "sequential": mode}.get(pattern or "")
     summary = make_summary(
         tool="ndisk64",
         tool_version=None,  # ndisk64 prints no version
@@ -225,5 +269,7 @@ def parse_ndisk(text: str) -> ParseResult:
         direct=direct,
         runtime_s=max(real(match[6], f"line {lineno}: Seconds") for lineno, match in rows)
         or (real(run_time[0], "Run time") if run_time else None),
+        printed={"total": printed},
+        workload=workload,
     )
     return ParseResult("ndisk64", summary, diagnostics, [], settings)

@@ -41,6 +41,11 @@ class ParseResult:
     settings: dict[str, str] = field(default_factory=dict)
     # fio json+ only: completion-latency histogram per direction, {latency ns: count}, summed over jobs.
     latency_bins: dict[str, dict[int, int]] | None = None
+    # Which part of the output this is (detect.parse_all): "" for the only result, else "group 1 (randwrite)",
+    # "client 10.0.0.5", "All clients", ...
+    label: str = ""
+    # Non-empty when the output was an excerpt (a lone summary line): what it does not say.
+    partial: str = ""
 
     def __post_init__(self) -> None:
         # Every parser returns one of these, so this is the one gate between a tool's numbers and the database.
@@ -192,8 +197,14 @@ def make_summary(
     direct: bool | None = None,
     runtime_s: float | None = None,
     samples: list[dict[str, float | None]] | None = None,
+    printed: dict[str, dict[str, str] | None] | None = None,
+    workload: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The canonical summary (docs/architecture.md), keys in the documented order. total defaults to read + write."""
+    """The canonical summary (docs/architecture.md), keys in the documented order. total defaults to read + write.
+
+    printed holds the tool's own figures as it printed them ({"read": {"iops": "1506", "bw": "5.88MiB/s", ...},
+    "write": ..., "total": ...}), workload what the output says the job was (make_workload); both default to
+    "nothing printed"."""
     if total is None:
         directions = [d for d in (read, write) if d]
         total = {
@@ -212,11 +223,44 @@ def make_summary(
         "direct": direct,
         "runtime_s": runtime_s,
         "samples": samples or [],
+        "printed": {direction: (printed or {}).get(direction) for direction in PRINTED_DIRECTIONS},
+        "workload": workload or make_workload(),
     }
     _check_plausible(summary, "summary")
     if summary["read_percent"] is not None and summary["read_percent"] > 100:
         raise _implausible("read_percent", summary["read_percent"], "no run reads more than 100%")
     return summary
+
+
+PRINTED_DIRECTIONS = ("read", "write", "total")
+WORKLOAD_KEYS = ("rw", "block_size", "iodepth", "numjobs", "read_percent", "ioengine")
+
+
+def make_workload(
+    *,
+    rw: str | None = None,
+    block_size: str | None = None,
+    iodepth: int | None = None,
+    numjobs: int | None = None,
+    read_percent: float | None = None,
+    ioengine: str | None = None,
+) -> dict[str, Any]:
+    """summary["workload"]: what the output says the job was (job options, command line, ndisk64 header), never
+    guessed. block_size is as printed ("4k", "4096B"); a key the output does not give is None."""
+    return {
+        "rw": rw,
+        "block_size": block_size,
+        "iodepth": iodepth,
+        "numjobs": numjobs,
+        "read_percent": None if read_percent is None else float(read_percent),
+        "ioengine": ioengine,
+    }
+
+
+def printed_figures(**figures: str | None) -> dict[str, str] | None:
+    """One direction of summary["printed"]: the figures given (iops, bw, bw_alt, runtime), None when none were."""
+    kept = {key: value for key, value in figures.items() if value}
+    return kept or None
 
 
 def _check_plausible(value: Any, where: str) -> None:

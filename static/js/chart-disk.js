@@ -4,7 +4,7 @@
   "use strict";
   const root = document.getElementById("disk-charts");
   if (!root || !window.Chart || !window.benchCharts) return;
-  const { fmt, logTick, palette, limitLines, getJSON, baseOptions, fitHeight } = window.benchCharts;
+  const { fmt, logTick, palette, limitLines, getJSON, baseOptions, fitHeight, zoneTitle } = window.benchCharts;
 
   const form = document.getElementById("chart-filters");
   const profileSelect = document.getElementById("chart-profile");
@@ -16,16 +16,47 @@
   const empty = document.getElementById("chart-empty");
   const drawn = document.getElementById("chart-drawn");
   const resetButton = root.querySelector('[data-zoom="reset"]');
+  const picks = document.getElementById("latency-picks");
+  const directionPicks = document.getElementById("latency-directions");
   const charts = {};
   let request = 0;
+  let shown = null; // the last answer drawn, redrawn when the latency lines picked change
 
   // ------------------------------------------------------------------ filters, kept in the page's URL
 
   const params = new URLSearchParams(window.location.search);
   if (params.get("range")) rangeSelect.value = params.get("range");
+  // No range asked for: the server draws the shortest that fits the runs, and the select then shows it.
+  let fitted = !params.get("range");
   if (params.get("from")) fromInput.value = toLocalInput(params.get("from"));
   if (params.get("to")) toInput.value = toLocalInput(params.get("to"));
   const wantedProfile = params.get("profile") || "";
+  // The latency lines picked (percentiles and directions), kept in the URL like the filters.
+  for (const name of ["percentile", "direction"]) {
+    const wanted = params.get(name);
+    if (wanted === null) continue;
+    const values = wanted.split(",");
+    picks.querySelectorAll('input[name="' + name + '"]').forEach((box) => (box.checked = values.includes(box.value)));
+  }
+
+  function picked(name) {
+    return [...picks.querySelectorAll('input[name="' + name + '"]:checked')].map((box) => box.value);
+  }
+
+  // The page's own URL: the filters the server gets, and the latency lines picked.
+  function pageQuery() {
+    const q = query();
+    q.set("percentile", picked("percentile").join(","));
+    q.set("direction", picked("direction").join(","));
+    return q;
+  }
+
+  picks.addEventListener("change", () => {
+    window.history.replaceState(null, "", "?" + pageQuery().toString());
+    if (!shown || !shown.series.length) return;
+    drawLatency(shown);
+    if (charts.iops && charts.iops.isZoomedOrPanned()) sync(charts.iops);
+  });
   if (wantedProfile) {
     // A placeholder until the first answer brings the profiles' names.
     profileSelect.append(new Option(wantedProfile, wantedProfile));
@@ -33,25 +64,25 @@
   }
   custom.hidden = rangeSelect.value !== "custom";
 
+  // The inputs are in the page's time zone (the person's), not the browser's.
   function toLocalInput(iso) {
-    const d = new Date(iso);
-    if (isNaN(d)) return "";
-    const pad = (n) => String(n).padStart(2, "0");
-    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" + pad(d.getMinutes());
+    const ms = Date.parse(iso);
+    return isNaN(ms) ? "" : window.benchClock.toInput(ms);
   }
 
   function query() {
-    const q = new URLSearchParams({ range: rangeSelect.value });
+    const q = new URLSearchParams(fitted ? {} : { range: rangeSelect.value });
     if (profileSelect.value) q.set("profile", profileSelect.value);
     if (rangeSelect.value === "custom") {
-      // datetime-local is the reader's local time; the server gets an exact instant.
-      if (fromInput.value) q.set("from", new Date(fromInput.value).toISOString());
-      if (toInput.value) q.set("to", new Date(toInput.value).toISOString());
+      // datetime-local is a wall-clock time in the page's zone; the server gets an exact instant.
+      if (fromInput.value) q.set("from", new Date(window.benchClock.fromInput(fromInput.value)).toISOString());
+      if (toInput.value) q.set("to", new Date(window.benchClock.fromInput(toInput.value)).toISOString());
     }
     return q;
   }
 
   rangeSelect.addEventListener("change", () => {
+    fitted = rangeSelect.value === "";
     custom.hidden = rangeSelect.value !== "custom";
     if (rangeSelect.value === "custom") fromInput.focus();
     else load();
@@ -166,7 +197,8 @@
       const colour = palette[index % palette.length];
       const name = s.profile.name;
       const both = s.iops.read.x.length && s.iops.write.x.length;
-      const meta = { profile: name, blockSize: s.block_size_bytes, kind: "total" };
+      // The burst limit is the latest run's; a point measured against another baseline (an older spec) gets none.
+      const meta = { profile: name, blockSize: s.block_size_bytes, kind: "total", baseline: s.limits.baseline_iops, burst: s.limits.burst_iops };
       sets.push(line(both ? name + " · total" : name, points(s.iops.total, true), colour, [], 2, meta));
       if (both) {
         sets.push(line(name + " · read", points(s.iops.read), colour, [6, 3], 1.5, { ...meta, kind: "read" }));
@@ -176,15 +208,19 @@
     return sets;
   }
 
+  // Only the lines picked: every profile's p50, p99 and p99.9 of both directions made a legend of up to 24.
   function latencyDatasets(data) {
     const sets = [];
     const dashes = { p50: [], p99: [6, 3], p99_9: [2, 3] };
     const names = { p50: "p50", p99: "p99", p99_9: "p99.9" };
+    const percentiles = picked("percentile");
+    const wantedDirections = directionPicks.hidden ? ["read", "write"] : picked("direction");
     data.series.forEach((s, index) => {
       const colour = palette[index % palette.length];
-      const directions = ["read", "write"].filter((d) => s.latency_us[d].p50.x.length || s.latency_us[d].p99.x.length);
-      for (const d of directions) {
-        for (const p of ["p50", "p99", "p99_9"]) {
+      const has = (d) => ["p50", "p99", "p99_9"].some((p) => s.latency_us[d][p].x.length);
+      const directions = ["read", "write"].filter(has);
+      for (const d of directions.filter((d) => wantedDirections.includes(d))) {
+        for (const p of percentiles) {
           const label = s.profile.name + (directions.length > 1 ? " · " + d : "") + " " + names[p];
           const width = p === "p50" ? 2 : 1.5;
           sets.push(line(label, points(s.latency_us[d][p]), d === "write" ? shade(colour) : colour, dashes[p], width, {}));
@@ -227,10 +263,10 @@
       type: "time",
       // Every tick carries its day: a week of hourly ticks must not read "6AM 2PM 10PM" without dates.
       time: {
-        tooltipFormat: "yyyy-MM-dd HH:mm",
+        tooltipFormat: "yyyy-MM-dd HH:mm z",
         displayFormats: { minute: "MMM d HH:mm", hour: "MMM d HH:mm", day: "MMM d", week: "MMM d", month: "MMM yyyy" },
       },
-      title: { display: true, text: "run finished (your local time)" },
+      title: { display: true, text: zoneTitle("run finished") },
       // A phone has room for about four "Nov 21 08:00" labels side by side.
       ticks: { maxRotation: 0, autoSkipPadding: 16, maxTicksLimit: window.innerWidth < 600 ? 4 : 11 },
     };
@@ -266,7 +302,7 @@
         const p = ctx.raw;
         const meta = ctx.dataset.meta;
         let text = ctx.dataset.label + ": " + fmt.iops(p.y);
-        if (meta.kind === "total" && p.limit) text += " · " + fmt.percent(p.efficiency) + " of " + fmt.exact(p.limit);
+        if (meta.kind === "total" && p.limit) text += " · " + fmt.efficiency(p.y, p.limit, p.limit === meta.baseline ? meta.burst : null);
         return text;
       },
       afterLabel(ctx) {
@@ -352,6 +388,7 @@
       button.textContent = "Show all runs of all time";
       button.addEventListener("click", () => {
         rangeSelect.value = "all";
+        fitted = false;
         profileSelect.value = "";
         custom.hidden = true;
         load();
@@ -368,20 +405,22 @@
       ? " Long series are thinned to at most " + data.max_points.toLocaleString("en-US") + " points each, keeping every low and high."
       : "";
     const summary = data.series.map((s) => s.profile.name + ": " + latest(s)).join("; ");
-    return runs + (summary ? " — latest " + summary + "." : ".") + thinned;
+    const range = data.range.fitted ? " The time range fits the runs; choose another above." : "";
+    return runs + (summary ? " — latest " + summary + "." : ".") + range + thinned;
   }
 
   function latest(s) {
     const t = s.iops.total;
     const i = t.x.length - 1;
     const limit = t.limit[i];
-    return fmt.iops(t.y[i]) + (limit ? " (" + fmt.percent(t.efficiency[i]) + " of " + fmt.exact(limit) + ")" : "");
+    const burst = limit === s.limits.baseline_iops ? s.limits.burst_iops : null;
+    return fmt.iops(t.y[i]) + (limit ? " (" + fmt.efficiency(t.y[i], limit, burst) + ")" : "");
   }
 
   async function load() {
     const mine = ++request;
     const q = query();
-    window.history.replaceState(null, "", "?" + q.toString());
+    window.history.replaceState(null, "", "?" + pageQuery().toString());
     status.textContent = "Loading…";
     root.setAttribute("aria-busy", "true");
     let data;
@@ -396,6 +435,7 @@
     if (mine !== request) return; // a newer request is on its way
     root.removeAttribute("aria-busy");
     fillProfiles(data.profiles);
+    if (data.range.fitted) rangeSelect.value = data.range.name;
     if (!data.series.length) {
       status.textContent = "";
       Object.values(charts).forEach((c) => c.destroy());
@@ -406,6 +446,10 @@
     empty.hidden = true;
     drawn.hidden = false;
     status.textContent = describe(data);
+    shown = data;
+    // The direction boxes only where some profile has both: one direction needs no choosing.
+    const drawsDirection = (d) => data.series.some((s) => ["p50", "p99", "p99_9"].some((p) => s.latency_us[d][p].x.length));
+    directionPicks.hidden = !(drawsDirection("read") && drawsDirection("write"));
     drawIops(data);
     drawLatency(data);
     resetButton.disabled = true;

@@ -74,7 +74,7 @@
         const limit = data.limits.baseline_iops;
         // Efficiency is of the total: the total line, or the one direction a single-direction run has.
         const counts = limit && (!mixed || ctx.dataset.label === "total");
-        const share = counts ? " · " + fmt.percent(ctx.parsed.y / limit) + " of " + fmt.exact(limit) : "";
+        const share = counts ? " · " + fmt.efficiency(ctx.parsed.y, limit, data.limits.burst_iops) : "";
         return ctx.dataset.label + ": " + fmt.iops(ctx.parsed.y) + share;
       },
     };
@@ -161,14 +161,19 @@
     new Chart(document.getElementById("run-histogram-chart"), { type: "bar", data: { labels, datasets }, options });
   }
 
+  // The result as the tool printed it (jobs/figures.py), or the stored number in full: never "20k".
+  function measured(r) {
+    return r.total_printed || fmt.exact(r.total_iops) + " IOPS";
+  }
+
   function describe(data) {
     const parts = [];
     const r = data.result;
     if (r.total_iops != null && data.limits.baseline_iops) {
-      parts.push("Measured " + fmt.iops(r.total_iops) + " = " + fmt.percent(r.efficiency) + " of the theoretical " + fmt.exact(data.limits.baseline_iops) + " IOPS" +
-        (data.limits.binding ? " (" + data.limits.binding + " binds at this block size)" : "") + ".");
+      parts.push("Measured " + measured(r) + ": " + fmt.efficiency(r.total_iops, data.limits.baseline_iops, data.limits.burst_iops) +
+        " (the theoretical limit at this block size" + (data.limits.binding ? "; the " + (data.limits.binding === "iops" ? "IOPS" : data.limits.binding) + " cap binds" : "") + ").");
     } else if (r.total_iops != null) {
-      parts.push("Measured " + fmt.iops(r.total_iops) + "; this disk has no theoretical limit to compare with (set its spec).");
+      parts.push("Measured " + measured(r) + "; this disk has no theoretical limit to compare with (set its spec).");
     }
     if (data.samples.downsampled) {
       parts.push(data.samples.count.toLocaleString("en-US") + " per-second samples, thinned to " + data.max_points.toLocaleString("en-US") + " points per line.");

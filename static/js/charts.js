@@ -18,6 +18,8 @@
     return sig3(value);
   }
 
+  const ABOVE = "above the promise: cache, burst or a wrong spec?";
+
   const fmt = {
     iops(value) {
       if (value == null) return "—";
@@ -55,12 +57,22 @@
       return value + " B";
     },
     percent(ratio) {
-      return Math.round(ratio * 100) + "%";
+      const share = ratio * 100;
+      return (share >= 10 ? Math.round(share).toLocaleString("en-US") : share.toFixed(1)) + " %";
     },
-    // A moment in the reader's time zone, as the chart tooltips print it.
+    // Efficiency in the words of jobs/limits/efficiency.py: of the baseline and, where the disk bursts, of the
+    // burst limit; above the highest promise it says so (a cache, a burst or a wrong spec), never a success.
+    efficiency(measured, baseline, burst) {
+      if (measured == null || !baseline) return "";
+      const bursts = burst != null && burst > baseline;
+      let text = fmt.percent(measured / baseline) + " of " + (bursts ? "baseline " : "") + fmt.exact(baseline) + " IOPS";
+      if (bursts) text += ", " + fmt.percent(measured / burst) + " of burst " + fmt.exact(burst) + " IOPS";
+      if (Math.round((100 * measured) / (bursts ? burst : baseline)) > 100) text += " — " + ABOVE;
+      return text;
+    },
+    // A moment in the page's time zone (not the browser's), 24-hour and labelled: 2026-11-25 21:24 CET.
     when(date) {
-      const pad = (n) => String(n).padStart(2, "0");
-      return date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate()) + " " + pad(date.getHours()) + ":" + pad(date.getMinutes());
+      return window.benchClock.show(+date, "minutes");
     },
     // Seconds since a run started: 45 s, 2:05, 1:02:05.
     clock(seconds) {
@@ -184,5 +196,74 @@
     Chart.defaults.color = "#1d232b";
   }
 
-  window.benchCharts = { fmt, logTick, palette, limitLines, getJSON, baseOptions, fitHeight, secondsStep };
+  // Time axes in the page's time zone, 24-hour: Chart.js asks its date adapter where days and hours begin and
+  // how to write a tick; this one answers with Intl in <body data-time-zone> (static/js/clock.js), where the
+  // date-fns adapter would use the browser's zone and a 12-hour clock ("8:54:35 p.m.").
+  // Ticks leave the zone to the axis title (zoneTitle); tooltips ("datetime") carry it.
+  const FORMATS = {
+    datetime: "yyyy-MM-dd HH:mm:ss z", millisecond: "HH:mm:ss", second: "HH:mm:ss", minute: "HH:mm",
+    hour: "MMM d HH:mm", day: "MMM d", week: "MMM d", month: "MMM yyyy", quarter: "MMM yyyy", year: "yyyy",
+  };
+
+  // "run finished, Europe/Berlin time (CET)": a time axis's title names the zone its ticks are in.
+  function zoneTitle(what) {
+    const clock = window.benchClock;
+    const zone = clock.zone();
+    return zone === "UTC" ? what + ", UTC" : what + ", " + zone + " time (" + clock.label(Date.now()) + ")";
+  }
+  const FIXED_MS = { millisecond: 1, second: 1000, minute: 60000, hour: 3600000 };
+  const WALL_UNITS = { day: [0, 1], week: [0, 7], month: [1, 0], quarter: [3, 0], year: [12, 0] };
+
+  function zonedAdapter(clock) {
+    const wall = (p, months, days) => clock.fromWall(p.year, p.month + months, p.day + days, p.hour, p.minute, p.second);
+    return {
+      _id: "benchweb-zone",
+      formats: () => FORMATS,
+      parse(value) {
+        if (value === null || value === undefined) return null;
+        const ms = typeof value === "number" ? value : value instanceof Date ? value.getTime() : Date.parse(value);
+        return isNaN(ms) ? null : ms;
+      },
+      format: (ms, pattern) => clock.format(ms, pattern),
+      add(ms, amount, unit) {
+        if (FIXED_MS[unit]) return ms + amount * FIXED_MS[unit];
+        const [months, days] = WALL_UNITS[unit] || [0, 0];
+        return wall(clock.parts(ms), months * amount, days * amount) + (ms % 1000);
+      },
+      diff(max, min, unit) {
+        if (FIXED_MS[unit]) return Math.trunc((max - min) / FIXED_MS[unit]);
+        if (unit === "day" || unit === "week") return Math.trunc((max - min) / (unit === "day" ? 864e5 : 6048e5));
+        const a = clock.parts(max);
+        const b = clock.parts(min);
+        const months = (a.year - b.year) * 12 + a.month - b.month;
+        return Math.trunc(unit === "month" ? months : unit === "quarter" ? months / 3 : months / 12);
+      },
+      startOf(ms, unit, weekday) {
+        const p = clock.parts(ms);
+        if (unit === "millisecond") return ms;
+        if (FIXED_MS[unit]) {
+          // Hours begin with the zone's wall clock (India is UTC+05:30).
+          const into = unit === "hour" ? p.minute * 60 + p.second : unit === "minute" ? p.second : 0;
+          return Math.floor(ms / 1000) * 1000 - into * 1000;
+        }
+        if (unit === "week" || unit === "isoWeek") {
+          const first = unit === "isoWeek" ? +weekday : 0;
+          const day = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"].indexOf(p.weekday);
+          return clock.fromWall(p.year, p.month, p.day - ((day - first + 7) % 7));
+        }
+        if (unit === "day") return clock.fromWall(p.year, p.month, p.day);
+        if (unit === "month") return clock.fromWall(p.year, p.month, 1);
+        if (unit === "quarter") return clock.fromWall(p.year, p.month - ((p.month - 1) % 3), 1);
+        if (unit === "year") return clock.fromWall(p.year, 1, 1);
+        return ms;
+      },
+      endOf(ms, unit) {
+        return this.add(this.startOf(ms, unit), 1, unit) - 1;
+      },
+    };
+  }
+
+  if (window.Chart && window.benchClock) Chart._adapters._date.override(zonedAdapter(window.benchClock));
+
+  window.benchCharts = { fmt, logTick, palette, limitLines, getJSON, baseOptions, fitHeight, secondsStep, zoneTitle };
 })();

@@ -7,6 +7,8 @@
   const data = JSON.parse(source.textContent);
   const palette = ["#1f6feb", "#d97706", "#059669", "#9333ea", "#dc2626", "#0891b2", "#65a30d", "#db2777"];
   const fmt = (n) => (n == null ? "—" : n >= 1e6 ? (n / 1e6).toPrecision(3) + "M" : n >= 1000 ? (n / 1000).toPrecision(3) + "k" : Math.round(n).toString());
+  // Tooltips give every digit: a limit is checked against the vendor's table, a result against the tool's.
+  const exact = (n) => (n == null ? "—" : n.toLocaleString("en-US", { maximumFractionDigits: 1 }));
 
   const datasets = data.datasets.map((set) => {
     const colour = palette[set.series % palette.length];
@@ -20,15 +22,25 @@
       borderDash: theoretical ? [4, 3] : [],
       kind: set.kind,
       series: set.series,
+      burst: set.burst || [],
     };
   });
 
+  // The same words as jobs/limits/efficiency.py: against the baseline and, where the disk bursts, the burst.
+  const percent = (share) => (share >= 10 ? Math.round(share).toLocaleString("en-US") : share.toFixed(1)) + " %";
   function efficiency(ctx) {
     const partner = datasets.find((d) => d.series === ctx.dataset.series && d.kind !== ctx.dataset.kind);
     if (!partner) return "";
     const measured = ctx.dataset.kind === "measured" ? ctx.raw : partner.data[ctx.dataIndex];
-    const limit = ctx.dataset.kind === "measured" ? partner.data[ctx.dataIndex] : ctx.raw;
-    return measured != null && limit ? " — efficiency " + Math.round((100 * measured) / limit) + " %" : "";
+    const theoretical = ctx.dataset.kind === "measured" ? partner : ctx.dataset;
+    const limit = theoretical.data[ctx.dataIndex];
+    if (measured == null || !limit) return "";
+    const burst = theoretical.burst[ctx.dataIndex];
+    const ofBase = (100 * measured) / limit;
+    const ofBurst = burst && burst > limit ? (100 * measured) / burst : null;
+    let text = " — " + percent(ofBase) + (ofBurst == null ? "" : " of baseline, " + percent(ofBurst) + " of burst");
+    if (Math.round(ofBurst == null ? ofBase : ofBurst) > 100) text += " — above the promise: cache, burst or a wrong spec?";
+    return text;
   }
 
   // Words of a long label on lines of at most `width` characters (a label may already be a list of lines).
@@ -63,7 +75,7 @@
       scales: narrow ? { x: value, y: category } : { y: value, x: category },
       plugins: {
         legend: { position: "bottom", labels: { boxWidth: 14 } },
-        tooltip: { callbacks: { label: (ctx) => ctx.dataset.label + ": " + fmt(ctx.raw) + " IOPS" + efficiency(ctx) } },
+        tooltip: { callbacks: { label: (ctx) => ctx.dataset.label + ": " + exact(ctx.raw) + " IOPS" + efficiency(ctx) } },
       },
     },
   });

@@ -1,4 +1,5 @@
-// Overview: keeps the progress of running runs current without reloading; reloads once when one ends.
+// Overview: keeps the progress of running and waiting runs current without reloading; reloads once when one
+// ends. A run waiting for its slot keeps the server's "waiting until <time>" until that time has passed.
 (function () {
   "use strict";
   const rows = document.querySelectorAll(".live-run[data-progress-url]");
@@ -15,9 +16,13 @@
         state.className = "state state-" + data.state;
         const p = data.progress || {};
         const text = row.querySelector('[data-role="text"]');
-        if (p.expected_s) {
+        const until = Date.parse(row.dataset.waitingUntil || "");
+        if (!data.final && Date.now() < until) {
+          // still waiting for its slot: the text says until when
+        } else if (p.expected_s) {
           const percent = Math.min(100, (100 * (p.elapsed_s || 0)) / p.expected_s);
-          row.querySelector("progress").value = percent;
+          const bar = row.querySelector("progress");
+          if (bar) bar.value = percent;
           text.textContent = Math.round(percent) + " %, about " + Math.round(p.eta_s || 0) + " s left";
         } else {
           text.textContent = data.explanation;

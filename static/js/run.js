@@ -23,9 +23,14 @@
     const p = data.progress || {};
     if (p.expected_s) {
       bar.value = Math.min(100, (100 * (p.elapsed_s || 0)) / p.expected_s);
-      const parts = [Math.round(p.elapsed_s || 0) + " s of " + p.expected_s + " s", "ETA " + Math.round(p.eta_s || 0) + " s"];
-      if (p.read_iops != null) parts.push("read " + fmt(p.read_iops) + " IOPS");
-      if (p.write_iops != null) parts.push("write " + fmt(p.write_iops) + " IOPS");
+      // Whole seconds down for the time gone and up for the time left, so that the two add up to the plan.
+      const parts = [Math.floor(p.elapsed_s || 0) + " s of " + p.expected_s + " s", "ETA " + Math.ceil(p.eta_s || 0) + " s"];
+      // The figures are of fio's latest interval, which ended iops_at_s into its runtime.
+      const figures = [];
+      if (p.read_iops != null) figures.push("read " + fmt(p.read_iops) + " IOPS");
+      if (p.write_iops != null) figures.push("write " + fmt(p.write_iops) + " IOPS");
+      const at = p.iops_at_s != null ? " (fio at " + Math.round(p.iops_at_s) + " s)" : "";
+      if (figures.length) parts.push(figures.join(", ") + at);
       text.textContent = parts.join(" · ");
     }
     if (data.final) {

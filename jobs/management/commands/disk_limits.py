@@ -128,7 +128,8 @@ class Command(BaseCommand):
             self.stdout.write(f"{kind.id:<26} {size:<22} {kind.label}")
 
     def _table(self, result: limits.Limits) -> str:
-        unit = result.throughput_unit
+        # The total's unit: the source's, or the instance cap's where that binds (typed in MB/s or MiB/s).
+        unit = result.total_throughput_unit
         size = f", {_count(result.size)} {result.size_unit}" if result.size is not None else ""
         stripes = f" x {result.stripes} stripes" if result.stripes > 1 else ""
         tier = f" (tier {result.tier})" if result.tier else ""

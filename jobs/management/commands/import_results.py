@@ -22,8 +22,10 @@ log = logging.getLogger(__name__)
 class Command(BaseCommand):
     help = (
         "Import fio (JSON, text, terse) or ndisk64 output files as finished runs of a disk, or, with --dry-run, "
-        "print what they parse to. A file that cannot be read, recognised or stored is reported with its reason "
-        "and skipped; the other files are still processed, and the exit status is 2 if any failed."
+        "print what they parse to. An output with several results (fio groups, each client and 'All clients') "
+        "becomes one run per result (--result picks some by label). A file that cannot be read, recognised or "
+        "stored (or is already stored on the disk) is reported with its reason and skipped; the other files are "
+        "still processed, and the exit status is 2 if any failed."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,6 +36,12 @@ class Command(BaseCommand):
         parser.add_argument("--at", help="When the runs finished, ISO 8601 (default: now), e.g. 2026-05-01T02:30:00Z.")
         parser.add_argument("--tool", choices=["auto", "fio", "ndisk64"], default="auto")
         parser.add_argument("--json", action="store_true", help="Print JSON.")
+        parser.add_argument(
+            "--result",
+            action="append",
+            metavar="LABEL",
+            help="Store only the result with this label (repeat for several), e.g. 'All clients' or 'group 1'.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         disk = self._disk(options["disk"]) if options["disk"] is not None else None
@@ -42,7 +50,7 @@ class Command(BaseCommand):
         for path in options["paths"]:
             try:
                 results.append(self._one(path, disk, at, options))
-            except (OSError, UnicodeDecodeError, ParseError, queueing.RunRefused) as exc:
+            except (OSError, UnicodeDecodeError, ParseError, queueing.RunRefused, importing.DuplicateImport) as exc:
                 results.append(None)
                 self.stderr.write(f"{path}: not imported: {exc}")
             except Exception as exc:
@@ -62,17 +70,31 @@ class Command(BaseCommand):
         if failures:
             sys.exit(2)
 
-    def _one(self, path: str, disk: Disk | None, at: Any, options: dict[str, Any]) -> dict[str, Any]:
+    def _one(self, path: str, disk: Disk | None, at: Any, options: dict[str, Any]) -> Any:
+        """A file with one result: its summary (or stored run); with several, a list of them, each with its label."""
         text = self._read(Path(path))
         if disk is None:
-            summary = importing.parse_import(text, options["tool"]).summary
-            if not options["json"]:
-                self.stdout.write(f"{path}: {summary['tool']}, {summary['total']['iops']:.1f} IOPS")
-            return summary
-        run = importing.import_result(disk, text, name=Path(path).name, at=at, tool=options["tool"])
-        if not options["json"]:
-            self.stdout.write(f"{path}: stored as run {run.pk} ({run.state}) on {disk}")
-        return {"path": path, "run": run.pk, "state": run.state, "summary": run.summary}
+            results = importing.pick(importing.parse_results(text, options["tool"]), options["result"])
+            for result in results if not options["json"] else []:
+                label = f" ({result.label})" if result.label else ""
+                partial = f", partial: {result.partial}" if result.partial else ""
+                total = result.summary["total"]["iops"]
+                self.stdout.write(f"{path}{label}: {result.summary['tool']}, {total:.1f} IOPS{partial}")
+            if len(results) == 1:
+                return results[0].summary
+            return [{"label": r.label, "partial": r.partial, "summary": r.summary} for r in results]
+        runs = importing.import_results(
+            disk, text, name=Path(path).name, at=at, tool=options["tool"], labels=options["result"]
+        )
+        for run in runs if not options["json"] else []:
+            label = f" ({run.parameters['label']})" if run.parameters.get("label") else ""
+            self.stdout.write(f"{path}{label}: stored as run {run.pk} ({run.state}) on {disk}")
+        stored = [
+            {"path": path, "label": run.parameters.get("label", ""), "run": run.pk, "state": run.state,
+             "summary": run.summary}
+            for run in runs
+        ]  # fmt: skip
+        return stored[0] if len(stored) == 1 else stored
 
     def _disk(self, pk: int) -> Disk:
         try:

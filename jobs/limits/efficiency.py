@@ -1,0 +1,65 @@
+"""Efficiency: a measured rate against the disk's promise (pure). Against the baseline and, where the type
+bursts, against the burst limit too; above the highest promise is flagged, never shown as success."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ABOVE = "above the promise: cache, burst or a wrong spec?"
+BURSTING = "above the baseline, within the burst limit: burst credits were spent"
+
+
+def percent_text(value: float) -> str:
+    """3,009 % or 7.5 %: whole percents with thousands separators, a tenth below 10 %."""
+    return f"{round(value):,} %" if value >= 10 else f"{value:.1f} %"
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    of_baseline: float
+    of_burst: float | None = None
+
+    @classmethod
+    def of(cls, measured: float | None, baseline: float | None, burst: float | None = None) -> Efficiency | None:
+        """None when there is nothing to compare: no measurement or no limit."""
+        if measured is None or not baseline:
+            return None
+        bursts = burst is not None and burst > baseline
+        return cls(100 * measured / baseline, 100 * measured / burst if bursts and burst else None)
+
+    @property
+    def highest(self) -> float:
+        """The share of the highest promise: the burst limit where there is one."""
+        return self.of_burst if self.of_burst is not None else self.of_baseline
+
+    @property
+    def above(self) -> bool:
+        return round(self.highest) > 100
+
+    @property
+    def bursting(self) -> bool:
+        return not self.above and round(self.of_baseline) > 100
+
+    @property
+    def text(self) -> str:
+        if self.of_burst is None:
+            return percent_text(self.of_baseline)
+        return f"{percent_text(self.of_baseline)} of baseline, {percent_text(self.of_burst)} of burst"
+
+    @property
+    def flag(self) -> str:
+        return ABOVE if self.above else BURSTING if self.bursting else ""
+
+    @property
+    def css(self) -> str:
+        """eff-above (a warning), eff-burst, eff-low below 50 %, eff-mid below 85 %, else plain eff."""
+        if self.above:
+            return "eff-above"
+        if self.bursting:
+            return "eff-burst"
+        if self.of_baseline < 50:
+            return "eff-low"
+        return "eff-mid" if self.of_baseline < 85 else ""
+
+    def __float__(self) -> float:
+        return self.of_baseline

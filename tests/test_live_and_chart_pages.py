@@ -1,0 +1,169 @@
+"""Live figures, Running now, the disk chart's default range and its latency lines, in a real headless Chromium at
+desktop and phone widths (screenshots under tests/artifacts/ for a person to look at)."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from jobs.models import Disk, Host, Membership, Run
+from jobs.runs import queueing
+from jobs.teams import membership as teams
+from tests.browser import wait_until
+from tests.builders import quick_profile, target_dir, team_with_host, wait_state
+from tests.factories import RunFactory, fio_summary
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+PASSWORD = "a-long-browser-password-8"
+WIDTHS = ["page", "phone_page"]
+
+
+def _log_in(page, live_server, username: str) -> None:
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def _disk_of_new_user(username: str) -> Disk:
+    user = User.objects.create_user(username, password=PASSWORD)
+    team = teams.place_new_user(user).team
+    host = Host.objects.create(team=team, name="vm", address="192.0.2.10", username="bench")
+    return Disk.objects.create(host=host, label="data", target_path="/data", disk_type="alibaba-ultra", size=100)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_run_page_follows_fios_latest_figures_and_then_shows_the_real_elapsed_time(
+    width, request, fio_installed, sshd, worker, live_server, tmp_path, screenshot
+):
+    page = request.getfixturevalue(width)
+    team, host = team_with_host(sshd)
+    user = User.objects.create_user("runner", password=PASSWORD)
+    Membership.objects.create(user=user, team=team, role="member")
+    disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom",
+                               spec_iops=100000)  # fmt: skip
+    _log_in(page, live_server, "runner")
+    run = queueing.request_run(disk, quick_profile(team, runtime_s=10))
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    wait_state(run, Run.State.RUNNING, timeout=90)  # a worker on a busy machine may take a while to launch it
+    seconds: set[int] = set()
+    shot = False
+    text = ""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if page.evaluate("document.getElementById('status').dataset.final") == "1":
+            break
+        text = page.locator("#run-progress-text").inner_text()
+        found = re.search(r"read [\d.]+k? IOPS \(fio at (\d+) s\)", text)
+        if found:
+            seconds.add(int(found.group(1)))
+            if not shot and int(found.group(1)) >= 5:
+                screenshot("live", on=page)
+                shot = True
+        page.wait_for_timeout(250)
+    # The figure says which second of fio's it is, and moves on towards the end (it used to stop at 4 s of 10;
+    # the page asks every 2 s, so it may miss the last one or two).
+    run.refresh_from_db()
+    assert len(seconds) >= 3 and max(seconds) >= 6, (seconds, text, run.state, run.explanation)
+    wait_until(page, "document.getElementById('run-elapsed') !== null", timeout_s=30)
+    elapsed = page.locator("#run-elapsed").inner_text()
+    found = re.fullmatch(r"(\d+\.\d) s of 10 s planned", elapsed)
+    assert found and 10.0 <= float(found.group(1)) <= 12.0, elapsed
+    screenshot("done", on=page)
+    assert page.js_errors == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_running_now_shows_a_run_waiting_for_its_stagger_slot_with_its_time(width, request, live_server, screenshot):
+    page = request.getfixturevalue(width)
+    disk = _disk_of_new_user("watcher")
+    other = Disk.objects.create(host=disk.host, label="logs", target_path="/logs", disk_type="alibaba-ultra", size=50)
+    slot = (timezone.now() + timedelta(minutes=7)).replace(microsecond=0)
+    RunFactory(disk=disk, profile_name="nightly 4k read", not_before=slot, explanation="waiting to start")
+    RunFactory(disk=other, profile_name="long read", running=True,
+               progress={"elapsed_s": 30, "expected_s": 120, "eta_s": 90})  # fmt: skip
+    _log_in(page, live_server, "watcher")
+    page.goto(f"{live_server.url}/overview/")
+    waiting = page.locator("#running li", has_text="nightly 4k read")
+    expected = f"waiting until {slot.astimezone(UTC):%H:%M:%S} UTC"
+    assert expected in waiting.inner_text()
+    assert page.locator("#running li", has_text="long read").is_visible()
+    page.wait_for_timeout(3500)  # past the first refresh of the live rows: the time stays
+    assert expected in waiting.inner_text()
+    assert waiting.locator(".state").inner_text() == "Pending"
+    page.locator("#running").scroll_into_view_if_needed()
+    screenshot("running-now", on=page)
+    assert page.js_errors == []
+
+
+def _runs_of_today(disk: Disk) -> None:
+    """A 4k random read and a 50/50 mix, run every few hours of the last day."""
+    for hours, iops in ((20, 3100.0), (15, 2900.0), (10, 3300.0), (5, 3000.0), (1, 3200.0)):
+        at = timezone.now() - timedelta(hours=hours)
+        RunFactory(disk=disk, succeeded=True, recorded=True, profile_name="4k randread", finished_at=at,
+                   summary=fio_summary(read_iops=iops))  # fmt: skip
+        RunFactory(disk=disk, succeeded=True, recorded=True, profile_name="4k randrw 50/50",
+                   finished_at=at + timedelta(minutes=40), summary=fio_summary(iops / 2, iops / 2))  # fmt: skip
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_disk_chart_opens_on_a_range_that_fits_todays_runs(width, request, live_server, screenshot):
+    page = request.getfixturevalue(width)
+    disk = _disk_of_new_user("charter")
+    _runs_of_today(disk)
+    _log_in(page, live_server, "charter")
+    page.goto(f"{live_server.url}/disks/{disk.pk}/")
+    wait_until(page, "window.Chart && Chart.getChart('iops-chart')")
+    assert page.locator("#chart-range").input_value() == "24h"
+    assert "fits the runs" in page.locator("#chart-status").inner_text()
+    # The points spread over the chart's width (on 30 days they were one column at its right edge).
+    spread = page.evaluate("""(() => {
+        const chart = Chart.getChart('iops-chart');
+        const xs = chart.getDatasetMeta(0).data.map((p) => p.x);
+        return (Math.max(...xs) - Math.min(...xs)) / (chart.chartArea.right - chart.chartArea.left);
+    })()""")
+    assert spread > 0.5, spread
+    assert "range=" not in page.evaluate("window.location.search")
+    page.locator("#iops-chart").scroll_into_view_if_needed()
+    screenshot("fitted", on=page)
+    page.locator("#chart-range").select_option("30d")
+    wait_until(page, "window.location.search.includes('range=30d')")
+    assert page.js_errors == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_latency_legend_holds_only_the_percentiles_and_directions_picked(width, request, live_server, screenshot):
+    page = request.getfixturevalue(width)
+    disk = _disk_of_new_user("picker")
+    _runs_of_today(disk)
+    _log_in(page, live_server, "picker")
+    page.goto(f"{live_server.url}/disks/{disk.pk}/")
+    wait_until(page, "window.Chart && Chart.getChart('latency-chart')")
+    legend = "Chart.getChart('latency-chart').legend.legendItems.map((item) => item.text)"
+
+    # By default p50 and p99 of each direction: 2 for the read profile, 4 for the mixed one (9 before).
+    assert sorted(page.evaluate(legend)) == [
+        "4k randread p50", "4k randread p99", "4k randrw 50/50 · read p50", "4k randrw 50/50 · read p99",
+        "4k randrw 50/50 · write p50", "4k randrw 50/50 · write p99",
+    ]  # fmt: skip
+    page.locator("#latency-picks").scroll_into_view_if_needed()
+    screenshot("default-picks", on=page)
+    page.get_by_label("p99", exact=True).uncheck()
+    page.get_by_label("write", exact=True).uncheck()
+    wait_until(page, f"{legend}.length === 2")
+    assert sorted(page.evaluate(legend)) == ["4k randread p50", "4k randrw 50/50 · read p50"]
+    page.get_by_label("p99.9", exact=True).check()
+    wait_until(page, f"{legend}.length === 4")
+    assert "percentile=p50%2Cp99_9" in page.evaluate("window.location.search")
+    screenshot("picked", on=page)
+    # The picks are kept in the URL: a reload draws the same lines.
+    page.reload()
+    wait_until(page, "window.Chart && Chart.getChart('latency-chart')")
+    assert len(page.evaluate(legend)) == 4
+    assert page.js_errors == []
