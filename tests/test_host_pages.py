@@ -4,7 +4,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from jobs.models import Disk, Host, Membership, Run, Team
+from jobs import presets
+from jobs.models import Disk, Host, Membership, Profile, Run, Team
 from tests.factories import RunFactory
 
 
@@ -75,7 +76,8 @@ def test_another_team_gets_404_for_every_page_of_this_teams_objects(rival_client
 
 def test_a_run_of_a_busy_disk_waits_and_the_run_page_says_why(owner_client, disk):
     busy = RunFactory(disk=disk, running=True)
-    profile = Run._meta.get_field("profile").related_model.objects.filter(builtin=True).first()
+    # The quick check: a preset that can run on this directory disk (the raw-device recipes are refused).
+    profile = Profile.objects.get(builtin=True, name=presets.QUICK_CHECK)
     response = owner_client.post(f"/disks/{disk.pk}/", {"profile": profile.pk})
     page = owner_client.get(response["Location"]).content.decode()
     assert f"waiting: disk busy with run {busy.pk}" in page

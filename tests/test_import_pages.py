@@ -58,13 +58,15 @@ def test_the_confirmation_shows_ndisk64s_printed_figures_first_with_the_converte
     page = _text(_preview(owner_client, disk, NDISK.read_text()))
     assert "total 20,030.0 IO/s 80,119.94 KB/s (78.24 MB/s) = 78.24 MiB/s" in page
     assert "20k IOPS" not in page and "78.2 MiB/s" not in page  # no rounded forms where the result is shown first
-    assert "As ndisk64 printed them" in page
+    # ndisk64's "MB/sec" is 1024-based, so its 78.24 "MB/s" is 78.24 MiB/s: the page says so.
+    assert "As ndisk64 printed them (its KB and MB are 1024-based: KiB and MiB)" in page
     assert not Run.objects.exists()
 
 
 def test_the_confirmation_shows_fios_own_tokens_and_the_workload_read_from_the_output(owner_client, disk):
     page = _text(_preview(owner_client, disk, (FIXTURES / "fio-3.33-randrw.txt").read_text()))
-    assert "read 17.0k IOPS 66.4MiB/s (69.6MB/s)" in page
+    # fio wrote 17.0k; its issued count over its runtime (51010 / 3.001 s) goes beside, unrounded.
+    assert "read 17.0k IOPS = 16,997.7 IOPS 66.4MiB/s (69.6MB/s)" in page
     assert "write 7,295 IOPS 28.5MiB/s (29.9MB/s)" in page
     assert "total (read + write, added by benchweb)" in page
     assert "rw randrw Block size 4096B iodepth 1 Jobs 1 Read % not in the output I/O engine psync" in page

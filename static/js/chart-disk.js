@@ -268,7 +268,7 @@
       },
       title: { display: true, text: zoneTitle("run finished") },
       // A phone has room for about four "Nov 21 08:00" labels side by side.
-      ticks: { maxRotation: 0, autoSkipPadding: 16, maxTicksLimit: window.innerWidth < 600 ? 4 : 11 },
+      ticks: { maxRotation: 0, autoSkipPadding: 16, maxTicksLimit: window.innerWidth < 600 ? 3 : 11 },
     };
     if (data.range.from) axis.min = Date.parse(data.range.from);
     if (data.range.to) axis.max = Date.parse(data.range.to);
