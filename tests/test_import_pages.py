@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
+from jobs import presets
 from jobs.imports import importing
-from jobs.models import Run
+from jobs.models import Profile, Run
 from jobs.teams import membership as teams
 from tests.browser import wait_until
 from tests.factories import DiskFactory, RunFactory, fio_summary
@@ -289,3 +290,23 @@ def test_a_person_picks_which_results_of_a_client_server_output_to_save_and_sees
     assert box and box["x"] + box["width"] <= tab.viewport_size["width"]
     screenshot(f"{width}-excerpt", on=tab)
     assert tab.js_errors == []
+
+
+@pytest.mark.django_db
+def test_an_import_of_the_same_workload_as_a_profiles_runs_joins_that_profiles_chart_series(owner_client, disk):
+    # The quick check (randread 4k QD16, 1 job) ran here; the pasted report states exactly that workload.
+    quick = Profile.objects.get(builtin=True, name=presets.QUICK_CHECK)
+    ran = RunFactory(disk=disk, profile=quick, profile_name=quick.name, succeeded=True, recorded=True)
+    text = (FIXTURES / "fio-3.33-randread-qd16.txt").read_text()
+    page = _text(_preview(owner_client, disk, text))
+    assert f"Will be stored as {quick.name} (charted with this disk's runs of that profile" in page
+    (run,) = importing.import_results(disk, text, name="pasted text")
+    assert (run.profile_id, run.profile_name) == (quick.pk, quick.name)
+    assert "charted with the runs of Quick check" in run.explanation
+    series = owner_client.get(f"/disks/{disk.pk}/series.json", {"range": "all"}).json()["series"]
+    (line,) = [s for s in series if s["profile"]["name"] == quick.name]
+    assert len(line["iops"]["total"]["y"]) == 2, "the import and the profile's run are one series"
+    assert ran.pk != run.pk
+    # Another workload (a mixed 4k QD1 report) states no profile's workload here: a series of its own.
+    (other,) = importing.import_results(disk, (FIXTURES / "fio-3.33-randrw.txt").read_text(), name="mixed")
+    assert other.profile_id is None and other.profile_name == "randrw 4k QD1"

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs import figures
-from jobs.models import Disk, Run, RunResult, RunSample
+from jobs.models import Disk, Profile, Run, RunResult, RunSample
 from jobs.runs import lifecycle, queueing
 from jobs.tools import detect
 from jobs.tools.summary import ParseError, ParseResult
@@ -140,6 +140,40 @@ def import_result(
     return run
 
 
+def same_workload_profile(disk: Disk, parsed: ParseResult) -> Profile | None:
+    """The profile whose runs on this disk measured the workload this result states, when exactly one did: the
+    import then joins that profile's chart series. The workload is rw, block size, iodepth, jobs and (for a
+    mixed rw) read %, each as the output states it; anything it does not state matches nothing, so an import
+    joins a series only on what its output says. Partial results (excerpts), each client and "All clients" (an
+    aggregate of several hosts) keep series of their own."""
+    if parsed.partial or parsed.label.startswith("client") or parsed.label == "All clients":
+        return None
+    summary = parsed.summary
+    stated = summary.get("workload") or {}
+    ran_here = RunResult.objects.filter(disk=disk, profile__isnull=False).values("profile_id").distinct()
+    candidates = [p for p in Profile.objects.filter(pk__in=ran_here) if p.tool == summary.get("tool")]
+    matching = [p for p in candidates if _states(p, stated, summary.get("block_size_bytes"))]
+    return matching[0] if len(matching) == 1 else None
+
+
+def _states(profile: Profile, stated: dict[str, Any], block_size: int | None) -> bool:
+    """Whether the output states exactly this profile's workload."""
+    if block_size != profile.block_size_bytes or stated.get("numjobs") != profile.jobs:
+        return False
+    if profile.tool == Profile.Tool.NDISK64:
+        rw = str(stated.get("rw") or "")
+        random = rw.startswith("rand")
+        return bool(rw) and random == (profile.pattern == Profile.Pattern.RANDOM) and _same_mix(profile, stated)
+    if stated.get("rw") != profile.rw or stated.get("iodepth") != profile.iodepth:
+        return False
+    return profile.rw not in (Profile.RW.RW, Profile.RW.RANDRW) or _same_mix(profile, stated)
+
+
+def _same_mix(profile: Profile, stated: dict[str, Any]) -> bool:
+    read_percent = stated.get("read_percent")
+    return read_percent is not None and float(read_percent) == float(profile.read_percent)
+
+
 def _store(disk: Disk, text: str, parsed: ParseResult, *, name: str, finished: datetime, user: Any) -> Run:
     first = duplicate_of(disk, text, parsed.label)
     if first is not None:
@@ -151,9 +185,13 @@ def _store(disk: Disk, text: str, parsed: ParseResult, *, name: str, finished: d
     explanation = f"the imported output reports an error: {errors}" if errors else f"imported from {source}"
     if parsed.partial:
         explanation += f" (partial: {parsed.partial})"
+    joined = same_workload_profile(disk, parsed)
+    if joined is not None:
+        explanation += f"; charted with the runs of {joined.name}, which measured the same workload"
     run = Run.objects.create(
         disk=disk,
-        profile_name=series_name(parsed, name),
+        profile=joined,
+        profile_name=joined.name if joined else series_name(parsed, name),
         parameters={
             "tool": summary["tool"],
             "format": parsed.format,

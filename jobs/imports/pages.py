@@ -30,6 +30,7 @@ class Result:
     summary: dict[str, Any]
     series: str
     by_workload: bool = True  # the series is named by the workload the output states, not by its source
+    joins: str = ""  # the profile whose series it joins: its runs on this disk measured the same workload
     job_errors: str = ""
     theoretical: float | None = None
     burst: float | None = None
@@ -80,13 +81,15 @@ def _result(index: int, name: str, text: str, parsed: ParseResult, disk: Disk | 
         f"job {e['job']} error {e['errno']}" + (f" ({e['message']})" if e.get("message") else "")
         for e in parsed.job_errors
     )
+    joined = importing.same_workload_profile(disk, parsed) if disk else None
     return Result(
         pick=f"{index}:{parsed.label}",
         label=parsed.label,
         partial=parsed.partial,
         format=parsed.format,
         summary=summary,
-        series=importing.series_name(parsed, name),
+        series=joined.name if joined else importing.series_name(parsed, name),
+        joins=joined.name if joined else "",
         by_workload=bool(figures.workload_name(summary.get("workload"), summary.get("block_size_bytes"))),
         job_errors=errors,
         theoretical=theoretical_iops(snapshot),
