@@ -310,3 +310,12 @@ def test_an_import_of_the_same_workload_as_a_profiles_runs_joins_that_profiles_c
     # Another workload (a mixed 4k QD1 report) states no profile's workload here: a series of its own.
     (other,) = importing.import_results(disk, (FIXTURES / "fio-3.33-randrw.txt").read_text(), name="mixed")
     assert other.profile_id is None and other.profile_name == "randrw 4k QD1"
+
+
+@pytest.mark.django_db
+def test_a_team_with_one_disk_finds_it_chosen_on_the_import_form(owner_client, disk, host):
+    page = owner_client.get("/import/").content.decode()
+    assert re.search(rf'<option value="{disk.pk}"[^>]*selected', page), "the only disk is preselected"
+    DiskFactory(host=host, label="second", target_path="/data/2")
+    page = owner_client.get("/import/").content.decode()
+    assert not re.search(r"<option value=\"\d+\"[^>]*selected", page), "with two disks, the person chooses"

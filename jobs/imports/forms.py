@@ -60,6 +60,9 @@ class ImportTargetForm(forms.Form):
         super().__init__(*args, **kwargs)
         disk_field = cast("forms.ModelChoiceField[Disk]", self.fields["disk"])
         disk_field.queryset = Disk.objects.filter(team=team).select_related("host")
+        only = list(disk_field.queryset.values_list("pk", flat=True)[:2])
+        if len(only) == 1 and not self.initial.get("disk"):  # a team with one disk has nothing to choose
+            self.initial["disk"] = only[0]
         if "finished_at" in self.fields:  # read in the reader's zone (jobs.middleware); say which
             zone = timezone.get_current_timezone()
             self.fields["finished_at"].help_text = f"When the run ended, in your time zone ({zone}). Empty: now."
