@@ -15,7 +15,6 @@ from jobs import access, figures, limits, units
 from jobs.imports import importing
 from jobs.imports.forms import MAX_IMPORT_CHARS, ImportForm, ImportTargetForm, normalise_newlines
 from jobs.models import Disk, Run
-from jobs.results.compare import efficiency, theoretical_burst_iops, theoretical_iops
 from jobs.tools.summary import PERCENTILES, ParseError, ParseResult
 
 
@@ -43,7 +42,7 @@ class Result:
 
     @property
     def efficiency(self) -> limits.Efficiency | None:
-        return efficiency((self.summary.get("total") or {}).get("iops"), self.theoretical, self.burst)
+        return limits.Efficiency.of((self.summary.get("total") or {}).get("iops"), self.theoretical, self.burst)
 
 
 @dataclass
@@ -92,8 +91,8 @@ def _result(index: int, name: str, text: str, parsed: ParseResult, disk: Disk | 
         joins=joined.name if joined else "",
         by_workload=bool(figures.workload_name(summary.get("workload"), summary.get("block_size_bytes"))),
         job_errors=errors,
-        theoretical=theoretical_iops(snapshot),
-        burst=theoretical_burst_iops(snapshot),
+        theoretical=limits.promised_iops(snapshot),
+        burst=limits.promised_iops(snapshot, burst=True),
         duplicate=importing.duplicate_of(disk, text, parsed.label) if disk else None,
         figures=figures.result_figures(summary),
         workload=figures.workload_facts(summary),

@@ -10,7 +10,7 @@ from jobs.limits.breakdown import breakdown, crossover_text
 from jobs.limits.catalog import CATALOG_PATH, FUNCTIONS, THROUGHPUT_UNITS, USER_FIELDS
 from jobs.limits.catalog import _catalog as _catalog
 from jobs.limits.catalog import _record as _record
-from jobs.limits.efficiency import Efficiency
+from jobs.limits.efficiency import Efficiency, promised_iops
 from jobs.limits.evaluation import CatalogRecord, DiskType, Limits, Spec, SpecError, disk_types, evaluate, typed_unit
 from jobs.limits.formulas import converted_text, duration_text, formula_lines, number, rate, rate_text
 
@@ -33,6 +33,7 @@ __all__ = [
     "evaluate",
     "formula_lines",
     "number",
+    "promised_iops",
     "rate",
     "rate_text",
     "typed_unit",

@@ -4,9 +4,20 @@ bursts, against the burst limit too; above the highest promise is flagged, never
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 ABOVE = "above the promise: cache, burst or a wrong spec?"
 BURSTING = "above the baseline, within the burst limit: burst credits were spent"
+
+
+def promised_iops(snapshot: dict[str, Any] | None, *, burst: bool = False) -> float | None:
+    """The IOPS a run could reach at its block size (while bursting, with burst=True), from its limits snapshot
+    (Limits.as_dict); None without limits."""
+    if not snapshot or snapshot.get("error"):
+        return None
+    prefix = "burst_" if burst else ""
+    value = snapshot.get(f"effective_{prefix}iops")
+    return value if value is not None else snapshot.get(f"{prefix}iops")
 
 
 def percent_text(value: float) -> str:
@@ -26,6 +37,11 @@ class Efficiency:
             return None
         bursts = burst is not None and burst > baseline
         return cls(100 * measured / baseline, 100 * measured / burst if bursts and burst else None)
+
+    @classmethod
+    def of_run(cls, measured: float | None, snapshot: dict[str, Any] | None) -> Efficiency | None:
+        """A run's efficiency against the limits it was made against (its snapshot)."""
+        return cls.of(measured, promised_iops(snapshot), promised_iops(snapshot, burst=True))
 
     @property
     def highest(self) -> float:

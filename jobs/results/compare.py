@@ -23,28 +23,6 @@ from jobs.tools.summary import PERCENTILES
 COMPARE_MIN, COMPARE_MAX = 2, 8
 
 
-def theoretical_iops(snapshot: dict[str, Any] | None) -> float | None:
-    """The IOPS a run could reach at its block size, from its limits snapshot."""
-    if not snapshot or snapshot.get("error"):
-        return None
-    value = snapshot.get("effective_iops")
-    return value if value is not None else snapshot.get("iops")
-
-
-def theoretical_burst_iops(snapshot: dict[str, Any] | None) -> float | None:
-    """The IOPS a run could reach at its block size while bursting, from its limits snapshot."""
-    if not snapshot or snapshot.get("error"):
-        return None
-    value = snapshot.get("effective_burst_iops")
-    return value if value is not None else snapshot.get("burst_iops")
-
-
-def efficiency(
-    measured: float | None, theoretical: float | None, burst: float | None = None
-) -> limits.Efficiency | None:
-    return limits.Efficiency.of(measured, theoretical, burst)
-
-
 def theoretical_at_block_size(snapshot: dict[str, Any] | None) -> str:
     """The disk's limit at the run's block size with the binding cap named, in the source's throughput unit:
     '600 IOPS (IOPS cap binds at 4 KiB) = 2.458 MB/s'."""
@@ -92,15 +70,15 @@ class Column:
 
     @property
     def theoretical(self) -> float | None:
-        return theoretical_iops(self.run.limits_snapshot) if self.run else None
+        return limits.promised_iops(self.run.limits_snapshot) if self.run else None
 
     @property
     def burst(self) -> float | None:
-        return theoretical_burst_iops(self.run.limits_snapshot) if self.run else None
+        return limits.promised_iops(self.run.limits_snapshot, burst=True) if self.run else None
 
     @property
     def efficiency(self) -> limits.Efficiency | None:
-        return efficiency(self.measured, self.theoretical, self.burst)
+        return limits.Efficiency.of(self.measured, self.theoretical, self.burst)
 
     def efficiency_text(self) -> str:
         found = self.efficiency

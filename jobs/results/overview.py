@@ -27,7 +27,6 @@ from django.utils import timezone
 
 from jobs import access, limits, timeseries, units
 from jobs.models import Disk, Host, Run, RunResult, Team
-from jobs.results.compare import efficiency
 
 SPARK_DAYS = 30
 
@@ -86,7 +85,9 @@ class DiskRow:
 
     @property
     def efficiency(self) -> limits.Efficiency | None:
-        return efficiency(self.last["iops"], self.last["theoretical"], self.last["burst"]) if self.last else None
+        return (
+            limits.Efficiency.of(self.last["iops"], self.last["theoretical"], self.last["burst"]) if self.last else None
+        )
 
 
 def _as_float(path: str) -> Cast:

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from jobs import access, clock, figures
+from jobs import access, clock, figures, limits
 from jobs.models import Run
 from jobs.results import compare
 from jobs.runs import lifecycle
@@ -42,12 +42,11 @@ def _against_limits(run: Run, summary: dict[str, Any]) -> dict[str, Any]:
     """The limit the run was made against, at its block size with the binding cap named, and its efficiency
     against the baseline and, where the disk bursts, the burst limit."""
     snapshot = run.limits_snapshot or {}
-    theoretical = compare.theoretical_iops(snapshot)
     measured = (summary.get("total") or {}).get("iops")
     return {
-        "theoretical_iops": theoretical,
+        "theoretical_iops": limits.promised_iops(snapshot),
         "theoretical": compare.theoretical_at_block_size(snapshot),
-        "efficiency": compare.efficiency(measured, theoretical, compare.theoretical_burst_iops(snapshot)),
+        "efficiency": limits.Efficiency.of_run(measured, snapshot),
     }
 
 

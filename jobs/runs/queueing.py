@@ -56,8 +56,8 @@ def create_run(
 ) -> Run:
     if profile.team_id not in (None, disk.team_id):
         raise RunRefused("profile", "That profile belongs to another team; choose one of yours or a built-in one.")
-    if refusal := disk.refusal_for(profile):
-        raise RunRefused("profile", f"{profile.name} cannot run on disk {disk.label}: {refusal.message}")
+    if refusal := refusal_text(disk, profile):
+        raise RunRefused("profile", refusal)
     run = Run.objects.create(
         disk=disk,
         profile=profile,
@@ -84,6 +84,12 @@ def request_run(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANU
     claim(run)
     run.refresh_from_db()
     return run
+
+
+def refusal_text(disk: Disk, profile: Profile) -> str | None:
+    """Why profile cannot run on disk (Disk.refusal_for), as one sentence naming both; None when it can."""
+    refusal = disk.refusal_for(profile)
+    return f"{profile.name} cannot run on disk {disk.label}: {refusal.message}" if refusal else None
 
 
 def paused_explanation(schedule_name: str) -> str:

@@ -88,12 +88,7 @@ def fire(schedule: Schedule, fire_time: datetime, now: datetime, *, trigger: str
 def unrunnable(disks: list[Any], profiles: list[Any]) -> list[str]:
     """Why pairs of a schedule's targets and profiles cannot run (Disk.refusal_for, the rule Run now uses), one
     sentence each: the schedule form and the API refuse such a schedule instead of letting every fire fail."""
-    return [
-        f"{profile.name} cannot run on disk {disk.label}: {refusal.message}"
-        for disk in disks
-        for profile in profiles
-        if (refusal := disk.refusal_for(profile))
-    ]
+    return [refusal for disk in disks for profile in profiles if (refusal := queueing.refusal_text(disk, profile))]
 
 
 def fire_rows(
@@ -118,12 +113,9 @@ def fire_rows(
                     f"{schedule.misfire_grace_s} s), so it was not started late"
                 ),
             )
-        elif refusal := planned.disk.refusal_for(planned.profile):
+        elif refusal := queueing.refusal_text(planned.disk, planned.profile):
             # The disk or profile changed since the schedule was saved: say why, as Run now would, not at launch.
-            state, explanation = (
-                Run.State.FAILED,
-                f"not started: {planned.profile.name} cannot run on disk {planned.disk.label}: {refusal.message}",
-            )
+            state, explanation = Run.State.FAILED, f"not started: {refusal}"
         else:
             # Times in explanations are written in UTC; pages show them in their reader's zone (clock.in_zone).
             state, explanation = Run.State.PENDING, (
