@@ -940,3 +940,13 @@ def test_many_groups_are_read_in_linear_time() -> None:
 
     assert len(results) == 3000
     assert time.monotonic() - started < 10
+
+
+def test_a_long_bssplit_without_colons_is_refused_at_once_and_fios_own_form_is_kept():
+    # The old pattern "([0-9]+[kKmM]?/[0-9]+:?)+" backtracked exponentially on this: 24 entries took ~3 s, 40 would
+    # take hours, holding a web worker. fio separates bssplit entries with ':'.
+    assert "invalid value" in check_extra_options({"bssplit": "1k/11" * 40 + "#"})["extra_options"]
+    assert "invalid value" in check_extra_options({"bssplit": "1k/111k/11"})["extra_options"]
+    many = ":".join(f"{size}k/{share}" for size, share in zip(range(1, 201), [1] * 200, strict=True))
+    assert check_extra_options({"bssplit": many}) == {}
+    assert check_extra_options({"bssplit": "4k/50:64k/50:"}) == {}

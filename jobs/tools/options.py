@@ -36,7 +36,9 @@ EXTRA_OPTIONS: dict[str, str] = {
     "offset_increment": SIZE,
     "random_distribution": r"(random|zipf:[0-9.]+|pareto:[0-9.]+|normal:[0-9.]+)",
     "percentage_random": NUMBER,
-    "bssplit": r"([0-9]+[kKmM]?/[0-9]+:?)+",
+    # Entries separated by ':' as fio writes them; the old "(…:?)+" let digits split between entries in
+    # exponentially many ways, so a long value without colons held the request for minutes.
+    "bssplit": r"[0-9]+[kKmM]?/[0-9]+(?::[0-9]+[kKmM]?/[0-9]+)*:?",
     "blockalign": SIZE,
     "zero_buffers": BOOL,
     "invalidate": BOOL,
