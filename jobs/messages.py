@@ -1,6 +1,7 @@
 """Work sent to the Celery workers, by the task names jobs/tasks.py registers.
 
-The use cases (jobs/runs/queueing.py `send`, called by jobs/runs/lifecycle.py) send launches and polls; the
+The use cases (jobs/runs/queueing.py `send` and `observe`, called by jobs/runs/lifecycle.py and
+jobs/runs/observing.py) send launches, observation steps, collections and stops; the
 tasks call the use cases. Sending by name keeps that one-way: this module imports nothing of the app, so the
 use cases need not import the tasks module (and no function-level import is needed to dodge a cycle). A test
 checks that every name here is a registered task.
@@ -13,7 +14,10 @@ from celery import current_app
 LAUNCH_RUN = "jobs.launch_run"
 LAUNCH_RUNS = "jobs.launch_runs"
 POLL_RUN = "jobs.poll_run"
-NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN)
+OBSERVE_HOST = "jobs.observe_host"
+COLLECT_RUN = "jobs.collect_run"
+STOP_RUN = "jobs.stop_run"
+NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN)
 
 
 def send(name: str, *args: object, queue: str, countdown: float = 0) -> None:

@@ -7,10 +7,14 @@ A run lives in its own directory on the target, keyed by the run's UUID:
     launched/     made with mkdir, which is atomic: the second launch of a UUID finds it and does nothing
     pid           the wrapper's pid (= the session id of everything the run started)
     stdout, stderr, result.json    what the tool wrote
-    status        the tool's exit status, written last via rename, so its presence means "finished"
+    status        the tool's exit status, written via rename, so its presence means "finished"
+    ../../done/<uuid>   an empty marker written after `status`: one listing of that directory tells the
+                  host's observation step every run there that finished
 
-No worker waits for a run: each call here is one short SSH command, and a worker killed between calls
-loses nothing, because the next poll reads the same files. `flock -n` on a per-target lock file keeps
+No worker waits for a run: each call here is one short exchange over the worker's session to the host, and a
+worker killed between calls loses nothing, because the next look reads the same files. Looking at a running
+run (`finished_runs`, `sighting`, `read_output`, `look`, `final_state`) only reads files and lists one
+directory over SFTP: it starts no shell and no process on the host. `flock -n` on a per-target lock file keeps
 two benchmarks off one target even if the database were wrong, and `timeout` kills a runaway on the
 target when no worker is left to cancel it.
 
@@ -132,7 +136,7 @@ def preflight(conn: Connection, base: str, run_uuid: str, tool_check: str, safet
     script = f"""base={expression}
 d="$base"/{d}
 answer=ok launched=no
-{home_check}[ $answer = ok ] && ! mkdir -p "$d" "$base/../locks" 2>/dev/null && answer=mkdir
+{home_check}[ $answer = ok ] && ! mkdir -p "$d" "$base/../locks" "$base/../done" 2>/dev/null && answer=mkdir
 [ $answer = ok ] && [ -d "$d/launched" ] && launched=yes
 printf '\\0benchweb-preflight\\0%s\\0%s\\0%s\\0%s\\0' "$answer" "$HOME" "$base" "$launched"
 [ $answer = ok ] || exit 0
@@ -207,6 +211,17 @@ def _fields(data: bytes, count: int, out: bytes) -> tuple[list[str], bytes]:
     return [part.decode("utf-8", "surrogateescape") for part in parts[:count]], parts[count]
 
 
+def done_dir(base: str) -> str:
+    """Where wrappers leave a marker named by their run's UUID when the tool has ended (after `status`): the
+    host's observation step lists this one directory to see every run on the host that finished."""
+    return f"{base}/../done"
+
+
+def done_marker(run_dir: str) -> str:
+    base, _, run_uuid = run_dir.rpartition("/")
+    return f"{done_dir(base)}/{run_uuid}"
+
+
 def lock_path_for(base: str, target_path: str) -> str:
     digest = hashlib.sha256(target_path.encode()).hexdigest()[:16]
     return f"{base}/../locks/{digest}.lock"
@@ -234,6 +249,7 @@ now=$(date +%s.%N 2>/dev/null)
 case "$now" in *N*|'') now=$(date +%s);; esac
 echo "$now" > finished
 echo $rc > status.tmp && mv status.tmp status
+: > {q(done_marker(plan.run_dir))}
 """
 
 
@@ -344,6 +360,7 @@ base={base_expression(base)}
 if [ "$d" != "$base"/{q(run_uuid)} ]; then answer=refused
 elif [ ! -e "$d" ] && [ ! -L "$d" ]; then {removal}answer=absent
 else {removal}rm -rf -- "$d"; if [ -e "$d" ]; then answer=failed; else answer=removed; fi; fi
+[ "$answer" = refused ] || rm -f -- "$base"/../done/{q(run_uuid)}
 printf '\\0benchweb-cleanup\\0%s\\0%s\\0' "$answer" "$base"
 """,
         timeout=120,
@@ -396,3 +413,95 @@ def upload(conn: Connection, plan: Plan) -> None:
     the run was never started."""
     for name, data in plan.files.items():
         conn.put_file(f"{plan.run_dir}/{name}", data, mode=0o700 if name.endswith(".sh") else 0o600)
+
+
+# ------------------------------------------------------------------------------------- observation over SFTP
+#
+# The worker's observation step reads a running run's files over its session's SFTP channel: no shell, no
+# process on the host, nothing but the file reads of the session's SFTP server (jobs/runs/observing.py).
+
+# A small file the wrapper writes (pid, started, finished, status) is a number on one line.
+_SMALL_FILE_BYTES = 64
+
+
+def finished_runs(conn: Connection, base: str) -> set[str] | None:
+    """The UUIDs of the runs in `base` whose tool has ended (their done markers); None when the host has no
+    done directory (a run launched before markers existed, whose end `look` finds instead)."""
+    names = conn.list_dir(done_dir(base))
+    if names is None:
+        return None
+    return {name for name in names if _is_uuid(name)}
+
+
+def _is_uuid(name: str) -> bool:
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
+
+
+def _small(conn: Connection, path: str) -> str | None:
+    data = conn.read_from(path, 0, max_bytes=_SMALL_FILE_BYTES)
+    return None if data is None else data.decode("ascii", errors="replace").strip()
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """What the wrapper has written so far about its start: its pid, and when the tool started."""
+
+    pid: int | None
+    started_epoch: float | None
+
+
+def sighting(conn: Connection, run_dir: str) -> Sighting:
+    return Sighting(pid=_int_or_none(_small(conn, f"{run_dir}/pid")),
+                    started_epoch=_float_or_none(_small(conn, f"{run_dir}/started")))  # fmt: skip
+
+
+def read_output(conn: Connection, path: str, offset: int, *, max_bytes: int = TAIL_BYTES) -> tuple[int, bytes]:
+    """What the tool appended to `path` since `offset`: (the new offset, the bytes). At most the last
+    `max_bytes` of the file are read; when more than that is new (or the file was replaced by a shorter one),
+    the bytes start mid-file and the caller must not join them to what it kept."""
+    size = conn.size_of(path)
+    if size is None:
+        return 0, b""
+    start = offset if 0 <= size - offset <= max_bytes else max(0, size - max_bytes)
+    if start == size:
+        return start, b""
+    data = conn.read_from(path, start, max_bytes=size - start) or b""
+    return start + len(data), data
+
+
+def look(conn: Connection, run_dir: str, pid: int | None) -> str:
+    """Is the run's wrapper still there? running, starting (launched, no pid yet), finished (`status` exists),
+    dead (its pid is gone and there is no status), vanished (no run directory), unlaunched, or unknown (the
+    host has no Linux-style /proc to ask: the caller asks by a command instead, `poll`)."""
+    if conn.size_of(f"{run_dir}/status") is not None:
+        return "finished"
+    if conn.size_of(run_dir) is None:
+        return "vanished"
+    if conn.size_of(f"{run_dir}/launched") is None:
+        return "unlaunched"
+    if pid is None:
+        return "starting"
+    cmdline = conn.read_from(f"/proc/{pid}/cmdline", 0, max_bytes=4096)
+    if cmdline is None and conn.size_of("/proc/self/cmdline") is None:
+        return "unknown"
+    if cmdline is not None and b"run.sh" in cmdline.split(b"\0"):
+        return "running"
+    # The wrapper writes `status` as its last act: one that ended between the two looks finished.
+    return "finished" if conn.size_of(f"{run_dir}/status") is not None else "dead"
+
+
+def final_state(conn: Connection, run_dir: str) -> PollResult:
+    """A finished run's exit status and its host-clock start and end, read from its files for collection."""
+    status = _small(conn, f"{run_dir}/status")
+    seen = sighting(conn, run_dir)
+    return PollResult(
+        state="finished" if status is not None else look(conn, run_dir, seen.pid),
+        exit_status=_int_or_none(status),
+        tail="",
+        pid=seen.pid,
+        started_epoch=seen.started_epoch,
+        finished_epoch=_float_or_none(_small(conn, f"{run_dir}/finished")),
+    )

@@ -86,6 +86,8 @@ def _status_explanation(exit_status: int | None, params: dict[str, Any]) -> str 
 class FioRunner:
     output_file = "result.json"
     collect_files = ("result.json", "stdout", "stderr")
+    # fio writes a status document a second into its output: live figures come from the last two.
+    live_output = True
 
     def check_command(self, host: Any) -> str:
         return "command -v fio >/dev/null 2>&1 && fio --version"
@@ -154,6 +156,7 @@ class FioRunner:
 class NdiskRunner:
     output_file = "stdout"
     collect_files = ("stdout", "stderr")
+    live_output = False
 
     def check_command(self, host: Any) -> str:
         return f"command -v {shlex.quote(host.ndisk64_path or 'ndisk64')}"
@@ -257,6 +260,20 @@ def build_problem(params: dict[str, Any], target: str, kind: str) -> Unrunnable 
             )
         return Unrunnable("size_bytes", "needs a size", f"{exc} Give the profile a file size (a copy of a preset).")
     return None
+
+
+_DOCUMENT_START = b'{\n  "fio version"'
+
+
+def progress_tail(tail: bytes, *, keep_bytes: int = 256 * 1024) -> bytes:
+    """What of an output's tail the next live figure can still need: from the start of its second-to-last
+    status document on (progress() takes the last two), or at most its last `keep_bytes`."""
+    last = tail.rfind(_DOCUMENT_START)
+    if last > 0:
+        before = tail.rfind(_DOCUMENT_START, 0, last)
+        if before >= 0:
+            return tail[before:]
+    return tail[-keep_bytes:]
 
 
 def _complete_documents(tail: str) -> list[dict[str, Any]]:

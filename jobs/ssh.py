@@ -29,6 +29,9 @@ SFTP_STALL_TIMEOUT_S = 60.0
 _READ_CHUNK = 2**20
 _SEND_CHUNK = 2**15
 _IDLE_WAIT_S = 0.005
+# Commands open channels on one connection at once (a persistent session carries every run on its host), and
+# OpenSSH allows MaxSessions (10 by default) per connection, the SFTP channel included: stay under it.
+MAX_COMMAND_CHANNELS = 6
 
 # Host-key algorithms per key type, in OpenSSH's order of preference. An RSA key is one key type
 # ("ssh-rsa") but is negotiated with SHA-2 signature algorithms.
@@ -360,6 +363,9 @@ class Connection:
     def __init__(self, transport: paramiko.Transport, where: str) -> None:
         self._transport = transport
         self._sftp_client: paramiko.SFTPClient | None = None
+        # One SFTP channel serves every thread: its requests and answers are taken one exchange at a time.
+        self._sftp_lock = threading.RLock()
+        self._channels = threading.BoundedSemaphore(MAX_COMMAND_CHANNELS)
         self.where = where
 
     def __enter__(self) -> Connection:
@@ -374,10 +380,15 @@ class Connection:
         return f"<Connection {self.where}>"
 
     def close(self) -> None:
-        if self._sftp_client is not None:
-            self._sftp_client.close()
-            self._sftp_client = None
+        with self._sftp_lock:
+            if self._sftp_client is not None:
+                self._sftp_client.close()
+                self._sftp_client = None
         self._transport.close()
+
+    def is_active(self) -> bool:
+        """Whether the connection is still up as far as this side knows (keepalives notice a dead peer)."""
+        return self._transport.is_active()
 
     # ------------------------------------------------------------------------------------------------ commands
 
@@ -386,8 +397,18 @@ class Connection:
     ) -> CommandResult:
         """Run one shell command string (the caller quotes every part) and wait for it, at most `timeout` s."""
         deadline = time.monotonic() + timeout
+        if not self._channels.acquire(timeout=timeout):
+            raise self._command_timeout(timeout)
         try:
-            channel = self._transport.open_session(timeout=timeout)
+            return self._run(command, deadline, timeout, stdin, max_output)
+        finally:
+            self._channels.release()
+
+    def _run(
+        self, command: str, deadline: float, timeout: float, stdin: bytes | None, max_output: int
+    ) -> CommandResult:
+        try:
+            channel = self._transport.open_session(timeout=max(deadline - time.monotonic(), 0.001))
         except (paramiko.SSHException, EOFError, OSError) as exc:
             raise self._lost("opening a session", exc) from exc
         try:
@@ -472,9 +493,8 @@ class Connection:
 
     def put_file(self, path: str, data: bytes, *, mode: int = 0o600) -> None:
         """Write `path` atomically: readers see the old file or the whole new one, never a part."""
-        sftp = self._sftp()
         temporary = f"{path}.tmp-{secrets.token_hex(8)}"
-        with self._sftp_errors("write", path):
+        with self._sftp_errors("write", path) as sftp:
             try:
                 with sftp.open(temporary, "wb") as handle:
                     # The file is empty until its mode is set, so no content is ever readable under a looser one.
@@ -489,8 +509,7 @@ class Connection:
                 raise
 
     def get_file(self, path: str, *, max_bytes: int = 256 * 2**20) -> bytes:
-        sftp = self._sftp()
-        with self._sftp_errors("read", path), sftp.open(path, "rb") as handle:
+        with self._sftp_errors("read", path) as sftp, sftp.open(path, "rb") as handle:
             size = handle.stat().st_size or 0
             data = b""
             if size <= max_bytes:
@@ -505,13 +524,35 @@ class Connection:
             return data
 
     def exists(self, path: str) -> bool:
-        sftp = self._sftp()
-        with self._sftp_errors("check", path):
+        return self.size_of(path) is not None
+
+    def size_of(self, path: str) -> int | None:
+        """The size of `path` in bytes (what it points to, for a link), or None when there is nothing there."""
+        with self._sftp_errors("check", path) as sftp:
             try:
-                sftp.stat(path)
+                return sftp.stat(path).st_size or 0
             except FileNotFoundError:
-                return False
-            return True
+                return None
+
+    def read_from(self, path: str, offset: int, *, max_bytes: int) -> bytes | None:
+        """Up to `max_bytes` of `path` from byte `offset` on (b"" at or past its end), or None when there is no
+        such file. One open, read and close over the session's SFTP channel: nothing is started on the host."""
+        with self._sftp_errors("read", path) as sftp:
+            try:
+                handle = sftp.open(path, "rb")
+            except FileNotFoundError:
+                return None
+            with handle:
+                handle.seek(offset)
+                return handle.read(max_bytes)
+
+    def list_dir(self, path: str) -> list[str] | None:
+        """The names in directory `path`, or None when it does not exist."""
+        with self._sftp_errors("list", path) as sftp:
+            try:
+                return sftp.listdir(path)
+            except FileNotFoundError:
+                return None
 
     def _sftp(self) -> paramiko.SFTPClient:
         if self._sftp_client is None:
@@ -530,9 +571,13 @@ class Connection:
         return self._sftp_client
 
     @contextmanager
-    def _sftp_errors(self, action: str, path: str) -> Iterator[None]:
+    def _sftp_errors(self, action: str, path: str) -> Iterator[paramiko.SFTPClient]:
+        """The session's SFTP client, held for one exchange, with its failures as SSHError."""
         try:
-            yield
+            with self._sftp_lock:
+                yield self._sftp()
+        except SSHError:
+            raise
         except FileNotFoundError as exc:
             raise SSHError(
                 "channel", f"Could not {action} {path} on {self.where}: it or its directory does not exist."
@@ -543,9 +588,19 @@ class Connection:
                 f"Could not {action} {path} on {self.where}: permission denied. Check the login user's rights there.",
             ) from exc
         except TimeoutError as exc:
+            self._forget_sftp()
             raise SSHError(
                 "timeout",
                 f"Could not {action} {path} on {self.where}: no progress for {SFTP_STALL_TIMEOUT_S:g} s. Retry later.",
             ) from exc
         except (paramiko.SSHException, EOFError, OSError) as exc:
+            self._forget_sftp()
             raise SSHError("channel", f"Could not {action} {path} on {self.where}: {exc}.") from exc
+
+    def _forget_sftp(self) -> None:
+        """Drop a broken SFTP channel: the next exchange opens a new one (on a new connection if this one died)."""
+        with self._sftp_lock:
+            client, self._sftp_client = self._sftp_client, None
+        if client is not None:
+            with suppress(paramiko.SSHException, EOFError, OSError):
+                client.close()

@@ -1,5 +1,5 @@
 """Celery tasks: thin wrappers that take an id, hand the work to a use case (jobs/runs/lifecycle.py,
-jobs/runs/retention.py, jobs/schedules/dispatcher.py) and return a short status."""
+jobs/runs/observing.py, jobs/runs/retention.py, jobs/schedules/dispatcher.py) and return a short status."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import connection
 
 from jobs.models import Team
-from jobs.runs import lifecycle, retention
+from jobs.runs import lifecycle, observing, retention
 from jobs.schedules import dispatcher
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,21 @@ def launch_runs(run_ids: list[int], queue: str | None = None) -> str:
 @shared_task(name="jobs.poll_run")
 def poll_run(run_id: int) -> str:
     return lifecycle.poll(run_id)
+
+
+@shared_task(name="jobs.observe_host")
+def observe_host(host_id: int, token: str) -> str:
+    return observing.observe_host(host_id, token)
+
+
+@shared_task(name="jobs.collect_run")
+def collect_run(run_id: int) -> str:
+    return lifecycle.collect(run_id)
+
+
+@shared_task(name="jobs.stop_run")
+def stop_run(run_id: int) -> str:
+    return lifecycle.stop(run_id)
 
 
 @shared_task(name="jobs.prune_results")

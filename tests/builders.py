@@ -6,6 +6,8 @@ import re
 import time
 from pathlib import Path
 
+import psutil
+
 from jobs.models import Host, Profile, Run, Team
 from tests.factories import HostFactory, ProfileFactory, TeamFactory
 
@@ -62,3 +64,15 @@ def rerun_of(text: str, seconds_later: int) -> str:
     stamp = re.search(r'"timestamp" : ([0-9]+)', text)
     assert stamp, "rerun_of takes fio JSON output"
     return text.replace(stamp.group(0), f'"timestamp" : {int(stamp.group(1)) + seconds_later}', 1)
+
+
+def wrappers_of(run: Run) -> set[int]:
+    """Pids of the run's wrapper processes (run.sh started in its run directory)."""
+    found = set()
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if "run.sh" in (process.info["cmdline"] or []) and str(run.uuid) in process.cwd():
+                found.add(process.pid)
+        except psutil.Error:
+            continue
+    return found

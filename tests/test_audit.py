@@ -11,8 +11,8 @@ from django.test import Client
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs.models import Credential, Disk, Invitation, Membership, Profile, Run, Team
-from jobs.runs import lifecycle, queueing
+from jobs.models import Credential, Disk, Host, Invitation, Membership, Profile, Run, Team
+from jobs.runs import lifecycle, observing, queueing
 from jobs.teams import membership as teams
 from tests.builders import quick_profile, target_dir, team_with_host
 
@@ -169,11 +169,15 @@ def test_a_run_refused_for_a_changed_host_key_is_recorded_once_per_run(db, sshd,
     assert event.details == {"address": f"{host.address}:{host.port}", "during": f"run {run.pk}",
                              "pinned": sshd.host_key.fingerprint, "presented": other_sshd.host_key.fingerprint,
                              "presented_type": other_sshd.host_key.key_type}  # fmt: skip
-    # A running run's polls retry every few seconds: the refusal is recorded once, not once per poll.
+    # A running run's host is looked at again every few seconds: the refusal is recorded once, not once a step.
     running = queueing.create_run(disk, quick_profile(team, name="other"))
     Run.objects.filter(pk=running.pk).update(state=Run.State.RUNNING, remote_dir="/tmp/not-reached")
+    assert queueing.observe(host)
+    token = Host.objects.get(pk=host.pk).observer_token
     for _ in range(3):
-        assert lifecycle.poll(running.pk) == Run.State.RUNNING
+        assert observing.observe_host(host.pk, token) == "host did not answer"
+    running.refresh_from_db()
+    assert running.state == Run.State.RUNNING and "the run goes on there" in running.explanation
     assert [e.details["during"] for e in _events(team, AuditEvent.Action.HOST_KEY_REFUSED)] == [
         f"run {running.pk}", f"run {run.pk}"
     ]  # fmt: skip

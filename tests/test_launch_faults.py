@@ -17,14 +17,13 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import psutil
 import pytest
 from django.utils import timezone
 
 from jobs import runners, ssh
 from jobs.models import Disk, Run
 from jobs.runs import lifecycle, queueing
-from tests.builders import quick_profile, target_dir, team_with_host, wait_final
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wrappers_of
 from tests.factories import RunFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -55,23 +54,11 @@ def _freeze_after_the_launch_command(monkeypatch, *, runs_on_host: bool = True) 
     monkeypatch.setattr(ssh.Connection, "run", run)
 
 
-def _wrappers_of(run: Run) -> set[int]:
-    """Pids of the run's wrapper processes (run.sh started in its run directory)."""
-    found = set()
-    for process in psutil.process_iter(["cmdline", "status"]):
-        try:
-            if "run.sh" in (process.info["cmdline"] or []) and str(run.uuid) in process.cwd():
-                found.add(process.pid)
-        except psutil.Error:
-            continue
-    return found
-
-
 def _wait_final_counting_wrappers(run: Run, timeout: float = 90) -> tuple[Run, set[int]]:
     wrappers: set[int] = set()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        wrappers |= _wrappers_of(run)
+        wrappers |= wrappers_of(run)
         run.refresh_from_db()
         if run.is_final:
             return run, wrappers

@@ -4,6 +4,8 @@ and recording refusals."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -12,12 +14,26 @@ from django.utils import timezone
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import ssh
+from jobs import sessions, ssh
 from jobs.models import Host, Run
 from jobs.runs import queueing
 
 
 def connect(host: Host) -> ssh.Connection:
+    """A connection of its own, closed by the caller (`with connect(host) as conn:`)."""
+    return ssh.connect(_target(host))
+
+
+@contextmanager
+def session(host: Host) -> Iterator[ssh.Connection]:
+    """The worker's persistent session to `host` (jobs/sessions.py), for launches, observation, collection and
+    cancels: one login per host per worker process, whatever the runs. The same refusals as `connect` first."""
+    target = _target(host)
+    with sessions.POOL.session(sessions.key_of(host.pk, target), target) as conn:
+        yield conn
+
+
+def _target(host: Host) -> ssh.Target:
     if not host.enabled:
         raise ssh.SSHError("disabled", f"host {host.name} is disabled: enable it on its page to run benchmarks")
     if not host.has_pinned_key:
@@ -28,7 +44,7 @@ def connect(host: Host) -> ssh.Connection:
         )
     if host.credential is None:
         raise ssh.SSHError("bad_credential", f"host {host.name} has no credential: choose one on the host page")
-    return ssh.connect(host.ssh_target())
+    return host.ssh_target()
 
 
 CONNECTION_TEST = "uname -sr; command -v fio && fio --version"

@@ -87,6 +87,11 @@ class Host(models.Model):
     )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The one chain of observation steps that looks after this host's running runs (jobs/runs/observing.py):
+    # its token, and when it last stepped. A step whose token is no longer this one ends; a chain that stopped
+    # stepping is replaced by a new token (the sweep, or the next launch).
+    observer_token = models.CharField(max_length=32, blank=True, editable=False)
+    observed_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]

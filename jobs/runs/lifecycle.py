@@ -1,5 +1,6 @@
 """A run's life on its host: launch (detached), poll, collect, clean up, cancel, and the sweep that finds runs
-nobody is watching (docs/architecture.md has the state machine)."""
+nobody is watching (docs/architecture.md has the state machine). Watching a running run is
+jobs/runs/observing.py's."""
 
 from __future__ import annotations
 
@@ -23,16 +24,13 @@ from jobs.runs import queueing
 log = logging.getLogger(__name__)
 
 
-POLL_INTERVAL_S = 2.0
+# A collection or stop that could not reach the host is tried again this much later.
+RETRY_S = 6.0
 
 
-# A run due to end within NEAR_END_S is polled back to back, each poll waiting on the host for the finish
-# for at most FINISH_WAIT_S: the finish is noticed within 0.1 s, and the live figures, read when a wait ends,
-# still move every second or two to the end (one 5 s wait used to hold them for the last half of a 10 s run).
-NEAR_END_S = 5.0
-
-
-FINISH_WAIT_S = 1.0
+# A run due to end within NEAR_END_S is looked at more often by its host's observation steps
+# (jobs/runs/observing.py), so that its end is seen within a fraction of a second.
+NEAR_END_S = 3.0
 
 
 OVERRUN_WAIT_S = 15.0
@@ -78,7 +76,7 @@ def _note_identity(run: Run, verdict: safety.Verdict) -> None:
         identity.store_identity(disk, found, run.created_by, how=f"first use by run {run.pk}", first_use=True)
 
 
-def _move(run: Run, from_states: tuple[str, ...], to_state: str, **fields: Any) -> bool:
+def move(run: Run, from_states: tuple[str, ...], to_state: str, **fields: Any) -> bool:
     now = timezone.now()
     changed = Run.objects.filter(pk=run.pk, state__in=from_states).update(state=to_state, heartbeat_at=now, **fields)
     if changed:
@@ -86,13 +84,13 @@ def _move(run: Run, from_states: tuple[str, ...], to_state: str, **fields: Any) 
     return bool(changed)
 
 
-def _finish(run: Run, state: str, explanation: str, **fields: Any) -> bool:
+def finish(run: Run, state: str, explanation: str, **fields: Any) -> bool:
     """Move a run to a final state, and hand the disk (or exclusive host) it held to the runs waiting for it
     in the same transaction: a free disk does not wait for the beat tick, and no waiting run keeps naming a
     run that has ended."""
     active = (Run.State.PENDING, *Run.ACTIVE_STATES)
     with transaction.atomic():
-        finished = _move(run, active, state, explanation=explanation, finished_at=timezone.now(), **fields)
+        finished = move(run, active, state, explanation=explanation, finished_at=timezone.now(), **fields)
         if finished:
             _claim_waiting(run)
     return finished
@@ -135,7 +133,7 @@ def launch(run_id: int) -> str:
         paused = queueing.paused_schedule(run)
         if run.cancel_requested or paused:
             why = queueing.paused_explanation(paused) if paused else "cancelled before it started"
-            _finish(run, Run.State.CANCELLED, why)
+            finish(run, Run.State.CANCELLED, why)
             return run.state
     # Scheduled runs are created by the beat tick without a snapshot (it keeps the tick short); they take the
     # disk's limits here, as they are when the run starts.
@@ -144,12 +142,12 @@ def launch(run_id: int) -> str:
         snapshot = run.disk.limits_snapshot(run.parameters.get("block_size_bytes"))
     launching = (Run.State.QUEUED, Run.State.LAUNCHING)
     doing = f"launch answer lost; re-attaching by UUID {run.uuid}: connecting" if answer_lost else "connecting"
-    if not _move(run, launching, Run.State.LAUNCHING, explanation=doing, limits_snapshot=snapshot):
+    if not move(run, launching, Run.State.LAUNCHING, explanation=doing, limits_snapshot=snapshot):
         return run.state
     tool = runner.for_parameters(run.parameters)
     disk = run.disk
     try:
-        with connecting.connect(disk.host) as conn:
+        with connecting.session(disk.host) as conn:
             pre = remote.preflight(
                 conn,
                 disk.host.run_base_dir,
@@ -162,7 +160,7 @@ def launch(run_id: int) -> str:
             # never start twice.
             if not pre.launched:
                 if answer_lost and (ending := _never_launched_ending(run)):
-                    _finish(run, *ending)
+                    finish(run, *ending)
                     _cleanup(conn, run)
                     return run.state
                 # The host definitely never started it: from here a failure is again one before the launch.
@@ -185,9 +183,9 @@ def launch(run_id: int) -> str:
         connecting.note_ssh_refusal(disk.host, exc, run=run)
         if answer_lost:
             return _launch_answer_lost(run, exc)
-        _finish(run, Run.State.ERROR, f"could not start: {exc}")
+        finish(run, Run.State.ERROR, f"could not start: {exc}")
         return run.state
-    if _move(
+    if move(
         run,
         (Run.State.LAUNCHING,),
         Run.State.RUNNING,
@@ -196,8 +194,10 @@ def launch(run_id: int) -> str:
         started_at=run.started_at or _planned_start(run),
         explanation="running",
     ):
-        # Only the attempt that moved the run on starts its chain of polls: a duplicate launch adds none.
-        queueing.send("poll", run, countdown=1)
+        # The host's chain of observation steps takes it from here; this starts one if the host has none.
+        queueing.observe(disk.host)
+        if run.cancel_requested:
+            queueing.send("stop", run)  # cancelled while it launched
     return run.state
 
 
@@ -238,7 +238,7 @@ def _launch_answer_lost(run: Run, exc: Exception) -> str:
     now = timezone.now()
     give_up = _lost_launch_deadline(run)
     if now > give_up:
-        _finish(run, Run.State.LOST, (
+        finish(run, Run.State.LOST, (
             f"lost: the launch answer never came back and the host has not answered since; if the benchmark "
             f"ran, the host's watchdog stopped it by {give_up:%Y-%m-%d %H:%M:%S} UTC, and its files stay in "
             f"{run.remote_dir} on the host (remove them when it is back). Last error: {exc}"
@@ -276,7 +276,7 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight) -> remote.Plan 
     )
     _note_identity(run, verdict)
     if not verdict.ok:
-        _finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons))
+        finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons))
         return None
     argv, files, command_text = tool.build(params, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
     plan = remote.Plan(
@@ -296,36 +296,63 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight) -> remote.Plan 
 
 
 def poll(run_id: int) -> str:
-    run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
+    """Look after one run that is past its launch: the sweep (a run whose heartbeat stopped) and messages sent
+    before the host's observation steps existed come here. A running run is the host's chain's to watch
+    (jobs/runs/observing.py; one is started if the host has none), a collecting one is collected, a cancelled
+    one stopped."""
+    run = Run.objects.select_related("disk__host").get(pk=run_id)
     if run.state not in (Run.State.RUNNING, Run.State.COLLECTING):
         return run.state
+    if run.cancel_requested:
+        return stop(run_id)
+    if run.state == Run.State.COLLECTING:
+        return collect(run_id)
+    queueing.observe(run.disk.host)
+    return run.state
+
+
+def collect(run_id: int) -> str:
+    """Read a finished run's results over the host's session, store them, and clean up on the host."""
+    run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
+    if run.state != Run.State.COLLECTING:
+        return run.state
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
     tool = runner.for_parameters(run.parameters)
     try:
-        with connecting.connect(run.disk.host) as conn:
-            if run.cancel_requested:
-                remote.cancel(conn, run.remote_dir)
-                _cleanup(conn, run)
-                _finish(run, Run.State.CANCELLED, _stopped_on_host(run))
-                return run.state
-            status = remote.poll(conn, run.remote_dir, tool.output_file, wait_s=_finish_wait(run))
-            if status.state in ("running", "starting"):
-                return _still_running(run, status, tool)
-            if status.state in ("vanished", "dead", "unlaunched"):
-                _finish(run, Run.State.LOST, _lost_reason(status.state))
-                return run.state
-            if run.state == Run.State.RUNNING and not _move(
-                run, (Run.State.RUNNING,), Run.State.COLLECTING, explanation="collecting results"
-            ):
+        with connecting.session(run.disk.host) as conn:
+            status = remote.final_state(conn, run.remote_dir)
+            if status.state != "finished":
+                finish(run, Run.State.LOST, lost_reason(status.state))
                 return run.state
             _collect(conn, run, tool, status)
     except (ssh.SSHError, remote.RemoteError) as exc:
-        connecting.note_ssh_refusal(run.disk.host, exc, run=run)
-        # The run goes on on the host whatever happened to our connection; try again later. The heartbeat
-        # moves too: this chain of polls is alive, so the sweep must not start a second one.
-        Run.objects.filter(pk=run.pk).update(explanation=f"{run.state}; last poll failed: {exc}",
-                                             heartbeat_at=timezone.now())  # fmt: skip
-        queueing.send("poll", run, countdown=POLL_INTERVAL_S * 3)
+        _try_again(run, "collect", exc)
     return run.state
+
+
+def stop(run_id: int) -> str:
+    """Stop a cancelled run on its host (TERM to its whole session, KILL after 10 s) and clean up."""
+    run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
+    if run.state not in (Run.State.RUNNING, Run.State.COLLECTING) or not run.cancel_requested:
+        return run.state
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+    try:
+        with connecting.session(run.disk.host) as conn:
+            remote.cancel(conn, run.remote_dir)
+            _cleanup(conn, run)
+            finish(run, Run.State.CANCELLED, _stopped_on_host(run))
+    except (ssh.SSHError, remote.RemoteError) as exc:
+        _try_again(run, "stop", exc)
+    return run.state
+
+
+def _try_again(run: Run, step: str, exc: Exception) -> None:
+    """The run goes on on the host whatever happened to our connection: say so, and try again later. The
+    heartbeat moves too: this chain is alive, so the sweep must not start a second one."""
+    connecting.note_ssh_refusal(run.disk.host, exc, run=run)
+    Run.objects.filter(pk=run.pk).update(explanation=f"{run.state}; the last attempt to {step} failed: {exc}",
+                                         heartbeat_at=timezone.now())  # fmt: skip
+    queueing.send(step, run, countdown=RETRY_S)
 
 
 def _stopped_on_host(run: Run) -> str:
@@ -343,14 +370,9 @@ def _seconds_left(run: Run) -> float:
     return runner.expected_seconds(run.parameters) - (timezone.now() - started).total_seconds()
 
 
-def _finish_wait(run: Run) -> float:
-    """How long a poll waits on the host for the finish: only when it is due within a few seconds."""
-    return FINISH_WAIT_S if _near_end(run) else 0.0
-
-
-def _near_end(run: Run) -> bool:
-    # A run far past its expected end (a slow file layout) goes back to plain polling, so it cannot
-    # hold a worker thread in back-to-back waits.
+def near_end(run: Run) -> bool:
+    """Due to end within NEAR_END_S, or past its expected end by less than OVERRUN_WAIT_S (a slow file layout
+    takes a while; one far past its end is looked at at the usual pace again)."""
     return -OVERRUN_WAIT_S < _seconds_left(run) < NEAR_END_S
 
 
@@ -362,33 +384,7 @@ def _note_started(run: Run, status: remote.PollResult) -> None:
         run.started_at = started
 
 
-def _still_running(run: Run, status: remote.PollResult, tool: runner.Tool) -> str:
-    now = timezone.now()
-    if status.state == "starting" and now - (run.started_at or now) > queueing.START_GRACE:
-        _finish(run, Run.State.LOST, "the run's wrapper never started on the host")
-        return run.state
-    _note_started(run, status)
-    started = run.started_at or now
-    progress = tool.progress(status.tail, run.parameters)
-    expected = runner.expected_seconds(run.parameters)
-    progress |= Run.clock(started, expected, now) | {"expected_s": expected}
-    Run.objects.filter(pk=run.pk, state=Run.State.RUNNING).update(
-        progress=progress, heartbeat_at=now, explanation="running"
-    )
-    queueing.send("poll", run, countdown=_next_poll_in(run))
-    return run.state
-
-
-def _next_poll_in(run: Run) -> float:
-    """Near the end, at once: that poll waits on the host for the finish itself. Before, every POLL_INTERVAL_S,
-    the last of those sooner so that it lands as the end comes near, not a whole interval into the near end."""
-    if _near_end(run):
-        return 0.0
-    left = _seconds_left(run)
-    return min(POLL_INTERVAL_S, left - NEAR_END_S) if left > NEAR_END_S else POLL_INTERVAL_S
-
-
-def _lost_reason(state: str) -> str:
+def lost_reason(state: str) -> str:
     return {
         "vanished": "lost: the run directory on the host is gone (the host rebooted or someone removed it)",
         "dead": "lost: the benchmark stopped on the host without finishing (killed, or the host rebooted)",
@@ -421,7 +417,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
     outcome = tool.interpret(outputs, exit_status, run.parameters)
     with transaction.atomic():
         RunSample.store(run, (outcome.summary or {}).get("samples", []))
-        finished = _finish(
+        finished = finish(
             run,
             outcome.state,
             outcome.explanation,
@@ -454,20 +450,22 @@ def _cleanup(conn: ssh.Connection, run: Run) -> None:
 
 
 def cancel(run: Run) -> Run:
-    """Pending runs stop at once; active ones are stopped on the host by the next poll."""
+    """Pending runs stop at once; running ones are stopped on the host by their own task (a launching one by
+    its host's next observation step, once it runs)."""
     if run.state == Run.State.PENDING:
-        _finish(run, Run.State.CANCELLED, "cancelled before it started")
+        finish(run, Run.State.CANCELLED, "cancelled before it started")
     elif run.is_active:
-        Run.objects.filter(pk=run.pk).update(cancel_requested=True, explanation="cancelling")
+        Run.objects.filter(pk=run.pk).update(cancel_requested=True, explanation="cancelling",
+                                             heartbeat_at=timezone.now())  # fmt: skip
         if run.state == Run.State.RUNNING:
-            queueing.send("poll", run)
+            queueing.send("stop", run)
     run.refresh_from_db()
     return run
 
 
 def sweep(now: Any = None) -> int:
-    """Pick up runs no worker has looked at lately (a worker died, a message was lost, a chain of polls or of
-    re-attaching launches ended without finishing its run).
+    """Pick up runs no worker has looked at lately (a worker died, a message was lost, a host's chain of
+    observation steps or a run's chain of re-attaching launches ended without finishing its run).
 
     A live chain writes the run's heartbeat at every attempt and sends the next one within RELAUNCH_MAX_S
     (< STALE_AFTER), so a heartbeat older than STALE_AFTER means no chain is left (or one attempt hangs on a
@@ -475,7 +473,9 @@ def sweep(now: Any = None) -> int:
     guarded by the host's atomic mkdir). The beat tick calls this every BENCHWEB_TICK_SECONDS, so a dead chain
     is picked up within STALE_AFTER + one tick period of its last heartbeat (35 s by default), plus the time
     its message waits for a worker. Queued and launching runs get a launch (which re-attaches by UUID), running
-    and collecting ones a poll; a run with no heartbeat at all is stale at once. Only the sweep that moved a
+    ones a new chain of observation steps for their host (whose steps move every running run's heartbeat there,
+    jobs/runs/observing.py), collecting and cancelled ones a poll (a collect, a stop); a run with no heartbeat
+    at all is stale at once. Only the sweep that moved a
     run's heartbeat on sends it, so two beat processes do not start two chains.
     """
     now = now or timezone.now()
@@ -483,7 +483,11 @@ def sweep(now: Any = None) -> int:
         Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True), state__in=Run.ACTIVE_STATES
     )
     count = 0
-    for run in stale.select_related("disk__host").only("pk", "state", "heartbeat_at", "queued_at", "disk__host__site"):
+    observed: set[int] = set()
+    runs = stale.select_related("disk__host").only(
+        "pk", "state", "heartbeat_at", "queued_at", "cancel_requested", "disk__host__site"
+    )
+    for run in runs:
         fields: dict[str, Any] = {"heartbeat_at": now}
         if run.state == Run.State.QUEUED and run.queued_at and now - run.queued_at > queueing.UNCLAIMED_AFTER:
             # No worker took the launch: most often nobody listens on this site's queue.
@@ -494,6 +498,15 @@ def sweep(now: Any = None) -> int:
             )
         if not Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields):
             continue  # another sweep, or the run's own chain, moved it on meanwhile
-        queueing.send("launch" if run.state in (Run.State.QUEUED, Run.State.LAUNCHING) else "poll", run)
+        if run.state in (Run.State.QUEUED, Run.State.LAUNCHING):
+            queueing.send("launch", run)
+        elif run.state == Run.State.RUNNING and not run.cancel_requested:
+            # Its host's chain of observation steps moves its heartbeat: that chain is gone. One new chain
+            # per host, whatever its stale runs (a chain only slow ends at its next step).
+            if run.disk.host_id not in observed:
+                observed.add(run.disk.host_id)
+                queueing.observe(run.disk.host, now=now, force=True)
+        else:
+            queueing.send("poll", run)  # collect or stop it
         count += 1
     return count

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, Value, When
+from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
 from audit import log as audit
@@ -287,6 +287,30 @@ def _send_launches(sites: dict[int, str]) -> None:
 
 
 def send(step: str, run: Run, countdown: float = 0) -> None:
-    """launch or poll one run, on its host's site queue."""
-    name = {"launch": messages.LAUNCH_RUN, "poll": messages.POLL_RUN}[step]
+    """launch, poll (look after: jobs/runs/lifecycle.py `poll`), collect or stop one run, on its host's site
+    queue."""
+    name = {"launch": messages.LAUNCH_RUN, "poll": messages.POLL_RUN, "collect": messages.COLLECT_RUN,
+            "stop": messages.STOP_RUN}[step]  # fmt: skip
     messages.send(name, run.pk, queue=queue_for(run.disk.host.site), countdown=countdown)
+
+
+# A host whose chain of observation steps has not stepped for this long has none left (a step comes every
+# second or so, at most every 6 s while its host does not answer): the next launch or the sweep starts one.
+OBSERVER_STALE_AFTER = timedelta(seconds=20)
+
+
+def observe(host: Host, *, now: Any = None, force: bool = False) -> bool:
+    """Make sure one chain of observation steps looks after `host`'s running runs (jobs/runs/observing.py):
+    start one unless a live one is there. The new chain's token replaces the old one's in one conditional
+    UPDATE, so of two callers at once only one starts a chain, and a chain that was only slow ends at its next
+    step. True when this call started it."""
+    now = now or timezone.now()
+    token = os.urandom(16).hex()
+    started = (
+        Host.objects.filter(pk=host.pk)
+        .filter(Q(observer_token="") | Q(observed_at__isnull=True) | Q(observed_at__lt=now - OBSERVER_STALE_AFTER))
+        .update(observer_token=token, observed_at=now)
+    )
+    if started:
+        transaction.on_commit(lambda: messages.send(messages.OBSERVE_HOST, host.pk, token, queue=queue_for(host.site)))
+    return bool(started)

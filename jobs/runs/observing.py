@@ -1,0 +1,262 @@
+"""Watching running runs without touching their hosts: one observation step per host covers every run on it.
+
+A chain of short `jobs.observe_host` tasks looks after each host that has running runs (one chain per host:
+`Host.observer_token`, started by `queueing.observe`). Each step, over the worker's persistent session to the
+host (jobs/sessions.py), only reads files and lists one directory over SFTP, so nothing is logged in to or
+started on the host to look at a run:
+
+- one listing of the host's done directory tells every run there that ended (its wrapper leaves a marker
+  after `status`): the end of a run is seen within a step, STEP_S, or NEAR_END_STEP_S while a run is due
+  to end, whatever the number of runs;
+- the wrapper's pid and start time are read once;
+- the tool's output is read from where the last step stopped, every PROGRESS_EVERY_S, for the live figures;
+- every LOOK_EVERY_S the wrapper's process is looked at in /proc, for a run killed without a trace (dead), a
+  run directory removed (vanished) or never launched; a host without Linux's /proc is asked by a command,
+  every COMMAND_LOOK_EVERY_S.
+
+Runs waiting on their host for their start time are not looked at until then. A finished run is handed to
+its own `jobs.collect_run` task, so collecting many runs at once does not hold up the host's next step; a run
+cancelled meanwhile to `jobs.stop_run`. A step holds no thread longer than its reads, and waits for nothing.
+
+What a step read (offsets, the tail of the output) is kept in this process's memory; another worker's step
+reads afresh, which costs a longer read and changes nothing. If the session drops, the step logs in again
+once at once; if the host stays unreachable, its runs say so and the next step comes after RETRY_S: the runs
+go on on the host meanwhile. A chain that died (its worker was killed) is replaced by the sweep.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from jobs import messages, remote, ssh
+from jobs import runners as runner
+from jobs.hosts import connecting
+from jobs.models import Host, Run
+from jobs.runs import lifecycle, queueing
+
+log = logging.getLogger(__name__)
+
+STEP_S = 1.0
+# While a run is due to end within lifecycle.NEAR_END_S (or has overrun it by up to OVERRUN_WAIT_S), steps come
+# this often: a listing of one directory, so the end is seen within a fraction of a second.
+NEAR_END_STEP_S = 0.25
+PROGRESS_EVERY_S = 2.0
+LOOK_EVERY_S = 5.0
+COMMAND_LOOK_EVERY_S = 30.0
+RETRY_S = 6.0
+# Runs are looked at from this long before their start time on.
+START_LEAD = timedelta(seconds=1)
+# A run's heartbeat moves at most this often while its chain steps (the sweep's bound is lifecycle.STALE_AFTER).
+HEARTBEAT_EVERY = timedelta(seconds=5)
+# A cancelled run's stop is sent again when nothing stopped it for this long.
+STOP_AGAIN_AFTER = timedelta(seconds=15)
+
+
+@dataclass
+class _Watch:
+    """What this process read of one run so far."""
+
+    offset: int = 0
+    tail: bytes = b""
+    pid: int | None = None
+    started_epoch: float | None = None
+    progress_at: float = float("-inf")
+    looked_at: float = float("-inf")
+    asked_at: float = float("-inf")
+
+
+@dataclass
+class _Finding:
+    run: Run
+    state: str  # running | starting | finished | dead | vanished | unlaunched
+    progress: dict[str, Any] | None = None
+    started_epoch: float | None = None
+
+
+@dataclass
+class _HostMemory:
+    watches: dict[int, _Watch] = field(default_factory=dict)
+    heartbeat_at: datetime | None = None
+
+
+_MEMORY: dict[int, _HostMemory] = {}
+_MEMORY_LOCK = threading.Lock()
+
+
+def observe_host(host_id: int, token: str) -> str:
+    """One observation step of `host_id`'s running runs, then the next step is sent; a step whose chain was
+    replaced (its token is not the host's) does nothing and sends nothing."""
+    now = timezone.now()
+    if not Host.objects.filter(pk=host_id, observer_token=token).update(observed_at=now):
+        return "replaced"
+    host = Host.objects.select_related("credential").get(pk=host_id)
+    runs = list(Run.objects.filter(disk__host_id=host_id, state=Run.State.RUNNING).select_related("disk"))
+    if not runs:
+        return _release(host, token)
+    memory = _memory_of(host_id, {run.pk for run in runs})
+    _send_stops([run for run in runs if run.cancel_requested], now)
+    watched = [run for run in runs if not run.cancel_requested]
+    due = [run for run in watched if run.not_before is None or run.not_before <= now + START_LEAD]
+    try:
+        findings = _look_with_one_reconnect(host, due, memory)
+    except (ssh.SSHError, remote.RemoteError) as exc:
+        connecting.note_ssh_refusal(host, exc, run=due[0] if due else None)
+        Run.objects.filter(pk__in=[run.pk for run in watched], state=Run.State.RUNNING).update(
+            explanation=f"running; the last look at the host failed (the run goes on there): {exc}", heartbeat_at=now
+        )
+        memory.heartbeat_at = now
+        _next(host, token, RETRY_S)
+        return "host did not answer"
+    _act(findings, memory, now)
+    _keep_alive(watched, memory, now)
+    _next(host, token, _step_in(due))
+    return f"{len(due)} looked at, {len(watched) - len(due)} waiting for their start"
+
+
+def _release(host: Host, token: str) -> str:
+    """No running run is left: end the chain, unless a run started meanwhile. The token is cleared first and
+    the runs counted after, and a launch counts after its run is running and then starts a chain if there is
+    none (queueing.observe): between the two, one of them sees the other."""
+    Host.objects.filter(pk=host.pk, observer_token=token).update(observer_token="")
+    with _MEMORY_LOCK:
+        _MEMORY.pop(host.pk, None)
+    if Run.objects.filter(disk__host_id=host.pk, state=Run.State.RUNNING).exists():
+        queueing.observe(host)
+    return "no running runs"
+
+
+def _memory_of(host_id: int, run_ids: set[int]) -> _HostMemory:
+    with _MEMORY_LOCK:
+        memory = _MEMORY.setdefault(host_id, _HostMemory())
+    for gone in set(memory.watches) - run_ids:
+        del memory.watches[gone]
+    for run_id in run_ids:
+        memory.watches.setdefault(run_id, _Watch())
+    return memory
+
+
+def _send_stops(runs: list[Run], now: datetime) -> None:
+    """A cancelled run is stopped by its own task (the stop waits on the host); sent again if it died."""
+    for run in runs:
+        if run.heartbeat_at and now - run.heartbeat_at < STOP_AGAIN_AFTER:
+            continue
+        if Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(heartbeat_at=now):
+            queueing.send("stop", run)
+
+
+def _look_with_one_reconnect(host: Host, due: list[Run], memory: _HostMemory) -> list[_Finding]:
+    if not due:
+        return []
+    try:
+        with connecting.session(host) as conn:
+            return _look(conn, due, memory)
+    except ssh.SSHError as exc:
+        if exc.reason != "channel":
+            raise
+    # The session dropped (sshd restarted, a network blip): the pool forgot it, so this logs in again.
+    with connecting.session(host) as conn:
+        return _look(conn, due, memory)
+
+
+def _look(conn: ssh.Connection, due: list[Run], memory: _HostMemory) -> list[_Finding]:
+    ended: dict[str, set[str] | None] = {}
+    findings = []
+    for run in due:
+        watch = memory.watches[run.pk]
+        base = run.remote_dir.rpartition("/")[0]
+        if base not in ended:
+            ended[base] = remote.finished_runs(conn, base)
+        done = ended[base]
+        if done is not None and str(run.uuid) in done:
+            findings.append(_Finding(run, "finished"))
+            continue
+        findings.append(_look_at(conn, run, watch, markers=done is not None))
+    return findings
+
+
+def _look_at(conn: ssh.Connection, run: Run, watch: _Watch, *, markers: bool) -> _Finding:
+    now = time.monotonic()
+    if watch.pid is None or watch.started_epoch is None:
+        seen = remote.sighting(conn, run.remote_dir)
+        watch.pid, watch.started_epoch = seen.pid, seen.started_epoch
+    state = "running" if watch.pid is not None else "starting"
+    # Without a done directory (a run launched before there were markers) only a look tells the end.
+    if not markers or watch.pid is None or now - watch.looked_at >= LOOK_EVERY_S:
+        watch.looked_at = now
+        state = remote.look(conn, run.remote_dir, watch.pid)
+        if state == "unknown":
+            state = _ask_by_command(conn, run, watch, now)
+    finding = _Finding(run, state, started_epoch=watch.started_epoch)
+    tool = runner.for_parameters(run.parameters)
+    if state == "running" and tool.live_output and now - watch.progress_at >= PROGRESS_EVERY_S:
+        watch.progress_at = now
+        offset, data = remote.read_output(conn, f"{run.remote_dir}/{tool.output_file}", watch.offset)
+        joined = watch.tail + data if offset - len(data) == watch.offset else data
+        watch.offset, watch.tail = offset, runner.progress_tail(joined)
+        finding.progress = tool.progress(watch.tail.decode(errors="replace"), run.parameters)
+    return finding
+
+
+def _ask_by_command(conn: ssh.Connection, run: Run, watch: _Watch, now: float) -> str:
+    """A host without Linux's /proc (AIX) is asked whether the wrapper lives by a command, rarely."""
+    if now - watch.asked_at < COMMAND_LOOK_EVERY_S:
+        return "running"
+    watch.asked_at = now
+    tool = runner.for_parameters(run.parameters)
+    return remote.poll(conn, run.remote_dir, tool.output_file).state
+
+
+def _act(findings: list[_Finding], memory: _HostMemory, now: datetime) -> None:
+    for finding in findings:
+        run = finding.run
+        if finding.state == "finished":
+            if lifecycle.move(run, (Run.State.RUNNING,), Run.State.COLLECTING, explanation="collecting results"):
+                memory.watches.pop(run.pk, None)
+                queueing.send("collect", run)
+        elif finding.state in ("vanished", "dead", "unlaunched"):
+            lifecycle.finish(run, Run.State.LOST, lifecycle.lost_reason(finding.state))
+        elif finding.state == "starting" and now - (run.started_at or now) > queueing.START_GRACE:
+            lifecycle.finish(run, Run.State.LOST, "the run's wrapper never started on the host")
+        else:
+            _store_progress(run, finding, now)
+
+
+def _store_progress(run: Run, finding: _Finding, now: datetime) -> None:
+    fields: dict[str, Any] = {}
+    if finding.started_epoch:
+        started = datetime.fromtimestamp(finding.started_epoch, tz=UTC)
+        if started != run.started_at:
+            fields["started_at"] = run.started_at = started
+    if finding.progress is not None:
+        expected = runner.expected_seconds(run.parameters)
+        started_at = run.started_at or now
+        fields["progress"] = finding.progress | Run.clock(started_at, expected, now) | {"expected_s": expected}
+    if run.explanation != "running":
+        fields["explanation"] = "running"
+    if fields:
+        Run.objects.filter(pk=run.pk, state=Run.State.RUNNING).update(heartbeat_at=now, **fields)
+
+
+def _keep_alive(runs: list[Run], memory: _HostMemory, now: datetime) -> None:
+    """Move the heartbeat of every run this chain looks after (waiting ones too): the sweep leaves them be."""
+    if memory.heartbeat_at and now - memory.heartbeat_at < HEARTBEAT_EVERY:
+        return
+    with transaction.atomic():
+        Run.objects.filter(pk__in=[run.pk for run in runs], state=Run.State.RUNNING).update(heartbeat_at=now)
+    memory.heartbeat_at = now
+
+
+def _step_in(due: list[Run]) -> float:
+    return NEAR_END_STEP_S if any(lifecycle.near_end(run) for run in due) else STEP_S
+
+
+def _next(host: Host, token: str, countdown: float) -> None:
+    messages.send(messages.OBSERVE_HOST, host.pk, token, queue=queueing.queue_for(host.site), countdown=countdown)
