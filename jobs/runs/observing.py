@@ -6,8 +6,8 @@ host (jobs/sessions.py), only reads files and lists one directory over SFTP, so 
 started on the host to look at a run:
 
 - one listing of the host's done directory tells every run there that ended (its wrapper leaves a marker
-  after `status`): the end of a run is seen within a step, STEP_S, or NEAR_END_STEP_S while a run is due
-  to end, whatever the number of runs;
+  after `status`): the end of a run is seen within a step, STEP_S, whatever the number of runs; while a run
+  is due to end, quick steps in between (every NEAR_END_STEP_S) list that directory and nothing else;
 - the wrapper's pid and start time are read once;
 - the tool's output is read from where the last step stopped, every PROGRESS_EVERY_S, for the live figures;
 - every LOOK_EVERY_S the wrapper's process is looked at in /proc, for a run killed without a trace (dead), a
@@ -47,7 +47,9 @@ log = logging.getLogger(__name__)
 STEP_S = 1.0
 # While a run is due to end within lifecycle.NEAR_END_S (or has overrun it by up to OVERRUN_WAIT_S), steps come
 # this often: a listing of one directory, so the end is seen within a fraction of a second.
-NEAR_END_STEP_S = 0.25
+NEAR_END_STEP_S = 0.1
+# A step this close to a full step's time is a full step (countdowns are not exact).
+QUICK_STEP_SLACK_S = 0.05
 PROGRESS_EVERY_S = 2.0
 LOOK_EVERY_S = 5.0
 COMMAND_LOOK_EVERY_S = 30.0
@@ -83,8 +85,25 @@ class _Finding:
 
 @dataclass
 class _HostMemory:
+    """What this process knows of one host's chain: what it read of each run, and what its last full step
+    loaded (for the quick steps in between)."""
+
     watches: dict[int, _Watch] = field(default_factory=dict)
     heartbeat_at: datetime | None = None
+    token: str = ""
+    host: Host | None = None
+    due: list[Run] = field(default_factory=list)
+    loaded_at: float = float("-inf")
+
+    def forget_all_but(self, run_ids: set[int]) -> None:
+        for gone in set(self.watches) - run_ids:
+            del self.watches[gone]
+        for run_id in run_ids:
+            self.watches.setdefault(run_id, _Watch())
+
+    def ended(self, run: Run) -> None:
+        self.watches.pop(run.pk, None)
+        self.due = [other for other in self.due if other.pk != run.pk]
 
 
 _MEMORY: dict[int, _HostMemory] = {}
@@ -93,18 +112,33 @@ _MEMORY_LOCK = threading.Lock()
 
 def observe_host(host_id: int, token: str) -> str:
     """One observation step of `host_id`'s running runs, then the next step is sent; a step whose chain was
-    replaced (its token is not the host's) does nothing and sends nothing."""
+    replaced (its token is not the host's) does nothing and sends nothing.
+
+    A full step (every STEP_S) loads the host's running runs and looks at each as the module says. Between
+    two full steps, while a run is due to end, quick steps (every NEAR_END_STEP_S) only list the done
+    directory for those runs, from what the last full step loaded: one read of the host's token, one listing."""
+    memory = _memory_of(host_id)
+    tokens = list(Host.objects.filter(pk=host_id).values_list("observer_token", flat=True))
+    if tokens != [token]:
+        return "replaced"
     now = timezone.now()
+    if memory.token != token or time.monotonic() - memory.loaded_at >= STEP_S - QUICK_STEP_SLACK_S:
+        return _full_step(host_id, token, memory, now)
+    return _quick_step(token, memory, now)
+
+
+def _full_step(host_id: int, token: str, memory: _HostMemory, now: datetime) -> str:
     if not Host.objects.filter(pk=host_id, observer_token=token).update(observed_at=now):
         return "replaced"
     host = Host.objects.select_related("credential").get(pk=host_id)
-    runs = list(Run.objects.filter(disk__host_id=host_id, state=Run.State.RUNNING).select_related("disk"))
+    runs = list(Run.objects.filter(disk__host_id=host_id, state=Run.State.RUNNING).select_related("disk__host"))
     if not runs:
         return _release(host, token)
-    memory = _memory_of(host_id, {run.pk for run in runs})
+    memory.forget_all_but({run.pk for run in runs})
     _send_stops([run for run in runs if run.cancel_requested], now)
     watched = [run for run in runs if not run.cancel_requested]
     due = [run for run in watched if run.not_before is None or run.not_before <= now + START_LEAD]
+    memory.token, memory.host, memory.due, memory.loaded_at = token, host, due, time.monotonic()
     try:
         findings = _look_with_one_reconnect(host, due, memory)
     except (ssh.SSHError, remote.RemoteError) as exc:
@@ -112,13 +146,44 @@ def observe_host(host_id: int, token: str) -> str:
         Run.objects.filter(pk__in=[run.pk for run in watched], state=Run.State.RUNNING).update(
             explanation=f"running; the last look at the host failed (the run goes on there): {exc}", heartbeat_at=now
         )
-        memory.heartbeat_at = now
+        memory.heartbeat_at, memory.loaded_at = now, float("-inf")
         _next(host, token, RETRY_S)
         return "host did not answer"
     _act(findings, memory, now)
     _keep_alive(watched, memory, now)
-    _next(host, token, _step_in(due))
+    _next(host, token, _step_in(memory))
     return f"{len(due)} looked at, {len(watched) - len(due)} waiting for their start"
+
+
+def _quick_step(token: str, memory: _HostMemory, now: datetime) -> str:
+    host = memory.host
+    assert host is not None  # set by the full step that set the token
+    ending = [run for run in memory.due if lifecycle.near_end(run)]
+    try:
+        with connecting.session(host) as conn:
+            findings = _ended(conn, ending)
+    except (ssh.SSHError, remote.RemoteError):
+        memory.loaded_at = float("-inf")  # the next step is a full one, and says what failed
+        _next(host, token, NEAR_END_STEP_S)
+        return "host did not answer; a full step next"
+    _act(findings, memory, now)
+    _next(host, token, _step_in(memory))
+    return f"{len(findings)} of {len(ending)} due to end have ended"
+
+
+def _ended(conn: ssh.Connection, runs: list[Run]) -> list[_Finding]:
+    """The runs among these whose done marker is there."""
+    markers = _done_markers(conn, runs)
+    return [_Finding(run, "finished") for run in runs if str(run.uuid) in (markers[_base(run)] or ())]
+
+
+def _done_markers(conn: ssh.Connection, runs: list[Run]) -> dict[str, set[str] | None]:
+    """The done markers of each run directory base these runs are in: one listing per base."""
+    return {base: remote.finished_runs(conn, base) for base in {_base(run) for run in runs}}
+
+
+def _base(run: Run) -> str:
+    return run.remote_dir.rpartition("/")[0]
 
 
 def _release(host: Host, token: str) -> str:
@@ -133,14 +198,9 @@ def _release(host: Host, token: str) -> str:
     return "no running runs"
 
 
-def _memory_of(host_id: int, run_ids: set[int]) -> _HostMemory:
+def _memory_of(host_id: int) -> _HostMemory:
     with _MEMORY_LOCK:
-        memory = _MEMORY.setdefault(host_id, _HostMemory())
-    for gone in set(memory.watches) - run_ids:
-        del memory.watches[gone]
-    for run_id in run_ids:
-        memory.watches.setdefault(run_id, _Watch())
-    return memory
+        return _MEMORY.setdefault(host_id, _HostMemory())
 
 
 def _send_stops(runs: list[Run], now: datetime) -> None:
@@ -167,18 +227,14 @@ def _look_with_one_reconnect(host: Host, due: list[Run], memory: _HostMemory) ->
 
 
 def _look(conn: ssh.Connection, due: list[Run], memory: _HostMemory) -> list[_Finding]:
-    ended: dict[str, set[str] | None] = {}
+    markers = _done_markers(conn, due)
     findings = []
     for run in due:
-        watch = memory.watches[run.pk]
-        base = run.remote_dir.rpartition("/")[0]
-        if base not in ended:
-            ended[base] = remote.finished_runs(conn, base)
-        done = ended[base]
+        done = markers[_base(run)]
         if done is not None and str(run.uuid) in done:
             findings.append(_Finding(run, "finished"))
-            continue
-        findings.append(_look_at(conn, run, watch, markers=done is not None))
+        else:
+            findings.append(_look_at(conn, run, memory.watches[run.pk], markers=done is not None))
     return findings
 
 
@@ -218,12 +274,14 @@ def _act(findings: list[_Finding], memory: _HostMemory, now: datetime) -> None:
     for finding in findings:
         run = finding.run
         if finding.state == "finished":
+            memory.ended(run)
             if lifecycle.move(run, (Run.State.RUNNING,), Run.State.COLLECTING, explanation="collecting results"):
-                memory.watches.pop(run.pk, None)
                 queueing.send("collect", run)
         elif finding.state in ("vanished", "dead", "unlaunched"):
+            memory.ended(run)
             lifecycle.finish(run, Run.State.LOST, lifecycle.lost_reason(finding.state))
         elif finding.state == "starting" and now - (run.started_at or now) > queueing.START_GRACE:
+            memory.ended(run)
             lifecycle.finish(run, Run.State.LOST, "the run's wrapper never started on the host")
         else:
             _store_progress(run, finding, now)
@@ -254,8 +312,8 @@ def _keep_alive(runs: list[Run], memory: _HostMemory, now: datetime) -> None:
     memory.heartbeat_at = now
 
 
-def _step_in(due: list[Run]) -> float:
-    return NEAR_END_STEP_S if any(lifecycle.near_end(run) for run in due) else STEP_S
+def _step_in(memory: _HostMemory) -> float:
+    return NEAR_END_STEP_S if any(lifecycle.near_end(run) for run in memory.due) else STEP_S
 
 
 def _next(host: Host, token: str, countdown: float) -> None:
