@@ -196,7 +196,8 @@ def kill_detached_runs(runs_base: Path) -> None:
     import psutil
 
     sessions = set()
-    for pid_file in runs_base.glob("*/pid"):
+    # Run directories sit right under runs_base (one loopback host) or one level down (a base per host).
+    for pid_file in [*runs_base.glob("*/pid"), *runs_base.glob("*/*/pid")]:
         with contextlib.suppress(OSError, ValueError):
             sessions.add(int(pid_file.read_text()))
     for process in psutil.process_iter():
@@ -220,8 +221,9 @@ class Stack:
         self.redis: subprocess.Popen[bytes] | None = None
         self.worker: subprocess.Popen[bytes] | None = None
         self.beat: subprocess.Popen[bytes] | None = None
-        self.sshd: Any = None  # jobs.sshd_local.SshdHandle
-        self.runs_base = self.tmp / "runs"  # the loopback host's run_base_dir
+        self.sshd: Any = None  # jobs.sshd_local.SshdHandle, the first of self.sshds
+        self.sshds: list[Any] = []  # every loopback sshd started (start_sshd(stack, count))
+        self.runs_base = self.tmp / "runs"  # the loopback host's run_base_dir; several hosts' bases lie under it
         self.worker_log = self.tmp / "worker.log"
         self.beat_log = self.tmp / "beat.log"
         self.pg_admin_url: str | None = None
@@ -231,9 +233,9 @@ class Stack:
         stop_group(self.beat, grace=10)
         stop_group(self.worker, grace=20)
         kill_detached_runs(self.runs_base)
-        if self.sshd is not None:
-            kill_descendants(self.sshd.process.pid)  # e.g. a plain fio still running in an ssh session
-            self.sshd.stop()
+        for sshd in self.all_sshds():
+            kill_descendants(sshd.process.pid)  # e.g. a plain fio still running in an ssh session
+            sshd.stop()
         stop_group(self.redis, grace=10)
         if "django" in sys.modules:
             from django.db import connections
@@ -245,6 +247,10 @@ class Stack:
             except Exception as exc:  # the clean-up goes on; the message says what is left
                 say(f"could not drop the PostgreSQL database {self.pg_name}: {exc}")
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def all_sshds(self) -> list[Any]:
+        # A script may also have set stack.sshd itself.
+        return [*self.sshds, *([self.sshd] if self.sshd is not None and self.sshd not in self.sshds else [])]
 
 
 def run_guarded(name: str, stack: Stack, work: Callable[[], T],
@@ -380,14 +386,31 @@ def start_worker(stack: Stack, argv: list[str], env: dict[str, str] | None = Non
                stack.worker_log)  # fmt: skip
 
 
-def start_sshd(stack: Stack) -> str:
-    """A loopback sshd that accepts a new key (in stack.tmp / "client"); returns the private key text."""
+# Appended to jobs/sshd_local's config (sshd takes the first value of a keyword; that config sets neither).
+# MaxSessions: a worker that keeps one connection per host opens each launch, poll and upload as a channel
+# of it; OpenSSH allows 10 at once by default and refuses the 11th ("no more sessions" in its log), so a
+# fan-out of hundreds of runs per host would measure that limit, not benchweb. MaxStartups (unauthenticated
+# connections at once) keeps OpenSSH's default 10:30:100, as on a real host; its drops are counted.
+SSHD_EXTRA_CONFIG = "MaxSessions 1000\n"
+
+
+def start_sshd(stack: Stack, count: int = 1) -> str:
+    """`count` loopback sshds (stack.sshds; the first is also stack.sshd), each on a free port with its own
+    host key, config and log (stack.tmp / "sshd", or "sshd-1", "sshd-2", ... for several), that accept one
+    new key (in stack.tmp / "client"); returns the private key text."""
     from jobs import sshd_local
 
     client = stack.tmp / "client"
     client.mkdir()
     private_key, public_key = sshd_local.generate_user_key(client)
-    stack.sshd = sshd_local.start_sshd(stack.tmp / "sshd", authorized_keys=[public_key])
+    for i in range(count):
+        workdir = stack.tmp / ("sshd" if count == 1 else f"sshd-{i + 1}")
+        sshd = sshd_local.start_sshd(workdir, authorized_keys=[public_key])
+        stack.sshds.append(sshd)  # stopped by stack.close() even if the restart below fails
+        with (workdir / "sshd_config").open("a") as config:
+            config.write(SSHD_EXTRA_CONFIG)
+        sshd.restart()  # same port and keys, the raised limits read
+    stack.sshd = stack.sshds[0]
     return private_key
 
 
@@ -397,30 +420,49 @@ def login_user() -> str:
 
 def loopback_host(stack: Stack, private_key: str, team_name: str) -> Any:
     """A team, its key credential and the loopback sshd as its host, with the sshd's host key pinned."""
+    return loopback_hosts(stack, private_key, team_name)[0]
+
+
+def loopback_hosts(stack: Stack, private_key: str, team_name: str) -> list[Any]:
+    """A team, its key credential and every loopback sshd of the stack as a host of its own, each with its
+    sshd's host key pinned: one sshd is host "loopback" with run base stack.runs_base; several are
+    "loopback-1", "loopback-2", ... with run bases stack.runs_base / "h1", "h2", ..."""
     from jobs.models import Credential, Host, Team
 
     team = Team.objects.create(name=team_name)
     credential = Credential(team=team, name="bench key", kind=Credential.Kind.PRIVATE_KEY)
     credential.set_secret(private_key)
     credential.save()
-    key = stack.sshd.host_key
-    return Host.objects.create(
-        team=team, name="loopback", address="127.0.0.1", port=stack.sshd.port, username=login_user(),
-        credential=credential, host_key_type=key.key_type, host_key_b64=key.key_b64,
-        host_key_fingerprint=key.fingerprint, run_base_dir=str(stack.runs_base),
-    )  # fmt: skip
+    sshds = stack.all_sshds()
+    hosts = []
+    for i, sshd in enumerate(sshds, 1):
+        name, base = ("loopback", stack.runs_base) if len(sshds) == 1 else (f"loopback-{i}", stack.runs_base / f"h{i}")
+        key = sshd.host_key
+        hosts.append(Host.objects.create(
+            team=team, name=name, address="127.0.0.1", port=sshd.port, username=login_user(),
+            credential=credential, host_key_type=key.key_type, host_key_b64=key.key_b64,
+            host_key_fingerprint=key.fingerprint, run_base_dir=str(base),
+        ))  # fmt: skip
+    return hosts
 
 
-def sshd_counts(stack: Stack, offset: int) -> dict[str, int]:
-    """Logins, commands and SFTP sessions in the sshd log (LogLevel VERBOSE) after `offset` bytes."""
-    with stack.sshd.log_path.open("rb") as log:
+def sshd_counts(stack: Stack, offset: int, sshd: Any = None) -> dict[str, int]:
+    """Logins, commands and SFTP sessions in an sshd's log (LogLevel VERBOSE; stack.sshd's unless `sshd` is
+    given) after `offset` bytes; and connections or channels it refused, when there were any."""
+    with (sshd or stack.sshd).log_path.open("rb") as log:
         log.seek(offset)
         text = log.read()
-    return {
+    counts = {
         "logins": text.count(b"Accepted publickey for "),
         "commands": text.count(b"Starting session: command "),
         "sftp sessions": text.count(b"Starting session: subsystem 'sftp'"),
     }
+    # "past MaxStartups" since OpenSSH 8.x, "exceeded MaxStartups" before; "no more sessions": MaxSessions.
+    refused = {
+        "connections dropped (MaxStartups)": text.count(b"past MaxStartups") + text.count(b"exceeded MaxStartups"),
+        "channels refused (MaxSessions)": text.count(b"no more sessions"),
+    }
+    return counts | {key: value for key, value in refused.items() if value}
 
 
 # ----------------------------------------------------------------------------------------- gunicorn

@@ -187,8 +187,8 @@ class CpuMeter:
         for name, process in (("worker", s.worker), ("beat", s.beat), ("redis", s.redis)):
             if process is not None:
                 roots[process.pid] = name
-        if s.sshd is not None:
-            roots[s.sshd.process.pid] = "sshd, its sessions and their commands"
+        for sshd in s.all_sshds():
+            roots[sshd.process.pid] = "sshd, its sessions and their commands"
         return roots
 
     def _classify(self, process: Any) -> str:
@@ -259,15 +259,16 @@ def make_objects(
     return team, disks, make_profile(team, runtime_s, rate_iops)
 
 
-def make_profile(team: Any, runtime_s: int, rate_iops: int) -> Any:
-    """4k randread, psync, iodepth=1, time_based, 4 MiB file, direct=0; fio rate_iops=N when N > 0."""
+def make_profile(team: Any, runtime_s: int, rate_iops: int, size_mib: int = 4) -> Any:
+    """4k randread, psync, iodepth=1, time_based, a size_mib MiB file, direct=0; fio rate_iops=N when N > 0."""
     from jobs.models import Profile
 
-    # The warm-up asks for a 2 s profile too: the same runtime and rate is the same profile.
+    # The warm-up asks for a 2 s profile too: the same runtime, rate and size is the same profile.
     name = f"precision 4k randread {runtime_s} s" + (f" at {rate_iops} IOPS" if rate_iops else "")
+    name += f" on {size_mib} MiB" if size_mib != 4 else ""
     profile, _ = Profile.objects.get_or_create(team=team, name=name, defaults=dict(
         tool="fio", rw="randread", block_size_bytes=4096, iodepth=1, jobs=1, runtime_s=runtime_s, time_based=True,
-        ioengine="psync", direct=False, size_bytes=4 * 2**20,
+        ioengine="psync", direct=False, size_bytes=size_mib * 2**20,
         extra_options={"rate_iops": rate_iops} if rate_iops else {},
     ))  # fmt: skip
     return profile
@@ -323,13 +324,24 @@ def idle_yardsticks(stack: Stack, host: Any, profile: Any, n: int = 5) -> dict[s
     }
 
 
-def make_schedule(team: Any, disks: list[Any], profile: Any, *, lead_s: float, stagger_s: int) -> Any:
+def make_schedule(
+    team: Any,
+    disks: list[Any],
+    profile: Any,
+    *,
+    lead_s: float,
+    stagger_s: int,
+    fire_at: datetime | None = None,
+    name: str = "precision",
+) -> Any:
+    """An interval schedule (every 60 min) of the profile on the disks, first firing at fire_at (default: lead_s
+    from now, on a whole second)."""
     from django.utils import timezone
 
     from jobs.models import Schedule, ScheduleProfile
 
-    fire_at = (timezone.now() + timedelta(seconds=lead_s)).replace(microsecond=0)
-    schedule = Schedule(team=team, name="precision", kind="interval", interval_minutes=60, starts_at=fire_at,
+    fire_at = fire_at or (timezone.now() + timedelta(seconds=lead_s)).replace(microsecond=0)
+    schedule = Schedule(team=team, name=name, kind="interval", interval_minutes=60, starts_at=fire_at,
                         stagger_s=stagger_s)  # fmt: skip
     schedule.full_clean(exclude=["team"])
     schedule.save()
@@ -356,6 +368,10 @@ class RunRow:
     launch_start: float | None = None  # when a worker thread began the launch task (from the trace)
     launch_end: float | None = None
     claimed_by_tick: float | None = None  # start of the tick task that queued it
+    host: str = ""
+    # When the tool ended by the host's clock: started_at + progress["elapsed_s"] (0.1 s resolution), given
+    # only when the run says that elapsed_s is the host's (progress["elapsed_from"] == "host").
+    tool_end: float | None = None
 
     @property
     def start_error(self) -> float | None:
@@ -375,12 +391,22 @@ class Trace:
     beat_sends: list[float] = field(default_factory=list)
 
 
+def runs_of(schedule: Any) -> Any:
+    """The runs of one schedule, or of a list of schedules."""
+    from jobs.models import Run
+
+    if isinstance(schedule, list | tuple):
+        return Run.objects.filter(schedule__in=schedule)
+    return Run.objects.filter(schedule=schedule)
+
+
 def wait_for_runs(schedule: Any, n: int, deadline: float) -> bool:
+    """Until the n runs of the schedule (or list of schedules) are made and final; False at the deadline."""
     from jobs.models import Run
 
     last_report = 0.0
     while True:
-        states = list(Run.objects.filter(schedule=schedule).values_list("state", flat=True))
+        states = list(runs_of(schedule).values_list("state", flat=True))
         final = sum(state in Run.FINAL_STATES for state in states)
         if len(states) == n and final == n:
             return True
@@ -427,14 +453,16 @@ def read_trace(stack: Stack) -> Trace:
 
 
 def collect(schedule: Any, trace: Trace) -> list[RunRow]:
-    from jobs.models import Run
-
+    """One row per run of the schedule (or list of schedules), in order of not_before."""
     rows = []
-    for run in Run.objects.filter(schedule=schedule).select_related("disk").order_by("not_before"):
+    for run in runs_of(schedule).select_related("disk__host").order_by("not_before", "pk"):
+        progress = run.progress or {}
+        elapsed = progress.get("elapsed_s") if progress.get("elapsed_from") == "host" else None
         row = RunRow(
             run_id=run.pk, disk=run.disk.label, state=run.state, explanation=run.explanation,
             not_before=run.not_before.timestamp(), queued_at=_ts(run.queued_at), started_at=_ts(run.started_at),
-            finished_at=_ts(run.finished_at),
+            finished_at=_ts(run.finished_at), host=run.disk.host.name,
+            tool_end=None if elapsed is None or run.started_at is None else run.started_at.timestamp() + elapsed,
         )  # fmt: skip
         if run.pk in trace.launches:
             row.launch_start, row.launch_end = trace.launches[run.pk]

@@ -21,8 +21,8 @@ target when no worker is left to cancel it.
 Paths are data, never text to re-parse. Every path sent passes jobs/paths.py first; the run directory is
 computed here as <base>/<uuid>, the host only confirms the base it resolved; and every answer is a marker
 and then fields that each end with a NUL byte, which no shell value can hold, so no value (a path, a file
-the run wrote, the tail of its output) can end a field early or forge another. The clean-up removes only
-<base>/<uuid>, compared on the host with the base it resolves itself.
+the run wrote, the tail of its output) can end a field early or forge another. The clean-up (over SFTP)
+removes only <base>/<uuid>, compared with the base as the host resolves it.
 """
 
 from __future__ import annotations
@@ -343,38 +343,46 @@ pkill -KILL -s "$pid" 2>/dev/null || true
 
 
 def cleanup(conn: Connection, run_dir: str, test_files_glob: str | None, *, base: str, run_uuid: str) -> None:
-    """Remove the run directory and, for directory targets, the run's own test files.
+    """Remove the run directory, its done marker and, for directory targets, the run's own test files, over
+    SFTP (no shell is started on the host).
 
     `base` is the host's run directory as configured (Host.run_base_dir). Only <base>/<run_uuid> is removed:
-    checked here before anything is sent, and again on the host against the base it resolves itself."""
+    checked here before anything is sent, and again against the host's own answer for the base: the directory
+    above the run directory must be, on the host, the very directory the configured base is there (both
+    resolved by the host; a base in the login user's home from the SFTP server's start directory, which is that
+    home). A symbolic link inside the run directory is removed, never followed."""
     _check_run_dir(run_dir, base, run_uuid)
-    removal = ""
-    if test_files_glob:
-        directory, _, pattern = test_files_glob.rpartition("/")
-        if pattern not in (f"benchweb-{run_uuid}", f"benchweb-{run_uuid}*") or paths.problem(directory):
-            raise RemoteError(f"refusing to remove files that are not this run's own: {test_files_glob!r}")
-        removal = f"rm -f -- {q(directory)}/{pattern}; "
-    out = conn.run(
-        f"""d={q(run_dir)}
-base={base_expression(base)}
-if [ "$d" != "$base"/{q(run_uuid)} ]; then answer=refused
-elif [ ! -e "$d" ] && [ ! -L "$d" ]; then {removal}answer=absent
-else {removal}rm -rf -- "$d"; if [ -e "$d" ]; then answer=failed; else answer=removed; fi; fi
-[ "$answer" = refused ] || rm -f -- "$base"/../done/{q(run_uuid)}
-printf '\\0benchweb-cleanup\\0%s\\0%s\\0' "$answer" "$base"
-""",
-        timeout=120,
-    ).stdout
-    (answer, resolved), _ = answer_fields(out, "cleanup", 2)
-    if answer == "refused":
+    test_dir = _own_test_files_dir(test_files_glob, run_uuid)
+    home = conn.real_path(".")
+    expected = conn.real_path(resolved_base(base, home or ""))
+    parent = conn.real_path(run_dir.rpartition("/")[0])
+    if parent is not None and parent != expected:
         raise RemoteError(
             f"refused to remove {paths.shown(run_dir)}: it is not this run's directory in the host's run directory "
-            f"{paths.shown(resolved)} (changed since the run started?); nothing was removed, remove it by hand"
+            f"{paths.shown(expected or base)} (changed since the run started?); nothing was removed, remove it by hand"
         )
-    if answer == "failed":
-        raise RemoteError(f"could not remove {paths.shown(run_dir)} on the host; remove it by hand")
-    if answer not in {"removed", "absent"}:
-        raise RemoteError(f"the clean-up on the host answered {out[:300]!r}")
+    try:
+        if test_dir is not None:
+            prefix = f"benchweb-{run_uuid}"
+            for name in conn.list_dir(test_dir) or ():
+                if name == prefix or ((test_files_glob or "").endswith("*") and name.startswith(prefix)):
+                    conn.remove(f"{test_dir}/{name}")
+        if parent is not None:
+            conn.remove_tree(run_dir)
+            conn.remove(done_marker(run_dir))
+    except SSHError as exc:
+        raise RemoteError(f"could not remove {paths.shown(run_dir)} on the host ({exc}); remove it by hand") from exc
+
+
+def _own_test_files_dir(test_files_glob: str | None, run_uuid: str) -> str | None:
+    """The directory of a run's own test files (`<dir>/benchweb-<uuid>` or `<dir>/benchweb-<uuid>*`), else a
+    refusal: nothing else is ever removed there."""
+    if not test_files_glob:
+        return None
+    directory, _, pattern = test_files_glob.rpartition("/")
+    if pattern not in (f"benchweb-{run_uuid}", f"benchweb-{run_uuid}*") or paths.problem(directory):
+        raise RemoteError(f"refusing to remove files that are not this run's own: {test_files_glob!r}")
+    return directory
 
 
 def _check_run_dir(run_dir: str, base: str, run_uuid: str) -> None:
