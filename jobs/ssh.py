@@ -11,6 +11,7 @@ import base64
 import binascii
 import io
 import secrets
+import shlex
 import socket
 import stat
 import threading
@@ -33,6 +34,9 @@ _IDLE_WAIT_S = 0.005
 # Commands open channels on one connection at once (a persistent session carries every run on its host), and
 # OpenSSH allows MaxSessions (10 by default) per connection, the SFTP channel included: stay under it.
 MAX_COMMAND_CHANNELS = 6
+# Started once per shell channel through the login shell (which reads its start-up files that one time); every
+# command after it is a fork and exec of /bin/sh on the host, with no new SSH session and no login shell.
+SHELL_COMMAND = "exec /bin/sh"
 
 # Host-key algorithms per key type, in OpenSSH's order of preference. An RSA key is one key type
 # ("ssh-rsa") but is negotiated with SHA-2 signature algorithms.
@@ -79,7 +83,9 @@ class Target:
 
 @dataclass(frozen=True)
 class CommandResult:
-    exit_status: int  # -1 when the command was killed by a signal (the server sends no status then)
+    # As the shell reports it: 128 + N when the command was killed by signal N; -1 when a command that had a
+    # channel of its own (one given stdin) was killed by a signal, the server sending no status then.
+    exit_status: int
     stdout: bytes
     stderr: bytes
 
@@ -367,6 +373,9 @@ class Connection:
         # One SFTP channel serves every thread: its requests and answers are taken one exchange at a time.
         self._sftp_lock = threading.RLock()
         self._channels = threading.BoundedSemaphore(MAX_COMMAND_CHANNELS)
+        # Shells waiting for their next command; a command takes one (or starts one) and gives it back.
+        self._idle_shells: list[_Shell] = []
+        self._shells_lock = threading.Lock()
         self.where = where
 
     def __enter__(self) -> Connection:
@@ -385,6 +394,10 @@ class Connection:
             if self._sftp_client is not None:
                 self._sftp_client.close()
                 self._sftp_client = None
+        with self._shells_lock:
+            shells, self._idle_shells = self._idle_shells, []
+        for shell in shells:
+            shell.close()
         self._transport.close()
 
     def is_active(self) -> bool:
@@ -396,30 +409,78 @@ class Connection:
     def run(
         self, command: str, *, timeout: float = 60, stdin: bytes | None = None, max_output: int = MAX_OUTPUT_BYTES
     ) -> CommandResult:
-        """Run one shell command string (the caller quotes every part) and wait for it, at most `timeout` s."""
+        """Run one POSIX shell command string (the caller quotes every part) and wait for it, at most `timeout` s.
+
+        Without stdin it runs as `/bin/sh -c` in a long-lived shell of this connection (see _Shell): no new SSH
+        session and no login shell on the host. With stdin it gets a channel of its own, as `ssh host cmd` does."""
         deadline = time.monotonic() + timeout
         if not self._channels.acquire(timeout=timeout):
             raise self._command_timeout(timeout)
         try:
+            if stdin is None:
+                return self._run_in_shell(command, deadline, timeout, max_output)
+            self._close_idle_shells()  # keeps this connection's channels under the server's MaxSessions
             return self._run(command, deadline, timeout, stdin, max_output)
         finally:
             self._channels.release()
 
+    def _run_in_shell(self, command: str, deadline: float, timeout: float, max_output: int) -> CommandResult:
+        shell = self._take_shell(deadline, timeout)
+        try:
+            result = shell.run(command, deadline, max_output)
+        except _ShellTimeout:
+            shell.close()
+            raise self._command_timeout(timeout) from None
+        except _ShellOverflow:
+            shell.close()
+            raise self._too_much_output(max_output) from None
+        except (_ShellGone, paramiko.SSHException, EOFError, OSError) as exc:
+            shell.close()
+            raise self._lost("running a command", exc) from exc
+        with self._shells_lock:
+            self._idle_shells.append(shell)
+        return result
+
+    def _take_shell(self, deadline: float, timeout: float) -> _Shell:
+        with self._shells_lock:
+            while self._idle_shells:
+                shell = self._idle_shells.pop()
+                if shell.alive():
+                    return shell
+                shell.close()
+        channel = self._open_channel(deadline)
+        shell = _Shell(channel)
+        try:
+            _exec(channel, SHELL_COMMAND, deadline)
+            shell.wait_ready(deadline)
+        except _ShellTimeout:
+            shell.close()
+            raise self._command_timeout(timeout) from None
+        except (_ShellGone, _ShellOverflow, paramiko.SSHException, EOFError, OSError) as exc:
+            shell.close()
+            if time.monotonic() >= deadline:
+                raise self._command_timeout(timeout) from exc
+            raise self._lost("starting a shell", exc) from exc
+        return shell
+
+    def _open_channel(self, deadline: float) -> paramiko.Channel:
+        try:
+            return self._transport.open_session(timeout=max(deadline - time.monotonic(), 0.001))
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            raise self._lost("opening a session", exc) from exc
+
+    def _close_idle_shells(self) -> None:
+        with self._shells_lock:
+            shells, self._idle_shells = self._idle_shells, []
+        for shell in shells:
+            shell.close()
+
     def _run(
         self, command: str, deadline: float, timeout: float, stdin: bytes | None, max_output: int
     ) -> CommandResult:
+        channel = self._open_channel(deadline)
         try:
-            channel = self._transport.open_session(timeout=max(deadline - time.monotonic(), 0.001))
-        except (paramiko.SSHException, EOFError, OSError) as exc:
-            raise self._lost("opening a session", exc) from exc
-        try:
-            # exec_command waits for the server's reply without a limit of its own: closing the channel ends it.
-            watchdog = threading.Timer(max(deadline - time.monotonic(), 0), channel.close)
-            watchdog.start()
-            try:
-                channel.exec_command(command)
-            finally:
-                watchdog.cancel()
+            _exec(channel, command, deadline)
             return self._exchange(channel, deadline, timeout, stdin, max_output)
         except SSHError:
             raise
@@ -454,11 +515,7 @@ class Connection:
                 received += len(chunk)
                 progressed = True
             if received > max_output:
-                raise SSHError(
-                    "channel",
-                    f"The command on {self.where} wrote more than {max_output // 2**20} MiB of output; benchweb "
-                    "stopped reading and closed its channel. Redirect large output to a file on the host.",
-                )
+                raise self._too_much_output(max_output)
             if pending and channel.exit_status_ready():
                 pending = memoryview(b"")  # it finished without reading all of its input
             if pending and channel.send_ready():
@@ -478,6 +535,13 @@ class Connection:
         if channel.exit_status == -1 and not self._transport.is_active():
             raise self._lost("running a command", None)
         return CommandResult(channel.exit_status, b"".join(out), b"".join(err))
+
+    def _too_much_output(self, max_output: int) -> SSHError:
+        return SSHError(
+            "channel",
+            f"The command on {self.where} wrote more than {max_output / 2**20:g} MiB of output; benchweb "
+            "stopped reading and closed its channel. Redirect large output to a file on the host.",
+        )
 
     def _command_timeout(self, timeout: float) -> SSHError:
         return SSHError(
@@ -649,3 +713,106 @@ class Connection:
         if client is not None:
             with suppress(paramiko.SSHException, EOFError, OSError):
                 client.close()
+
+
+def _exec(channel: paramiko.Channel, command: str, deadline: float) -> None:
+    # exec_command waits for the server's reply without a limit of its own: closing the channel ends it.
+    watchdog = threading.Timer(max(deadline - time.monotonic(), 0), channel.close)
+    watchdog.start()
+    try:
+        channel.exec_command(command)
+    finally:
+        watchdog.cancel()
+
+
+class _ShellTimeout(Exception):
+    pass
+
+
+class _ShellOverflow(Exception):
+    pass
+
+
+class _ShellGone(Exception):
+    pass
+
+
+class _Shell:
+    """A /bin/sh on the host reading commands from its channel, one at a time, so a command costs a fork
+    there instead of an SSH session and a login shell (~0.1-0.3 s of the host's CPU with a heavy .bashrc).
+
+    Each command is sent as one line: `/bin/sh -c '<command>' </dev/null`, then the status and an end mark on
+    stdout and the same mark on stderr. The mark holds a fresh random nonce, so no output can end a command
+    early, and the command's own stdin is /dev/null, so it can never read the commands that follow. Whatever
+    the login shell printed before the first mark is dropped."""
+
+    def __init__(self, channel: paramiko.Channel) -> None:
+        self.channel = channel
+        self._out = bytearray()
+        self._err = bytearray()
+
+    def alive(self) -> bool:
+        channel = self.channel
+        return not (channel.closed or channel.eof_received or channel.exit_status_ready())
+
+    def close(self) -> None:
+        with suppress(paramiko.SSHException, EOFError, OSError):
+            self.channel.close()
+
+    def wait_ready(self, deadline: float) -> None:
+        nonce = secrets.token_hex(16)
+        self._send(f"printf '\\0%s\\0%d\\0' {nonce} 0; printf '\\0%s\\0' {nonce} >&2\n", deadline)
+        self._read_until(nonce.encode(), deadline, MAX_OUTPUT_BYTES)
+
+    def run(self, command: str, deadline: float, max_output: int) -> CommandResult:
+        nonce = secrets.token_hex(16)
+        ends = f"printf '\\0%s\\0%d\\0' {nonce} $?; printf '\\0%s\\0' {nonce} >&2"
+        self._send(f"/bin/sh -c {shlex.quote(command)} </dev/null; {ends}\n", deadline)
+        out, err, status = self._read_until(nonce.encode(), deadline, max_output)
+        return CommandResult(int(status), out, err)
+
+    def _send(self, text: str, deadline: float) -> None:
+        self.channel.settimeout(max(deadline - time.monotonic(), 0.001))
+        try:
+            self.channel.sendall(text.encode())
+        except TimeoutError:
+            raise _ShellTimeout from None
+
+    def _read_until(self, nonce: bytes, deadline: float, max_output: int) -> tuple[bytes, bytes, bytes]:
+        """This command's stdout and stderr, and its status, once both ends are marked."""
+        mark = b"\0" + nonce + b"\0"
+        channel = self.channel
+        out_at = err_at = -1
+        while True:
+            # A mark may straddle two reads: look again from just before where the last look ended.
+            out_from = max(len(self._out) - len(mark), 0)
+            err_from = max(len(self._err) - len(mark), 0)
+            progressed = False
+            while channel.recv_ready():
+                self._out += channel.recv(_READ_CHUNK)
+                progressed = True
+            while channel.recv_stderr_ready():
+                self._err += channel.recv_stderr(_READ_CHUNK)
+                progressed = True
+            if out_at < 0:
+                out_at = self._out.find(mark, out_from)
+            if err_at < 0:
+                err_at = self._err.find(mark, err_from)
+            status_end = self._out.find(b"\0", out_at + len(mark)) if out_at >= 0 else -1
+            if status_end >= 0 and err_at >= 0:
+                out = bytes(self._out[:out_at])
+                status = bytes(self._out[out_at + len(mark) : status_end])
+                err = bytes(self._err[:err_at])
+                del self._out[: status_end + 1]
+                del self._err[: err_at + len(mark)]
+                if not status.isdigit():
+                    raise _ShellGone(f"the shell answered a status of {status[:40]!r}")
+                return out, err, status
+            if len(self._out) + len(self._err) > max_output + 2 * (len(mark) + 8):
+                raise _ShellOverflow
+            if not progressed:
+                if channel.closed or channel.eof_received or channel.exit_status_ready():
+                    raise _ShellGone("the shell on the host ended")
+                if time.monotonic() >= deadline:
+                    raise _ShellTimeout
+                time.sleep(_IDLE_WAIT_S)

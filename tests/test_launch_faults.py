@@ -241,9 +241,8 @@ def test_a_waiting_run_on_an_exclusive_host_takes_it_when_it_frees_without_a_bea
 def test_a_session_frozen_by_the_network_after_the_launch_loses_no_run(
     fio_installed, sshd_factory, worker, tmp_path, monkeypatch
 ):
-    """A real frozen session: once the launch's channel is open, and right before its command goes out,
-    iptables drops everything the sshd sends, so the command reaches the host and runs, and no answer (not
-    even the one accepting the command) comes back."""
+    """A real frozen session: right before the launch command goes out to the session's shell, iptables
+    drops everything the sshd sends, so the command reaches the host and runs, and no answer comes back."""
     if os.geteuid() != 0 or shutil.which("iptables") is None:
         pytest.skip("dropping the sshd's packets needs root and iptables")
     server = sshd_factory()
@@ -253,20 +252,20 @@ def test_a_session_frozen_by_the_network_after_the_launch_loses_no_run(
     first = _queued(disk, profile)
     rule = ["INPUT", "-p", "tcp", "--sport", str(server.port), "-j", "DROP"]
 
-    real_exec = ssh.paramiko.Channel.exec_command
+    real_send = ssh._Shell._send
 
     def run(self, command: str, *args, **kwargs):
         if LAUNCH_COMMAND in command:
             kwargs["timeout"] = 2  # the launch command's own is 30 s; the test need not wait that long
         return real_run(self, command, *args, **kwargs)
 
-    def exec_command(self, command: str):
-        if LAUNCH_COMMAND in command:
+    def send(self, text: str, deadline: float):
+        if LAUNCH_COMMAND in text:
             subprocess.run(["iptables", "-I", *rule], check=True)
-        return real_exec(self, command)
+        return real_send(self, text, deadline)
 
     monkeypatch.setattr(ssh.Connection, "run", run)
-    monkeypatch.setattr(ssh.paramiko.Channel, "exec_command", exec_command)
+    monkeypatch.setattr(ssh._Shell, "_send", send)
     try:
         assert lifecycle.launch(first.pk) == Run.State.LAUNCHING
     finally:

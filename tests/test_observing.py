@@ -2,8 +2,8 @@
 starts nothing on the host. A real sshd (its own, so its log holds only this test's sessions), real fio, a
 real Celery worker and Redis.
 
-The sshd logs at LogLevel VERBOSE: "Accepted publickey for" is a login, "Starting session: command" a command
-(a shell on the host), "Starting session: subsystem 'sftp'" an SFTP channel.
+The sshd logs at LogLevel VERBOSE: "Accepted publickey for" is a login, "Starting session: command" a shell
+on the host (one serves many commands), "Starting session: subsystem 'sftp'" an SFTP channel.
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ def test_three_runs_on_one_host_cost_one_login_and_watching_them_starts_nothing_
     total = _counts(_log(server)[before:])
     assert total["logins"] == 1, total
     assert total["sftp"] == 1, total
-    # The launch's preflight and launch are commands; watching, collecting and cleaning up are not.
-    assert total["commands"] == 2 * 3, total
+    # The launches' preflights and launches (two commands each) ran in the session's long-lived shells: a
+    # shell is started only for launches at the same moment. Watching, collecting and cleaning up run none.
+    assert 1 <= total["commands"] <= 3, total
     assert watched == {"logins": 0, "commands": 0, "sftp": 0}, watched
     # The live figures came over the session all the same, and the results.
     assert all(progress.get("read_iops", 0) > 0 and progress.get("iops_at_s", 0) >= 2 for progress in live), live

@@ -5,11 +5,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import paramiko
@@ -379,8 +381,63 @@ def test_a_command_that_detaches_a_background_job_returns_without_waiting_for_it
     assert time.monotonic() - started < 2
 
 
-def test_a_command_killed_by_a_signal_reports_exit_status_minus_one(conn: ssh.Connection) -> None:
-    assert conn.run("kill -9 $$").exit_status == -1
+def test_a_command_killed_by_a_signal_reports_128_plus_the_signal_and_the_next_command_runs(
+    conn: ssh.Connection,
+) -> None:
+    assert conn.run("kill -9 $$").exit_status == 128 + 9
+    assert conn.run("echo next").stdout == b"next\n"
+
+
+def test_a_command_given_stdin_and_killed_by_a_signal_reports_exit_status_minus_one(conn: ssh.Connection) -> None:
+    assert conn.run("kill -9 $$", stdin=b"x").exit_status == -1
+
+
+def _parent_of_command(conn: ssh.Connection) -> int:
+    return int(conn.run("echo $PPID").stdout)
+
+
+def test_commands_on_one_connection_run_in_one_long_lived_shell_not_a_session_each(conn: ssh.Connection) -> None:
+    parents = {_parent_of_command(conn) for _ in range(10)}
+
+    assert len(parents) == 1, parents
+    (shell,) = parents
+    assert Path(f"/proc/{shell}/cmdline").read_bytes().split(b"\0")[0] == b"/bin/sh"
+
+
+def test_exit_and_syntax_errors_end_only_their_own_command_not_the_shell(conn: ssh.Connection) -> None:
+    shell = _parent_of_command(conn)
+
+    assert conn.run("exit 5").exit_status == 5
+    unbalanced = conn.run("echo 'never closed")
+    assert unbalanced.exit_status == 2 and b"never closed" not in unbalanced.stdout
+    assert conn.run("cat; echo after").stdout == b"after\n"  # its stdin is /dev/null, not the next commands
+    assert _parent_of_command(conn) == shell
+
+
+def test_output_that_looks_like_an_end_mark_is_returned_intact(conn: ssh.Connection) -> None:
+    result = conn.run(r"printf '\0%s\0%d\0' deadbeef 0; printf '\0x\0' >&2; exit 4")
+
+    assert result == ssh.CommandResult(4, b"\0deadbeef\0" + b"0\0", b"\0x\0")
+
+
+def test_concurrent_commands_each_get_their_own_output(conn: ssh.Connection) -> None:
+    def echo(n: int) -> bytes:
+        return conn.run(f"for i in 1 2 3 4 5 6 7 8; do echo {n}-$i; sleep 0.01; done").stdout
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outputs = list(pool.map(echo, range(24)))
+
+    assert outputs == [b"".join(f"{n}-{i}\n".encode() for i in range(1, 9)) for n in range(24)]
+
+
+def test_a_shell_killed_on_the_host_is_replaced_by_the_next_command(conn: ssh.Connection) -> None:
+    shell = _parent_of_command(conn)
+
+    os.kill(shell, signal.SIGKILL)
+    time.sleep(0.5)
+
+    assert conn.run("echo again").stdout == b"again\n"
+    assert _parent_of_command(conn) != shell
 
 
 def test_output_beyond_the_limit_is_refused_instead_of_filling_memory(conn: ssh.Connection) -> None:
