@@ -31,9 +31,11 @@ SFTP_STALL_TIMEOUT_S = 60.0
 _READ_CHUNK = 2**20
 _SEND_CHUNK = 2**15
 _IDLE_WAIT_S = 0.005
-# Commands open channels on one connection at once (a persistent session carries every run on its host), and
-# OpenSSH allows MaxSessions (10 by default) per connection, the SFTP channel included: stay under it.
-MAX_COMMAND_CHANNELS = 6
+# Commands and SFTP exchanges open channels on one connection at once (a persistent session carries every run
+# on its host), and OpenSSH allows MaxSessions (10 by default) per connection: stay under it. An SFTP channel
+# answers one request at a time, so a few of them let launches, looks and collections on one host overlap.
+MAX_COMMAND_CHANNELS = 5
+MAX_SFTP_CHANNELS = 3
 # Started once per shell channel through the login shell (which reads its start-up files that one time); every
 # command after it is a fork and exec of /bin/sh on the host, with no new SSH session and no login shell.
 SHELL_COMMAND = "exec /bin/sh"
@@ -369,9 +371,11 @@ class Connection:
 
     def __init__(self, transport: paramiko.Transport, where: str) -> None:
         self._transport = transport
-        self._sftp_client: paramiko.SFTPClient | None = None
-        # One SFTP channel serves every thread: its requests and answers are taken one exchange at a time.
-        self._sftp_lock = threading.RLock()
+        # SFTP clients waiting for their next exchange; each serves one thread's exchange at a time, and a new
+        # one is opened only while all the others are busy, up to MAX_SFTP_CHANNELS.
+        self._idle_sftp: list[paramiko.SFTPClient] = []
+        self._sftp_count = 0
+        self._sftp_changed = threading.Condition()
         self._channels = threading.BoundedSemaphore(MAX_COMMAND_CHANNELS)
         # Shells waiting for their next command; a command takes one (or starts one) and gives it back.
         self._idle_shells: list[_Shell] = []
@@ -390,10 +394,11 @@ class Connection:
         return f"<Connection {self.where}>"
 
     def close(self) -> None:
-        with self._sftp_lock:
-            if self._sftp_client is not None:
-                self._sftp_client.close()
-                self._sftp_client = None
+        with self._sftp_changed:
+            clients, self._idle_sftp = self._idle_sftp, []
+        for client in clients:
+            with suppress(paramiko.SSHException, EOFError, OSError):
+                client.close()
         with self._shells_lock:
             shells, self._idle_shells = self._idle_shells, []
         for shell in shells:
@@ -663,56 +668,83 @@ class Connection:
             except FileNotFoundError:
                 return None
 
-    def _sftp(self) -> paramiko.SFTPClient:
-        if self._sftp_client is None:
-            try:
-                self._sftp_client = paramiko.SFTPClient.from_transport(self._transport)
-            except (paramiko.SSHException, EOFError, OSError) as exc:
-                raise SSHError(
-                    "channel",
-                    f"{self.where} refused an SFTP session ({exc}): enable the sftp subsystem in its sshd_config.",
-                ) from exc
-            # None only where no channel opens, and paramiko raises for that instead.
-            assert self._sftp_client is not None
-            channel = self._sftp_client.get_channel()
-            assert channel is not None
-            channel.settimeout(SFTP_STALL_TIMEOUT_S)
-        return self._sftp_client
+    def _take_sftp(self) -> paramiko.SFTPClient:
+        with self._sftp_changed:
+            while not self._idle_sftp and self._sftp_count >= MAX_SFTP_CHANNELS:
+                if not self._sftp_changed.wait(timeout=SFTP_STALL_TIMEOUT_S):
+                    raise SSHError(
+                        "timeout",
+                        f"Every SFTP channel to {self.where} stayed busy for {SFTP_STALL_TIMEOUT_S:g} s. Retry later.",
+                    )
+            if self._idle_sftp:
+                return self._idle_sftp.pop()
+            self._sftp_count += 1
+        try:
+            client = paramiko.SFTPClient.from_transport(self._transport)
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            self._drop_sftp(None)
+            raise SSHError(
+                "channel",
+                f"{self.where} refused an SFTP session ({exc}): enable the sftp subsystem in its sshd_config.",
+            ) from exc
+        except BaseException:
+            self._drop_sftp(None)
+            raise
+        # None only where no channel opens, and paramiko raises for that instead.
+        assert client is not None
+        channel = client.get_channel()
+        assert channel is not None
+        channel.settimeout(SFTP_STALL_TIMEOUT_S)
+        return client
+
+    def _give_back_sftp(self, client: paramiko.SFTPClient) -> None:
+        with self._sftp_changed:
+            self._idle_sftp.append(client)
+            self._sftp_changed.notify()
+
+    def _drop_sftp(self, client: paramiko.SFTPClient | None) -> None:
+        """Forget a broken SFTP channel (None: one that never opened): the next exchange opens a new one."""
+        if client is not None:
+            with suppress(paramiko.SSHException, EOFError, OSError):
+                client.close()
+        with self._sftp_changed:
+            self._sftp_count -= 1
+            self._sftp_changed.notify()
 
     @contextmanager
     def _sftp_errors(self, action: str, path: str) -> Iterator[paramiko.SFTPClient]:
-        """The session's SFTP client, held for one exchange, with its failures as SSHError."""
+        """An SFTP client of this connection, held for one exchange, with its failures as SSHError."""
+        client = self._take_sftp()
+        broken = True
         try:
-            with self._sftp_lock:
-                yield self._sftp()
-        except SSHError:
-            raise
+            yield client
+            broken = False
         except FileNotFoundError as exc:
+            broken = False
             raise SSHError(
                 "channel", f"Could not {action} {path} on {self.where}: it or its directory does not exist."
             ) from exc
         except PermissionError as exc:
+            broken = False
             raise SSHError(
                 "channel",
                 f"Could not {action} {path} on {self.where}: permission denied. Check the login user's rights there.",
             ) from exc
+        except SSHError:
+            broken = False
+            raise
         except TimeoutError as exc:
-            self._forget_sftp()
             raise SSHError(
                 "timeout",
                 f"Could not {action} {path} on {self.where}: no progress for {SFTP_STALL_TIMEOUT_S:g} s. Retry later.",
             ) from exc
         except (paramiko.SSHException, EOFError, OSError) as exc:
-            self._forget_sftp()
             raise SSHError("channel", f"Could not {action} {path} on {self.where}: {exc}.") from exc
-
-    def _forget_sftp(self) -> None:
-        """Drop a broken SFTP channel: the next exchange opens a new one (on a new connection if this one died)."""
-        with self._sftp_lock:
-            client, self._sftp_client = self._sftp_client, None
-        if client is not None:
-            with suppress(paramiko.SSHException, EOFError, OSError):
-                client.close()
+        finally:
+            if broken:
+                self._drop_sftp(client)
+            else:
+                self._give_back_sftp(client)
 
 
 def _exec(channel: paramiko.Channel, command: str, deadline: float) -> None:

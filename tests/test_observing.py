@@ -14,6 +14,7 @@ import time
 import psutil
 import pytest
 
+from jobs import ssh
 from jobs.models import Disk, Run
 from jobs.runs import queueing
 from tests.builders import quick_profile, team_with_host, wait_final, wait_state, wrappers_of
@@ -73,7 +74,7 @@ def test_three_runs_on_one_host_cost_one_login_and_watching_them_starts_nothing_
     assert [run.state for run in runs] == [Run.State.SUCCEEDED] * 3, [run.explanation for run in runs]
     total = _counts(_log(server)[before:])
     assert total["logins"] == 1, total
-    assert total["sftp"] == 1, total
+    assert 1 <= total["sftp"] <= ssh.MAX_SFTP_CHANNELS, total  # a second one opens only while one is busy
     # The launches' preflights and launches (two commands each) ran in the session's long-lived shells: a
     # shell is started only for launches at the same moment. Watching, collecting and cleaning up run none.
     assert 1 <= total["commands"] <= 3, total

@@ -451,6 +451,29 @@ def test_output_beyond_the_limit_is_refused_instead_of_filling_memory(conn: ssh.
 # --------------------------------------------------------------------------------------------------- files
 
 
+def test_an_sftp_exchange_stuck_on_the_host_does_not_hold_up_the_others(conn: ssh.Connection, tmp_path: Path) -> None:
+    # The host's SFTP server opening a FIFO for reading waits for a writer: its channel is stuck until then.
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    other = tmp_path / "other"
+    other.write_bytes(b"x" * 70_000)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stuck = pool.submit(conn.get_file, str(fifo))
+        time.sleep(0.5)
+        assert not stuck.done()
+        started = time.monotonic()
+        assert conn.get_file(str(other)) == b"x" * 70_000
+        assert conn.size_of(str(tmp_path / "missing")) is None
+        assert time.monotonic() - started < 5
+        assert conn._sftp_count == 2  # the second channel opened only because the first was busy
+        with fifo.open("wb") as writer:
+            writer.write(b"through the fifo")
+        # The exchange ends once a writer comes (the SFTP server then fails to seek in a FIFO: that is fine).
+        with contextlib.suppress(ssh.SSHError):
+            stuck.result(timeout=10)
+
+
 def test_a_file_put_over_sftp_reads_back_identically_with_mode_0600(conn: ssh.Connection, tmp_path: Path) -> None:
     path = tmp_path / "job.fio"
     data = os.urandom(3 * 2**20)
