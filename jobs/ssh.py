@@ -399,10 +399,7 @@ class Connection:
         for client in clients:
             with suppress(paramiko.SSHException, EOFError, OSError):
                 client.close()
-        with self._shells_lock:
-            shells, self._idle_shells = self._idle_shells, []
-        for shell in shells:
-            shell.close()
+        self._close_idle_shells()
         self._transport.close()
 
     def is_active(self) -> bool:
@@ -843,7 +840,7 @@ class _Shell:
             if len(self._out) + len(self._err) > max_output + 2 * (len(mark) + 8):
                 raise _ShellOverflow
             if not progressed:
-                if channel.closed or channel.eof_received or channel.exit_status_ready():
+                if not self.alive():
                     raise _ShellGone("the shell on the host ended")
                 if time.monotonic() >= deadline:
                     raise _ShellTimeout
