@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 
 from celery import shared_task
 from django.conf import settings
@@ -15,6 +16,10 @@ from jobs.runs import lifecycle, observing, retention
 from jobs.schedules import dispatcher
 
 log = logging.getLogger(__name__)
+# Beat sends a tick every BENCHWEB_TICK_SECONDS whatever became of the last one. In a busy worker, ticks that
+# wait for the database would pile up, each holding a thread and all wanting its write lock; a tick that finds
+# another under way in this process leaves the work to it and to the next one.
+_TICKING = threading.Lock()
 
 
 @shared_task(name="jobs.health")
@@ -67,4 +72,9 @@ def prune_results() -> str:
 
 @shared_task(name="jobs.tick")
 def tick() -> str:
-    return dispatcher.tick()
+    if not _TICKING.acquire(blocking=False):
+        return "skipped: the previous tick is still under way in this worker"
+    try:
+        return dispatcher.tick()
+    finally:
+        _TICKING.release()

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from jobs import tasks
 from jobs.models import Disk, Profile, Run, Schedule
 from jobs.runs import lifecycle, queueing
 from jobs.schedules import dispatcher
@@ -50,6 +51,15 @@ def test_a_repeated_tick_or_a_second_beat_creates_nothing_twice(team, disks, qui
     # A second beat that read the schedule before the first one updated it still creates nothing new.
     dispatcher.fire(stale_copy, start, now)
     assert Run.objects.filter(schedule=schedule).count() == 3
+
+
+def test_a_tick_that_finds_the_last_one_still_under_way_leaves_the_work_to_it(team, disks, quick):
+    start = timezone.now().replace(microsecond=0) + queueing.CLAIM_LEAD / 2  # made by the next tick
+    _schedule(team, disks, [quick], kind="interval", interval_minutes=60, starts_at=start)
+    with tasks._TICKING:  # another tick of this worker holds it
+        assert tasks.tick.run().startswith("skipped")
+        assert Run.objects.count() == 0
+    assert tasks.tick.run().startswith("created 3,")
 
 
 def test_profiles_run_one_after_another_on_each_target(team, disks, quick):

@@ -393,6 +393,22 @@ def test_a_status_stream_cut_off_mid_document_still_gives_the_documents_before()
 
     assert result.summary["read"]["iops"] == 17519 * 1000 / 893
     assert "ignored" in result.diagnostics[-1]
+    # The printed figures are those of the last whole document, as written there.
+    assert result.summary["printed"]["read"]["iops"] == "19618.141097"
+
+
+def test_a_status_stream_prints_the_figures_of_its_last_document_only() -> None:
+    text = read("fio-3.33-randrw-status-interval.json")
+    # Trailing zeros the float would drop, in a status document and in the last one.
+    text = text.replace('"iops" : 19618.141097', '"iops" : 19618.141000', 1)
+    last = text.rindex('"iops" : 19')
+    text = text[:last] + text[last:].replace(text[last : text.index(",", last)], '"iops" : 19968.677100', 1)
+
+    docs, _ = fio.fio_json_documents(text)
+    summary = fio.parse_fio_json(text).summary
+
+    assert summary["printed"]["read"]["iops"] == "19968.677100"
+    assert docs[0]["jobs"][0]["read"]["iops"] == 19618.141 and docs[-1]["jobs"][0]["read"]["iops"] == 19968.6771
 
 
 def test_text_around_the_json_is_kept_as_diagnostics() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from jobs import runners, ssh
+from jobs import messages, runners, ssh
 from jobs.models import Disk, Run
 from jobs.runs import lifecycle, queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wrappers_of
@@ -205,6 +205,30 @@ def test_a_run_with_no_heartbeat_is_swept_at_once(sshd, broker, tmp_path):
     run.refresh_from_db()
     assert run.heartbeat_at is not None
     assert lifecycle.sweep() == 0  # its chain is alive again: not sent twice
+
+
+def test_the_sweep_moves_a_hosts_stale_running_runs_at_once_and_starts_one_chain_for_them(
+    sshd, broker, tmp_path, monkeypatch
+):
+    _team, host = team_with_host(sshd)
+    old = timezone.now() - lifecycle.STALE_AFTER - timedelta(seconds=5)
+    runs = [
+        RunFactory(disk=disk, running=True, heartbeat_at=old, remote_dir=str(tmp_path / f"gone{i}"))
+        for i, disk in enumerate(
+            Disk.objects.create(host=host, label=f"d{i}", target_path=target_dir(tmp_path), disk_type="custom")
+            for i in range(5)
+        )
+    ]
+    watched = Disk.objects.create(host=host, label="watched", target_path=target_dir(tmp_path), disk_type="custom")
+    fresh = RunFactory(disk=watched, running=True, heartbeat_at=timezone.now())
+    sent: list[tuple] = []
+    monkeypatch.setattr(messages, "send", lambda *args, **kwargs: sent.append(args))
+
+    assert lifecycle.sweep() == 5
+    assert [args[0] for args in sent] == [messages.OBSERVE_HOST]  # one chain for the host's five
+    assert all(run.heartbeat_at > old for run in Run.objects.filter(pk__in=[run.pk for run in runs]))
+    assert Run.objects.get(pk=fresh.pk).heartbeat_at == fresh.heartbeat_at
+    assert lifecycle.sweep() == 0 and len(sent) == 1
 
 
 def test_a_waiting_run_takes_the_disk_when_it_frees_without_a_beat_tick(fio_installed, sshd, worker, tmp_path):

@@ -18,7 +18,7 @@ from jobs import remote, safety, ssh
 from jobs import runners as runner
 from jobs.disks import identity
 from jobs.hosts import connecting
-from jobs.models import Disk, Run, RunResult, RunSample
+from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.runs import queueing
 
 log = logging.getLogger(__name__)
@@ -483,11 +483,14 @@ def sweep(now: Any = None) -> int:
         Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True), state__in=Run.ACTIVE_STATES
     )
     count = 0
-    observed: set[int] = set()
+    watched: dict[int, tuple[Host, list[int]]] = {}
     runs = stale.select_related("disk__host").only(
         "pk", "state", "heartbeat_at", "queued_at", "cancel_requested", "disk__host__site"
     )
     for run in runs:
+        if run.state == Run.State.RUNNING and not run.cancel_requested:
+            watched.setdefault(run.disk.host_id, (run.disk.host, []))[1].append(run.pk)
+            continue
         fields: dict[str, Any] = {"heartbeat_at": now}
         if run.state == Run.State.QUEUED and run.queued_at and now - run.queued_at > queueing.UNCLAIMED_AFTER:
             # No worker took the launch: most often nobody listens on this site's queue.
@@ -500,13 +503,19 @@ def sweep(now: Any = None) -> int:
             continue  # another sweep, or the run's own chain, moved it on meanwhile
         if run.state in (Run.State.QUEUED, Run.State.LAUNCHING):
             queueing.send("launch", run)
-        elif run.state == Run.State.RUNNING and not run.cancel_requested:
-            # Its host's chain of observation steps moves its heartbeat: that chain is gone. One new chain
-            # per host, whatever its stale runs (a chain only slow ends at its next step).
-            if run.disk.host_id not in observed:
-                observed.add(run.disk.host_id)
-                queueing.observe(run.disk.host, now=now, force=True)
         else:
             queueing.send("poll", run)  # collect or stop it
         count += 1
+    for host, run_ids in watched.values():
+        # A running run's heartbeat is moved by its host's chain of observation steps: that chain is gone, or
+        # too slow. One UPDATE for the host's stale runs, and one new chain unless a live one is there (the
+        # chain's own conditional UPDATE on the host, queueing.observe: a chain only slow ends at its next step).
+        moved = (
+            Run.objects.filter(pk__in=run_ids, state=Run.State.RUNNING)
+            .filter(Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True))
+            .update(heartbeat_at=now)
+        )
+        if moved:
+            queueing.observe(host, now=now)
+        count += moved
     return count

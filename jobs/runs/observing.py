@@ -16,7 +16,9 @@ started on the host to look at a run:
 
 Runs waiting on their host for their start time are not looked at until then. A finished run is handed to
 its own `jobs.collect_run` task, so collecting many runs at once does not hold up the host's next step; a run
-cancelled meanwhile to `jobs.stop_run`. A step holds no thread longer than its reads, and waits for nothing.
+cancelled meanwhile to `jobs.stop_run`. A step holds no thread longer than its reads, and waits for nothing;
+its looks and live-figure reads stop after LOOK_BUDGET_S (those read longest ago go first, the rest take their
+turn at the next step), so a host with hundreds of runs, or a slow one, does not hold a worker thread for long.
 
 What a step read (offsets, the tail of the output) is kept in this process's memory; another worker's step
 reads afresh, which costs a longer read and changes nothing. If the session drops, the step logs in again
@@ -62,6 +64,9 @@ RETRY_S = 6.0
 START_LEAD = timedelta(seconds=1)
 # A run's heartbeat moves at most this often while its chain steps (the sweep's bound is lifecycle.STALE_AFTER).
 HEARTBEAT_EVERY = timedelta(seconds=5)
+# A full step spends at most this long on looks and live figures after the one listing that tells the ends (a
+# read or look under way is finished): on a host with many runs, or one slow to answer, they take turns.
+LOOK_BUDGET_S = 0.5
 # A cancelled run's stop is sent again when nothing stopped it for this long.
 STOP_AGAIN_AFTER = timedelta(seconds=15)
 
@@ -231,15 +236,31 @@ def _look_with_one_reconnect(host: Host, due: list[Run], memory: _HostMemory) ->
 
 
 def _look(conn: ssh.Connection, due: list[Run], memory: _HostMemory) -> list[_Finding]:
+    """Every run that ended (one listing), then the others' looks and live figures until LOOK_BUDGET_S is
+    spent (one run at least), those read longest ago first: the rest wait for the next step, so a slow host
+    does not hold the thread (nor the next end) for the reads of all its runs. A run not reached has no
+    finding; its heartbeat moves all the same (_keep_alive)."""
     markers = _done_markers(conn, due)
-    findings = []
+    findings, others = [], []
     for run in due:
         done = markers[_base(run)]
         if done is not None and str(run.uuid) in done:
             findings.append(_Finding(run, "finished"))
         else:
-            findings.append(_look_at(conn, run, memory.watches[run.pk], markers=done is not None, runs=len(due)))
+            others.append(run)
+    others.sort(key=lambda run: _last_read(memory.watches[run.pk]))
+    until = time.monotonic() + LOOK_BUDGET_S
+    for run in others:
+        done = markers[_base(run)]
+        findings.append(_look_at(conn, run, memory.watches[run.pk], markers=done is not None, runs=len(due)))
+        if time.monotonic() >= until:
+            break  # at least one run a step, however slow the host
     return findings
+
+
+def _last_read(watch: _Watch) -> float:
+    """When this process last read anything of the run (-inf: never, it goes first)."""
+    return float("-inf") if watch.pid is None else min(watch.progress_at, watch.looked_at)
 
 
 def _look_at(conn: ssh.Connection, run: Run, watch: _Watch, *, markers: bool, runs: int = 1) -> _Finding:
@@ -276,6 +297,7 @@ def _ask_by_command(conn: ssh.Connection, run: Run, watch: _Watch, now: float) -
 
 
 def _act(findings: list[_Finding], memory: _HostMemory, now: datetime) -> None:
+    progress: list[tuple[int, dict[str, Any]]] = []
     for finding in findings:
         run = finding.run
         if finding.state == "finished":
@@ -288,11 +310,17 @@ def _act(findings: list[_Finding], memory: _HostMemory, now: datetime) -> None:
         elif finding.state == "starting" and now - (run.started_at or now) > queueing.START_GRACE:
             memory.ended(run)
             lifecycle.finish(run, Run.State.LOST, "the run's wrapper never started on the host")
-        else:
-            _store_progress(run, finding, now)
+        elif fields := _progress_fields(run, finding, now):
+            progress.append((run.pk, fields))
+    if progress:
+        # One transaction for the step's live figures: one write lock instead of one per run.
+        with transaction.atomic():
+            for run_id, fields in progress:
+                Run.objects.filter(pk=run_id, state=Run.State.RUNNING).update(heartbeat_at=now, **fields)
 
 
-def _store_progress(run: Run, finding: _Finding, now: datetime) -> None:
+def _progress_fields(run: Run, finding: _Finding, now: datetime) -> dict[str, Any]:
+    """What a look tells of a running run: its host-clock start, its live figures, that it runs."""
     fields: dict[str, Any] = {}
     if finding.started_epoch:
         started = datetime.fromtimestamp(finding.started_epoch, tz=UTC)
@@ -304,8 +332,7 @@ def _store_progress(run: Run, finding: _Finding, now: datetime) -> None:
         fields["progress"] = finding.progress | Run.clock(started_at, expected, now) | {"expected_s": expected}
     if run.explanation != "running":
         fields["explanation"] = "running"
-    if fields:
-        Run.objects.filter(pk=run.pk, state=Run.State.RUNNING).update(heartbeat_at=now, **fields)
+    return fields
 
 
 def _keep_alive(runs: list[Run], memory: _HostMemory, now: datetime) -> None:

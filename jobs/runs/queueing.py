@@ -299,7 +299,7 @@ def send(step: str, run: Run, countdown: float = 0) -> None:
 OBSERVER_STALE_AFTER = timedelta(seconds=20)
 
 
-def observe(host: Host, *, now: Any = None, force: bool = False) -> bool:
+def observe(host: Host, *, now: Any = None) -> bool:
     """Make sure one chain of observation steps looks after `host`'s running runs (jobs/runs/observing.py):
     start one unless a live one is there. The new chain's token replaces the old one's in one conditional
     UPDATE, so of two callers at once only one starts a chain, and a chain that was only slow ends at its next
