@@ -172,6 +172,43 @@ class RssMeter:
                 return
 
 
+class RoundTripProbe:
+    """An SFTP stat of the first host's run directory every SAMPLE_S seconds, over a connection of this script
+    opened before the schedules (so its login is not counted): how long one exchange with a host takes while
+    the runs go. A look, a collection and a clean-up are made of such exchanges."""
+
+    def __init__(self, host: Any) -> None:
+        from jobs import ssh
+
+        self.conn = ssh.connect(host.ssh_target())
+        self.path = host.run_base_dir
+        self.idle = self._times(20)
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _times(self, n: int) -> list[float]:
+        times = []
+        for _ in range(n):
+            begun = time.perf_counter()
+            self.conn.size_of(self.path)
+            times.append(time.perf_counter() - begun)
+        return times
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.conn.close()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            with contextlib.suppress(Exception):
+                self.samples += self._times(1)
+
+
 def tree_rss(pid: int) -> tuple[int, int]:
     """(RSS of pid and its descendants in bytes, threads of pid)."""
     import psutil
@@ -285,6 +322,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
     yardsticks = sp.idle_yardsticks(stack, hosts[0], sp.make_profile(team, 2, args.rate_iops, args.file_mib))
     yardsticks |= fio_cost(stack, args.rate_iops, args.file_mib)
     rss_idle, _ = tree_rss(stack.worker.pid)
+    probe = RoundTripProbe(hosts[0])
     sshd_offsets = [sshd.log_path.stat().st_size for sshd in stack.sshds]
     cpu = sp.CpuMeter(stack)
     cpu.INTERVAL_S = next(every for most, every in sorted(CPU_SAMPLE_S.items()) if args.targets <= most)
@@ -293,6 +331,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
     schedules = make_schedules(team, disks, profile, fires, args.lead)
     cpu.start()
     rss.start()
+    probe.start()
     fire_at = min(s.next_fire_at for s in schedules)
     timeout = args.timeout or args.lead + args.spread + args.runtime + 180
     say(f"{len(schedules)} schedules fire {args.targets} runs on {args.hosts} hosts from {fire_at:%H:%M:%S} UTC "
@@ -304,6 +343,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
     finally:
         rss.stop()
         cpu.stop()
+        probe.stop()
     load_after = os.getloadavg()
     if not rss.samples:
         raise BenchError("no resident-memory sample of the worker could be taken")
@@ -328,6 +368,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
         "collected": runs.filter(state__in=(Run.State.SUCCEEDED, Run.State.FAILED)).exclude(raw_output="").count(),
         "raw_output_bytes": [n or 0 for n in sizes],
         "rss": {"idle_bytes": rss_idle, "samples": rss.samples},
+        "sftp_round_trip_s": {"idle": probe.idle, "during": probe.samples},
         "yardsticks": yardsticks,
         "sshd": {
             host.name: sshd_counts(stack, offset, sshd)
@@ -489,6 +530,12 @@ def print_report(result: dict[str, Any], s: dict[str, Any], per_run: bool) -> No
         shares = [f"{k.removeprefix('fio CPU-s per s, ')} {100 * v:.2f} % of one CPU (x {c['targets']} runs = "
                   f"{v * c['targets']:.2f} CPUs)" for k, v in fio.items()]  # fmt: skip
         print(f"fio alone, same workload, {FIO_PROCESSES} at once, steady state: " + "; ".join(shares))
+    trips = result.get("sftp_round_trip_s") or {}
+    if trips.get("during"):
+        ms = {name: sp.percentiles([1000 * t for t in values]) for name, values in trips.items() if values}
+        print("one SFTP exchange with a host (a stat, ms, p50/p95/max): "
+              + "; ".join(f"{name} {v['p50']:.1f} / {v['p95']:.1f} / {v['max']:.1f} (n={v['n']})"
+                          for name, v in ms.items()))  # fmt: skip
     n = max(s["made"], 1)
     print("sshd during the schedules, per host:")
     total: dict[str, int] = {}
@@ -500,6 +547,11 @@ def print_report(result: dict[str, Any], s: dict[str, Any], per_run: bool) -> No
     states = ", ".join(f"{k} {v}" for k, v in s["states"].items())
     print(f"\nruns: {s['made']}/{c['targets']} made, {s['succeeded']} succeeded ({states}), {s['collected']} "
           f"collected; {s['launch_tasks']} launch and {s['poll_tasks']} poll tasks")  # fmt: skip
+    others = [r for r in result["rows"] if r.state != "succeeded"]
+    for r in others[:10]:
+        print(f"  run {r.run_id} ({r.disk}) {r.state}: {r.explanation}")
+    if len(others) > 10:
+        print(f"  ... and {len(others) - 10} more not succeeded")
     v, late, stored = s["verdict"], s["start_lateness"], s["stored_after_end"]
     checks = [
         (f"all {c['targets']} runs succeeded and collected", f"{s['succeeded']} ok, {s['collected']} coll",

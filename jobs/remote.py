@@ -320,7 +320,7 @@ tail -c {TAIL_BYTES} "$d/"{q(tail_file)} 2>/dev/null || true
 
 def read_file(conn: Connection, path: str) -> bytes:
     try:
-        return conn.get_file(path) if conn.exists(path) else b""
+        return conn.get_file_if_any(path) or b""
     except SSHError:
         raise
     except OSError as exc:

@@ -575,14 +575,20 @@ class Connection:
                     sftp.remove(temporary)
                 raise
 
-    def get_file(self, path: str, *, max_bytes: int = 256 * 2**20) -> bytes:
-        with self._sftp_errors("read", path) as sftp, sftp.open(path, "rb") as handle:
-            size = handle.stat().st_size or 0
-            data = b""
-            if size <= max_bytes:
-                handle.prefetch(size)
-                # One byte past the limit tells a file that grew since stat from one that did not.
-                data = handle.read(max_bytes + 1)
+    def get_file_if_any(self, path: str, *, max_bytes: int = 256 * 2**20) -> bytes | None:
+        """The whole file, or None when there is none (one exchange fewer than asking first)."""
+        with self._sftp_errors("read", path) as sftp:
+            try:
+                handle = sftp.open(path, "rb")
+            except FileNotFoundError:
+                return None
+            with handle:
+                size = handle.stat().st_size or 0
+                data = b""
+                if size <= max_bytes:
+                    handle.prefetch(size)
+                    # One byte past the limit tells a file that grew since stat from one that did not.
+                    data = handle.read(max_bytes + 1)
             if size > max_bytes or len(data) > max_bytes:
                 raise SSHError(
                     "channel",

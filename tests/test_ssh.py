@@ -459,11 +459,11 @@ def test_an_sftp_exchange_stuck_on_the_host_does_not_hold_up_the_others(conn: ss
     other.write_bytes(b"x" * 70_000)
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        stuck = pool.submit(conn.get_file, str(fifo))
+        stuck = pool.submit(conn.get_file_if_any, str(fifo))
         time.sleep(0.5)
         assert not stuck.done()
         started = time.monotonic()
-        assert conn.get_file(str(other)) == b"x" * 70_000
+        assert conn.get_file_if_any(str(other)) == b"x" * 70_000
         assert conn.size_of(str(tmp_path / "missing")) is None
         assert time.monotonic() - started < 5
         assert conn._sftp_count == 2  # the second channel opened only because the first was busy
@@ -481,7 +481,7 @@ def test_a_file_put_over_sftp_reads_back_identically_with_mode_0600(conn: ssh.Co
     conn.put_file(str(path), data)
 
     assert conn.exists(str(path))
-    assert conn.get_file(str(path)) == data
+    assert conn.get_file_if_any(str(path)) == data
     assert path.stat().st_mode & 0o777 == 0o600
 
 
@@ -496,14 +496,11 @@ def test_putting_a_file_replaces_it_whole_and_leaves_no_temporary_file(conn: ssh
     assert [p.name for p in tmp_path.iterdir()] == ["run.sh"]
 
 
-def test_a_missing_path_does_not_exist_and_cannot_be_read(conn: ssh.Connection, tmp_path: Path) -> None:
+def test_a_missing_path_does_not_exist_and_reads_as_none(conn: ssh.Connection, tmp_path: Path) -> None:
     missing = str(tmp_path / "missing")
 
-    with pytest.raises(ssh.SSHError) as caught:
-        conn.get_file(missing)
-
+    assert conn.get_file_if_any(missing) is None
     assert not conn.exists(missing)
-    assert "does not exist" in str(caught.value)
 
 
 def test_putting_a_file_in_a_missing_directory_says_so(conn: ssh.Connection, tmp_path: Path) -> None:
@@ -519,7 +516,7 @@ def test_a_file_larger_than_the_limit_is_refused(conn: ssh.Connection, tmp_path:
     path.write_bytes(bytes(2048))
 
     with pytest.raises(ssh.SSHError) as caught:
-        conn.get_file(str(path), max_bytes=1024)
+        conn.get_file_if_any(str(path), max_bytes=1024)
 
     assert "larger than 1024 bytes" in str(caught.value)
 
