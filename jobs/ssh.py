@@ -578,9 +578,8 @@ class Connection:
     def get_file_if_any(self, path: str, *, max_bytes: int = 256 * 2**20) -> bytes | None:
         """The whole file, or None when there is none (one exchange fewer than asking first)."""
         with self._sftp_errors("read", path) as sftp:
-            try:
-                handle = sftp.open(path, "rb")
-            except FileNotFoundError:
+            handle = _open_if_any(sftp, path)
+            if handle is None:
                 return None
             with handle:
                 size = handle.stat().st_size or 0
@@ -611,9 +610,8 @@ class Connection:
         """Up to `max_bytes` of `path` from byte `offset` on (b"" at or past its end), or None when there is no
         such file. One open, read and close over the session's SFTP channel: nothing is started on the host."""
         with self._sftp_errors("read", path) as sftp:
-            try:
-                handle = sftp.open(path, "rb")
-            except FileNotFoundError:
+            handle = _open_if_any(sftp, path)
+            if handle is None:
                 return None
             with handle:
                 handle.seek(offset)
@@ -851,3 +849,11 @@ class _Shell:
                 if time.monotonic() >= deadline:
                     raise _ShellTimeout
                 time.sleep(_IDLE_WAIT_S)
+
+
+def _open_if_any(sftp: paramiko.SFTPClient, path: str) -> paramiko.SFTPFile | None:
+    """path opened for reading, or None when there is no such file."""
+    try:
+        return sftp.open(path, "rb")
+    except FileNotFoundError:
+        return None
