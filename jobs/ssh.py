@@ -814,6 +814,7 @@ class _Shell:
     def _read_until(self, nonce: bytes, deadline: float, max_output: int) -> tuple[bytes, bytes, bytes]:
         """This command's stdout and stderr, and its status, once both ends are marked."""
         mark = b"\0" + nonce + b"\0"
+        limit = max_output + 2 * (len(mark) + 8)
         channel = self.channel
         out_at = err_at = -1
         while True:
@@ -821,10 +822,10 @@ class _Shell:
             out_from = max(len(self._out) - len(mark), 0)
             err_from = max(len(self._err) - len(mark), 0)
             progressed = False
-            while channel.recv_ready():
+            while channel.recv_ready() and len(self._out) + len(self._err) <= limit:
                 self._out += channel.recv(_READ_CHUNK)
                 progressed = True
-            while channel.recv_stderr_ready():
+            while channel.recv_stderr_ready() and len(self._out) + len(self._err) <= limit:
                 self._err += channel.recv_stderr(_READ_CHUNK)
                 progressed = True
             if out_at < 0:
@@ -840,8 +841,10 @@ class _Shell:
                 del self._err[: err_at + len(mark)]
                 if not status.isdigit():
                     raise _ShellGone(f"the shell answered a status of {status[:40]!r}")
+                if len(out) + len(err) > max_output:
+                    raise _ShellOverflow  # all of it came in before a look at the size
                 return out, err, status
-            if len(self._out) + len(self._err) > max_output + 2 * (len(mark) + 8):
+            if len(self._out) + len(self._err) > limit:
                 raise _ShellOverflow
             if not progressed:
                 if not self.alive():

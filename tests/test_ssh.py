@@ -448,6 +448,18 @@ def test_output_beyond_the_limit_is_refused_instead_of_filling_memory(conn: ssh.
     assert conn.run("true").exit_status == 0
 
 
+@pytest.mark.parametrize("stream", ["", " >&2"])
+def test_output_over_the_limit_that_arrives_all_at_once_with_its_end_is_refused_too(
+    conn: ssh.Connection, stream: str
+) -> None:
+    # 2,000 bytes come in one read together with the end marks: the size is checked on a complete answer too.
+    with pytest.raises(ssh.SSHError) as caught:
+        conn.run(f"head -c 2000 /dev/zero{stream}", max_output=1000)
+
+    assert caught.value.reason == "channel"
+    assert conn.run("head -c 1000 /dev/zero", max_output=1000).stdout == b"\0" * 1000
+
+
 # --------------------------------------------------------------------------------------------------- files
 
 
