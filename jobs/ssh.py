@@ -13,7 +13,6 @@ import io
 import secrets
 import shlex
 import socket
-import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -625,41 +624,6 @@ class Connection:
                 return sftp.normalize(path)
             except FileNotFoundError:
                 return None
-
-    def remove(self, path: str) -> bool:
-        """Remove the file or symbolic link `path`; False when there was nothing there."""
-        with self._sftp_errors("remove", path) as sftp:
-            try:
-                sftp.remove(path)
-            except FileNotFoundError:
-                return False
-            return True
-
-    def remove_tree(self, path: str, *, max_entries: int = 10_000) -> bool:
-        """Remove directory `path` and everything in it, without following a symbolic link out of it (a link
-        is removed, not what it points to); False when there was nothing there. At most `max_entries` entries:
-        more is not a run directory, and is refused."""
-        with self._sftp_errors("remove", path) as sftp:
-            try:
-                sftp.lstat(path)
-            except FileNotFoundError:
-                return False
-            pending, directories, removed = [path], [], 0
-            while pending:
-                directory = pending.pop()
-                directories.append(directory)
-                for entry in sftp.listdir_attr(directory):
-                    removed += 1
-                    if removed > max_entries:
-                        raise SSHError("channel", f"{path} on {self.where} holds more than {max_entries} entries.")
-                    child = f"{directory}/{entry.filename}"
-                    if stat.S_ISDIR(entry.st_mode or 0):
-                        pending.append(child)
-                    else:
-                        sftp.remove(child)
-            for directory in reversed(directories):
-                sftp.rmdir(directory)
-            return True
 
     def list_dir(self, path: str) -> list[str] | None:
         """The names in directory `path`, or None when it does not exist."""

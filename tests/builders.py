@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -67,12 +68,25 @@ def rerun_of(text: str, seconds_later: int) -> str:
 
 
 def wrappers_of(run: Run) -> set[int]:
-    """Pids of the run's wrapper processes (run.sh started in its run directory)."""
+    """Pids of the run's wrappers: run.sh started in its run directory, each leading a session of its own (every
+    launch starts it under setsid). The wrapper's `$(date ...)` forks a subshell that shows the same command line
+    until it execs; it is not a second start, and it leads no session."""
     found = set()
     for process in psutil.process_iter(["cmdline", "status"]):
         try:
-            if "run.sh" in (process.info["cmdline"] or []) and str(run.uuid) in process.cwd():
+            if (
+                "run.sh" in (process.info["cmdline"] or [])
+                and str(run.uuid) in process.cwd()
+                and is_session_leader(process)
+            ):
                 found.add(process.pid)
         except psutil.Error:
             continue
     return found
+
+
+def is_session_leader(process: psutil.Process) -> bool:
+    try:
+        return os.getsid(process.pid) == process.pid
+    except OSError:
+        return False

@@ -99,8 +99,8 @@ def test_three_runs_on_one_host_cost_one_login_and_watching_them_starts_nothing_
     total = _counts(_log(server)[before:])
     assert total["logins"] == 1, total
     assert 1 <= total["sftp"] <= ssh.MAX_SFTP_CHANNELS, total  # a second one opens only while one is busy
-    # The launches' preflights and launches (two commands each) ran in the session's long-lived shells: a
-    # shell is started only for launches at the same moment. Watching, collecting and cleaning up run none.
+    # The launches' preflights and launches (two commands each) and the clean-ups ran in the session's
+    # long-lived shells: a shell is started only for commands at the same moment. Watching starts none.
     assert 1 <= total["commands"] <= 3, total
     assert watched == {"logins": 0, "commands": 0, "sftp": 0}, watched
     # The live figures came over the session all the same, and the results.

@@ -359,6 +359,30 @@ def test_a_cleanup_of_anything_but_base_slash_uuid_is_refused_before_sending_and
     assert _tree(tmp_path) == before
 
 
+def test_a_cleanup_removes_links_in_the_run_directory_not_what_they_point_to_in_paths_a_shell_would_split(
+    conn, tmp_path
+) -> None:
+    odd = tmp_path / "it's a $dir; `x`"
+    base, run_uuid = str(odd / "runs"), str(uuid.uuid4())
+    pre = remote.preflight(conn, base, run_uuid, TOOL_CHECK, "")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "canary").write_text("keep")
+    (Path(pre.run_dir) / "link").symlink_to(kept)
+    target = odd / "bench *"
+    target.mkdir()
+    (target / f"benchweb-{run_uuid}").write_bytes(b"x")
+    (target / "other").write_bytes(b"y")
+
+    remote.cleanup(conn, pre.run_dir, f"{target}/benchweb-{run_uuid}", base=base, run_uuid=run_uuid)
+
+    assert not Path(pre.run_dir).exists()
+    assert (kept / "canary").read_text() == "keep"
+    assert [p.name for p in target.iterdir()] == ["other"]
+    assert sorted(p.name for p in odd.iterdir()) == ["bench *", "done", "locks", "runs"]
+    assert list((odd / "done").iterdir()) == [] and list((odd / "runs").iterdir()) == []
+
+
 def test_the_host_itself_refuses_a_cleanup_outside_the_base_it_resolves(conn, tmp_path) -> None:
     # For a base in the login user's home, Python knows the path only up to the home: `/tmp/.../x/<uuid>`
     # passes its check, and the host, comparing with "$HOME"/x/<uuid>, refuses.

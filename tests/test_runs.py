@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from jobs.models import Disk, Membership, Profile, Run
 from jobs.runs import lifecycle, queueing
-from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wait_state
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wait_state, wrappers_of
 from tests.factories import RunFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -130,7 +130,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_fio_runs_once(fio_installed, 
     first = worker_factory()
     run = queueing.request_run(disk, quick_profile(team, runtime_s=8))
     wait_state(run, Run.State.RUNNING)
-    wrappers = {p.pid for p in _processes_mentioning("run.sh") if _cwd_has(p, str(run.uuid))}
+    wrappers = wrappers_of(run)
     first.kill9()
 
     worker_factory()
@@ -138,20 +138,13 @@ def test_a_worker_killed_mid_run_loses_nothing_and_fio_runs_once(fio_installed, 
     assert lifecycle.sweep(now=timezone.now() + timedelta(minutes=5)) == 1
     deadline = time.monotonic() + 60
     while not run.is_final and time.monotonic() < deadline:
-        wrappers |= {p.pid for p in _processes_mentioning("run.sh") if _cwd_has(p, str(run.uuid))}
+        wrappers |= wrappers_of(run)
         run.refresh_from_db()
         time.sleep(0.2)
     run = wait_final(run)
     assert run.state == Run.State.SUCCEEDED, run.explanation
     assert len(wrappers) == 1, f"wrappers seen: {wrappers}"
     assert run.summary["runtime_s"] == pytest.approx(8, abs=1)
-
-
-def _cwd_has(process: psutil.Process, text: str) -> bool:
-    try:
-        return text in process.cwd()
-    except psutil.Error:
-        return False
 
 
 def test_a_run_survives_its_ssh_server_going_away_mid_run(fio_installed, sshd_factory, worker, tmp_path):
