@@ -7,6 +7,9 @@ A run lives in its own directory on the target, keyed by the run's UUID:
     launched/     made with mkdir, which is atomic: the second launch of a UUID finds it and does nothing
     pid           the wrapper's pid (= the session id of everything the run started)
     stdout, stderr, result.json    what the tool wrote
+    finished      when the tool ended (epoch seconds, host clock)
+    ended         "<exit status> <pid> <started> <finished>", written via rename just before `status`: what a
+                  collection reads, in one file
     status        the tool's exit status, written via rename, so its presence means "finished"
     ../../done/<uuid>   an empty marker written after `status`: one listing of that directory tells the
                   host's observation step every run there that finished
@@ -22,7 +25,7 @@ Paths are data, never text to re-parse. Every path sent passes jobs/paths.py fir
 computed here as <base>/<uuid>, the host only confirms the base it resolved; and every answer is a marker
 and then fields that each end with a NUL byte, which no shell value can hold, so no value (a path, a file
 the run wrote, the tail of its output) can end a field early or forge another. The clean-up removes only
-<base>/<uuid>, compared first (over SFTP) with the base as the host resolves it.
+<base>/<uuid>, compared first, in the same command, with the base as the host resolves it.
 """
 
 from __future__ import annotations
@@ -236,6 +239,7 @@ cd {q(plan.run_dir)} || exit 97
 echo $$ > pid.tmp && mv pid.tmp pid
 {_wait_until(plan.start_at)}now=$(date +%s.%N 2>/dev/null)
 case "$now" in *N*|'') now=$(date +%s);; esac
+started=$now
 echo "$now" > started
 wd=""
 command -v timeout >/dev/null 2>&1 && wd={q(watchdog)}
@@ -248,6 +252,7 @@ rc=$?
 now=$(date +%s.%N 2>/dev/null)
 case "$now" in *N*|'') now=$(date +%s);; esac
 echo "$now" > finished
+printf '%s %s %s %s\n' "$rc" "$$" "$started" "$now" > ended.tmp && mv ended.tmp ended
 echo $rc > status.tmp && mv status.tmp status
 : > {q(done_marker(plan.run_dir))}
 """
@@ -343,44 +348,51 @@ pkill -KILL -s "$pid" 2>/dev/null || true
 
 
 def cleanup(conn: Connection, run_dir: str, test_files_glob: str | None, *, base: str, run_uuid: str) -> None:
-    """Remove the run directory, its done marker and, for directory targets, the run's own test files: the
-    checks over SFTP, then one `rm` in the session's long-lived shell.
+    """Remove the run directory, its done marker and, for directory targets, the run's own test files: one
+    command in the session's long-lived shell, which checks before it removes.
 
     `base` is the host's run directory as configured (Host.run_base_dir). Only <base>/<run_uuid> is removed:
-    checked here before anything is sent, and again against the host's own answer for the base: the directory
+    checked here before anything is sent, and again by the host in the same command that removes: the directory
     above the run directory must be, on the host, the very directory the configured base is there (both
-    resolved by the host; a base in the login user's home from the SFTP server's start directory, which is that
-    home). A symbolic link inside the run directory is removed, never followed."""
+    resolved by the host, `cd -P` then `pwd -P`, a base in the login user's home from "$HOME"). A symbolic link
+    inside the run directory is removed, never followed."""
     _check_run_dir(run_dir, base, run_uuid)
     test_dir = _own_test_files_dir(test_files_glob, run_uuid)
-    home = conn.real_path(".")
-    expected = conn.real_path(resolved_base(base, home or ""))
-    parent = conn.real_path(run_dir.rpartition("/")[0])
-    if parent is not None and parent != expected:
-        raise RemoteError(
-            f"refused to remove {paths.shown(run_dir)}: it is not this run's directory in the host's run directory "
-            f"{paths.shown(expected or base)} (changed since the run started?); nothing was removed, remove it by hand"
-        )
-    doomed = []
+    # rm -r removes a symbolic link inside (or as) the run directory, never what it points to. A run directory
+    # already gone (a second clean-up) leaves nothing to compare there and nothing to remove.
+    # `&& echo .` keeps a trailing newline of a name, which $(...) would strip, in the comparison.
+    script = [
+        f"parent=$(cd -P -- {q(run_dir.rpartition('/')[0])} 2>/dev/null && pwd -P && echo .)",
+        f"expected=$(cd -P -- {base_expression(base)} 2>/dev/null && pwd -P && echo .)",
+        f"""if [ -n "$parent" ] && [ "$parent" != "$expected" ]; then printf '%s' "${{expected%?.}}"; \
+exit {_CLEANUP_REFUSED}; fi""",
+    ]
     if test_dir is not None:
         # The UUID is checked (hex digits and dashes), so the glob is the one unquoted word, and it matches only
         # this run's own files; -f alone removes no directory.
         star = "*" if (test_files_glob or "").endswith("*") else ""
-        doomed.append(f"rm -f -- {q(test_dir)}/benchweb-{_checked_uuid(run_uuid)}{star}")
-    if parent is not None:
-        # rm -r removes a symbolic link inside (or as) the run directory, never what it points to.
-        doomed.append(f"rm -rf -- {q(run_dir)} {q(done_marker(run_dir))}")
-    if not doomed:
-        return
+        script.append(f"rm -f -- {q(test_dir)}/benchweb-{_checked_uuid(run_uuid)}{star} || exit 1")
+    script.append(f'[ -z "$parent" ] || rm -rf -- {q(run_dir)} {q(done_marker(run_dir))}')
     try:
-        # One command in the session's long-lived shell: a fork on the host, where removing file by file over
-        # SFTP took some fifteen exchanges (each one waits for the host, which a busy host makes slow).
-        done = conn.run(" && ".join(doomed), timeout=120)
+        # Over SFTP the same took three realpath exchanges and then this command (before that, some fifteen
+        # exchanges a run); each waits for the host, which a busy host makes slow. Checking in the command that
+        # removes also leaves no time between the check and the removal.
+        done = conn.run("\n".join(script), timeout=120)
     except SSHError as exc:
         raise RemoteError(f"could not remove {paths.shown(run_dir)} on the host ({exc}); remove it by hand") from exc
+    if done.exit_status == _CLEANUP_REFUSED:
+        expected = done.stdout.decode(errors="replace") or base
+        raise RemoteError(
+            f"refused to remove {paths.shown(run_dir)}: it is not this run's directory in the host's run directory "
+            f"{paths.shown(expected)} (changed since the run started?); nothing was removed, remove it by hand"
+        )
     if done.exit_status != 0:
         why = done.stderr.decode(errors="replace").strip()[-300:] or f"rm exited with status {done.exit_status}"
         raise RemoteError(f"could not remove {paths.shown(run_dir)} on the host ({why}); remove it by hand")
+
+
+# The exit status of a clean-up the host refused (the run directory is not in the base it resolves).
+_CLEANUP_REFUSED = 3
 
 
 def _own_test_files_dir(test_files_glob: str | None, run_uuid: str) -> str | None:
@@ -437,8 +449,8 @@ def upload(conn: Connection, plan: Plan) -> None:
 # The worker's observation step reads a running run's files over its session's SFTP channel: no shell, no
 # process on the host, nothing but the file reads of the session's SFTP server (jobs/runs/observing.py).
 
-# A small file the wrapper writes (pid, started, finished, status) is a number on one line.
-_SMALL_FILE_BYTES = 64
+# A small file the wrapper writes (pid, started, finished, status) is a number on one line; `ended` is four.
+_SMALL_FILE_BYTES = 128
 
 
 def finished_runs(conn: Connection, base: str) -> set[str] | None:
@@ -511,7 +523,11 @@ def look(conn: Connection, run_dir: str, pid: int | None) -> str:
 
 
 def final_state(conn: Connection, run_dir: str) -> PollResult:
-    """A finished run's exit status and its host-clock start and end, read from its files for collection."""
+    """A finished run's exit status and its host-clock start and end, read from its files for collection: from
+    `ended`, one file the wrapper writes before `status`, else (a wrapper older than it) from the four files."""
+    ended = _ended(conn, run_dir)
+    if ended is not None:
+        return ended
     status = _small(conn, f"{run_dir}/status")
     seen = sighting(conn, run_dir)
     return PollResult(
@@ -522,3 +538,19 @@ def final_state(conn: Connection, run_dir: str) -> PollResult:
         started_epoch=seen.started_epoch,
         finished_epoch=_float_or_none(_small(conn, f"{run_dir}/finished")),
     )
+
+
+def _ended(conn: Connection, run_dir: str) -> PollResult | None:
+    """`ended` is "<exit status> <pid> <started> <finished>\\n", every field as the wrapper wrote it; None when
+    there is no such file or it is not that (the caller reads the files one by one)."""
+    data = conn.read_from(f"{run_dir}/ended", 0, max_bytes=_SMALL_FILE_BYTES)
+    fields = data.decode("ascii", errors="replace").split(" ") if data and data.endswith(b"\n") else []
+    if len(fields) != 4:
+        return None
+    fields[3] = fields[3].removesuffix("\n")
+    status, pid = _int_or_none(fields[0]), _int_or_none(fields[1])
+    started, finished = _float_or_none(fields[2]), _float_or_none(fields[3])
+    if status is None or pid is None:
+        return None
+    return PollResult(state="finished", exit_status=status, tail="", pid=pid, started_epoch=started,
+                      finished_epoch=finished)  # fmt: skip

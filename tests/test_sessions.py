@@ -168,9 +168,20 @@ def test_a_wrapper_leaves_its_done_marker_after_its_status_and_the_cleanup_remov
     subprocess.run(["sh", "run.sh"], cwd=run_dir, check=True, timeout=30)
     assert (run_dir / "status").read_text() == "0\n"
     assert (tmp_path / "done" / run_uuid).exists()
+    # `ended` holds what the four files hold, in one: a collection reads one file instead of four.
+    files = [(run_dir / name).read_text().strip() for name in ("status", "pid", "started", "finished")]
+    assert (run_dir / "ended").read_text() == " ".join(files) + "\n"
     with ssh.connect(sshd.target()) as conn:
         final = remote.final_state(conn, str(run_dir))
-        assert (final.state, final.exit_status) == ("finished", 0)
-        assert final.started_epoch and final.finished_epoch and final.finished_epoch >= final.started_epoch
+        assert (final.state, final.exit_status, final.pid) == ("finished", 0, int(files[1]))
+        assert (final.started_epoch, final.finished_epoch) == (float(files[2]), float(files[3]))
+        assert final.finished_epoch >= final.started_epoch
+        # A wrapper older than `ended`, or an `ended` cut short: the four files give the same answer.
+        for ended in (None, "0 123 4"):
+            if ended is None:
+                (run_dir / "ended").unlink()
+            else:
+                (run_dir / "ended").write_text(ended)
+            assert remote.final_state(conn, str(run_dir)) == final
         remote.cleanup(conn, str(run_dir), None, base=str(base), run_uuid=run_uuid)
     assert not run_dir.exists() and not (tmp_path / "done" / run_uuid).exists()
