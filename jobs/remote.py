@@ -132,7 +132,9 @@ def preflight(conn: Connection, base: str, run_uuid: str, tool_check: str, safet
 
     The answer: the marker, then answer, $HOME, the base the host resolved, launched, the tool check's
     status and its output's length in bytes, each ended by NUL; then that many bytes of tool output; then
-    the safety report. The run directory is not read back: it is <base>/<uuid>, computed here."""
+    the safety report. The run directory is not read back: it is <base>/<uuid>, computed here. The tool check's
+    output goes through a file named with the shell's pid: two attempts at one run's launch at once (a sweep
+    re-sent it while the first waited in the queue) each read their own."""
     expression = base_expression(base)
     d = q(_checked_uuid(run_uuid))
     home_check = 'case "$HOME" in /*) ;; *) answer=home;; esac\n' if expression.startswith('"$HOME"') else ""
@@ -143,10 +145,11 @@ answer=ok launched=no
 [ $answer = ok ] && [ -d "$d/launched" ] && launched=yes
 printf '\\0benchweb-preflight\\0%s\\0%s\\0%s\\0%s\\0' "$answer" "$HOME" "$base" "$launched"
 [ $answer = ok ] || exit 0
-( {tool_check} ) >"$d/preflight.out" 2>&1
+out="$d/preflight.$$.out"
+( {tool_check} ) >"$out" 2>&1
 status=$?
-printf '%s\\0%s\\0' "$status" "$(wc -c <"$d/preflight.out")"
-cat "$d/preflight.out"; rm -f "$d/preflight.out"
+printf '%s\\0%s\\0' "$status" "$(wc -c <"$out")"
+cat "$out"; rm -f "$out"
 (
 {safety_script}
 )

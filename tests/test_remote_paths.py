@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import time
 import unicodedata
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -513,3 +515,16 @@ def test_a_run_directory_with_any_characters_is_made_exactly_or_refused_before_s
     remote.cleanup(conn, pre.run_dir, None, base=base, run_uuid=run_uuid)
     assert not Path(pre.run_dir).exists()
     assert pre.tool_output == "fio-3.36\n"
+
+
+def test_two_preflights_of_one_run_at_once_each_read_their_own_tool_check(conn, tmp_path) -> None:
+    # A sweep re-sends a launch that waited in the queue, and two attempts check the host at once. With one
+    # shared output file the quicker one removed it under the slower, whose tool check came back empty.
+    base, run_uuid = str(tmp_path / "runs"), str(uuid.uuid4())
+    with ThreadPoolExecutor(2) as pool:
+        slow = pool.submit(remote.preflight, conn, base, run_uuid, "echo fio-slow; sleep 1.5", "")
+        time.sleep(0.5)
+        quick = pool.submit(remote.preflight, conn, base, run_uuid, "echo fio-quick", "")
+        answers = [slow.result(timeout=60), quick.result(timeout=60)]
+    assert [(a.tool_status, a.tool_output) for a in answers] == [(0, "fio-slow\n"), (0, "fio-quick\n")]
+    assert list(Path(answers[0].run_dir).iterdir()) == []  # each removed its own output
