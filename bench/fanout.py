@@ -324,7 +324,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
     rss_idle, _ = tree_rss(stack.worker.pid)
     probe = RoundTripProbe(hosts[0])
     sshd_offsets = [sshd.log_path.stat().st_size for sshd in stack.sshds]
-    cpu = sp.CpuMeter(stack)
+    cpu = sp.CpuMeter(stack, nice_fio=args.nice_fio)
     cpu.INTERVAL_S = next(every for most, every in sorted(CPU_SAMPLE_S.items()) if args.targets <= most)
     rss = RssMeter(stack.worker.pid)
     sp.start_beat(stack)
@@ -358,7 +358,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
         "file_mib": args.file_mib, "tick_s": args.tick_seconds, "lead_s": args.lead, "timeout_s": timeout,
         "fire_at": fire_at.isoformat(), "cpus": os.cpu_count(), "load_before": load_before, "load_after": load_after,
         "all_final": done, "traced_worker": not args.plain_worker, "database": server_version(),
-        "code": code_version(), "cpu_sample_s": cpu.INTERVAL_S,
+        "code": code_version(), "cpu_sample_s": cpu.INTERVAL_S, "nice_fio": args.nice_fio,
     }  # fmt: skip
     return {
         "config": config,
@@ -379,9 +379,28 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
             "machine_busy_s": cpu.busy_s,
             "by_owner_s": cpu.seconds,
             "machine_s": cpu.machine,
+            "reniced": cpu.reniced,
         },
         "worker_log_tail": "" if done else stack.worker_log.read_text(errors="replace")[-4000:],
+        "task_seconds": task_seconds(stack),
     }
+
+
+def task_seconds(stack: sp.Stack) -> dict[str, list[float]]:
+    """How long each task the worker ran took, by task name (from the trace's start and end lines): where the
+    worker's threads went."""
+    started: dict[str, tuple[str, float]] = {}
+    spent: dict[str, list[float]] = {}
+    lines = stack.trace.read_text().splitlines() if stack.trace.exists() else []
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            kind, at, name, task_id, _args, _extra = json.loads(line)
+            if kind == "start":
+                started[task_id] = (name, at)
+            elif task_id in started:
+                name, began = started.pop(task_id)
+                spent.setdefault(name.removeprefix("jobs."), []).append(at - began)
+    return spent
 
 
 # ----------------------------------------------------------------------------------------- the figures
@@ -481,6 +500,10 @@ def print_report(result: dict[str, Any], s: dict[str, Any], per_run: bool) -> No
     print(f"worker: --pool threads --concurrency {c['concurrency']}{' (traced)' if c['traced_worker'] else ''}; "
           f"one beat, tick every {c['tick_s']:g} s; database {c['database']}; redis embedded")  # fmt: skip
     print(f"code: {c['code']}")
+    if c.get("nice_fio"):
+        print(f"the runs' fio reniced to {c['nice_fio']} within one CPU sample ({c['cpu_sample_s']:g} s) of its start "
+              f"({result['cpu']['reniced']} processes): the loopback hosts' benchmarks yield the CPU to the worker "
+              "and the hosts' sshd, as on machines of their own")  # fmt: skip
     print(f"machine: {c['cpus']} CPUs, load average (1/5/15 min) {_load(c['load_before'])} before the fire, "
           f"{_load(c['load_after'])} at the end\n")  # fmt: skip
     if per_run:
@@ -536,6 +559,14 @@ def print_report(result: dict[str, Any], s: dict[str, Any], per_run: bool) -> No
         print("one SFTP exchange with a host (a stat, ms, p50/p95/max): "
               + "; ".join(f"{name} {v['p50']:.1f} / {v['p95']:.1f} / {v['max']:.1f} (n={v['n']})"
                           for name, v in ms.items()))  # fmt: skip
+    spent = result.get("task_seconds") or {}
+    if spent:
+        busy = {name: sum(values) for name, values in spent.items()}
+        print(f"worker threads' time by task ({sum(busy.values()):.0f} thread-s in all; n, p50 / p95 / max s):")
+        for name in sorted(busy, key=lambda name: -busy[name]):
+            p = sp.percentiles(spent[name])
+            print(f"  {name:<22}{busy[name]:>8.1f} thread-s  n {p['n']:>5}  {_f(p['p50'])} / {_f(p['p95'])} / "
+                  f"{_f(p['max'])}")  # fmt: skip
     n = max(s["made"], 1)
     print("sshd during the schedules, per host:")
     total: dict[str, int] = {}
@@ -575,7 +606,7 @@ def print_report(result: dict[str, Any], s: dict[str, Any], per_run: bool) -> No
 def to_json(result: dict[str, Any], summary: dict[str, Any]) -> str:
     from dataclasses import asdict
 
-    extra = {key: result[key] for key in ("yardsticks", "sshd", "cpu")}
+    extra = {key: result[key] for key in ("yardsticks", "sshd", "cpu", "task_seconds")}
     rss = [{"t": t, "mb": b / MB, "threads": n} for t, b, n in result["rss"]["samples"]]
     runs = [asdict(r) for r in result["rows"]]
     return json.dumps({"config": result["config"], "summary": summary, "rss": rss, "runs": runs} | extra, indent=2)
@@ -657,6 +688,15 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0.0,
         help="seconds to wait for all runs (default lead + spread + runtime + 180)",
+    )
+    parser.add_argument(
+        "--nice-fio",
+        type=int,
+        default=0,
+        choices=range(0, 20),
+        metavar="0..19",
+        help="give the runs' fio this niceness (default 0: off), so that the benchmarks on the loopback hosts do not "
+        "take the worker's CPU, as on hosts that are machines of their own: 500 fio need more than 2 CPUs here",
     )
     parser.add_argument("--per-run", action="store_true", help="print one line per run")
     parser.add_argument("--plain-worker", action="store_true", help="start `celery -A benchweb worker` untraced")

@@ -135,8 +135,11 @@ class CpuMeter:
 
     INTERVAL_S = 0.5
 
-    def __init__(self, stack: Stack) -> None:
+    def __init__(self, stack: Stack, nice_fio: int = 0) -> None:
         self.stack = stack
+        # With nice_fio, every fio of the runs is given that niceness when a sample first sees it.
+        self.nice_fio = nice_fio
+        self.reniced = 0
         self.seconds: dict[str, float] = {}
         self._last: dict[tuple[int, float], float] = {}
         self._owner: dict[tuple[int, float], str] = {}
@@ -218,6 +221,9 @@ class CpuMeter:
                     total += times.children_user + times.children_system
                 if key not in self._owner:
                     self._owner[key] = self._classify(process)
+                    if self.nice_fio and self._owner[key].startswith("benchmark runs") and process.name() == "fio":
+                        os.setpriority(os.PRIO_PROCESS, process.pid, self.nice_fio)
+                        self.reniced += 1
                     # Processes already there count from now; processes born later count whole.
                     self._last[key] = total if baseline else 0.0
                 owner = self._owner[key]
