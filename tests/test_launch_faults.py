@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db.models import F
 from django.utils import timezone
 
 from jobs import messages, runners, ssh
@@ -145,6 +146,47 @@ def test_a_failure_before_the_launch_command_fails_the_run_and_frees_its_disk(
     assert not Run.objects.filter(disk=disk, state__in=Run.ACTIVE_STATES).exists()
     run_dirs = list(Path(host.run_base_dir).glob("*/launched"))
     assert run_dirs == []
+
+
+def test_an_overtaken_launch_attempt_that_fails_ends_nothing_another_attempt_started(
+    fio_installed, sshd, worker, tmp_path, monkeypatch
+):
+    # The sweep re-sends a launch that waited in the queue, and two attempts overlap. Before attempts were
+    # counted, the older one, failing after the newer had launched, ended the running run as *error*: its fio
+    # ran on, never collected.
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
+    run = _queued(disk, quick_profile(team, runtime_s=4))
+    real_put_file = ssh.Connection.put_file
+
+    def put_file(self, path, data, **kwargs):
+        monkeypatch.setattr(ssh.Connection, "put_file", real_put_file)
+        assert lifecycle.launch(run.pk) == Run.State.RUNNING  # the newer attempt, meanwhile
+        raise ssh.SSHError("channel", "the upload broke (injected by the test)")
+
+    monkeypatch.setattr(ssh.Connection, "put_file", put_file)
+    assert lifecycle.launch(run.pk) == Run.State.RUNNING
+    run, wrappers = _wait_final_counting_wrappers(run)
+    assert run.state == Run.State.SUCCEEDED, run.explanation
+    assert run.launch_attempt == 2 and len(wrappers) == 1
+
+
+def test_an_attempt_overtaken_before_its_launch_command_sends_none(fio_installed, sshd, tmp_path, monkeypatch):
+    # A newer attempt began while this one uploaded: the newer one sends the launch, this one nothing.
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
+    run = _queued(disk, quick_profile(team))
+    real_put_file = ssh.Connection.put_file
+
+    def put_file(self, path, data, **kwargs):
+        Run.objects.filter(pk=run.pk).update(launch_attempt=F("launch_attempt") + 1)
+        return real_put_file(self, path, data, **kwargs)
+
+    monkeypatch.setattr(ssh.Connection, "put_file", put_file)
+    assert lifecycle.launch(run.pk) == Run.State.LAUNCHING
+    run.refresh_from_db()
+    assert (run.state, run.remote_dir) == (Run.State.LAUNCHING, "")
+    assert list(Path(host.run_base_dir).glob("*/launched")) == [] and not wrappers_of(run)
 
 
 def test_a_host_unreachable_after_a_lost_launch_answer_keeps_the_run_until_its_watchdog_bound(

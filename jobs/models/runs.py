@@ -65,6 +65,10 @@ class Run(models.Model):
     cancel_requested = models.BooleanField(default=False)
     command = models.TextField(blank=True, help_text="The exact job file or argv sent to the target.")
     remote_dir = models.CharField(max_length=1024, blank=True)
+    launch_attempt = models.PositiveIntegerField(
+        default=0,
+        help_text="Counts the attempts at launching this run; only the latest may send the launch or end the run.",
+    )
     remote_pid = models.PositiveIntegerField(null=True, blank=True)
     exit_status = models.IntegerField(null=True, blank=True)
     raw_output = models.TextField(blank=True)

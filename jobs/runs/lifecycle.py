@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from audit import log as audit
@@ -76,21 +76,27 @@ def _note_identity(run: Run, verdict: safety.Verdict) -> None:
         identity.store_identity(disk, found, run.created_by, how=f"first use by run {run.pk}", first_use=True)
 
 
-def move(run: Run, from_states: tuple[str, ...], to_state: str, **fields: Any) -> bool:
+def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int | None = None, **fields: Any) -> bool:
+    """Move `run` from one of `from_states`; with `attempt`, only while that launch attempt is its latest."""
     now = timezone.now()
-    changed = Run.objects.filter(pk=run.pk, state__in=from_states).update(state=to_state, heartbeat_at=now, **fields)
+    runs = Run.objects.filter(pk=run.pk, state__in=from_states)
+    if attempt is not None:
+        runs = runs.filter(launch_attempt=attempt)
+    changed = runs.update(state=to_state, heartbeat_at=now, **fields)
     if changed:
         run.refresh_from_db()
     return bool(changed)
 
 
-def finish(run: Run, state: str, explanation: str, **fields: Any) -> bool:
+def finish(run: Run, state: str, explanation: str, *, attempt: int | None = None, **fields: Any) -> bool:
     """Move a run to a final state, and hand the disk (or exclusive host) it held to the runs waiting for it
     in the same transaction: a free disk does not wait for the beat tick, and no waiting run keeps naming a
     run that has ended."""
     active = (Run.State.PENDING, *Run.ACTIVE_STATES)
     with transaction.atomic():
-        finished = move(run, active, state, explanation=explanation, finished_at=timezone.now(), **fields)
+        finished = move(
+            run, active, state, attempt=attempt, explanation=explanation, finished_at=timezone.now(), **fields
+        )
         if finished:
             _claim_waiting(run)
     return finished
@@ -124,17 +130,14 @@ def launch(run_id: int) -> str:
     3. no answer: the run keeps waiting, with the last error in its explanation, until its host's own
        watchdog has certainly stopped it (planned start + watchdog + WATCHDOG_KILL_S) plus
        LOST_LAUNCH_MARGIN; then it is *lost*, and its files, if any, stay on the host.
+
+    Two attempts may overlap (the sweep re-sends a launch that waited in the queue longer than STALE_AFTER):
+    each counts itself in `launch_attempt`, and only the latest sends the launch command or ends the run, so an
+    older one that fails, or is refused, says nothing about a run the latest may have started.
     """
     run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
     # A stored run directory means an earlier attempt sent the launch command and never heard back.
     answer_lost = bool(run.remote_dir)
-    if run.state in (Run.State.QUEUED, Run.State.LAUNCHING) and not answer_lost:
-        # A scheduled run re-checks its schedule here: one paused since the claim starts nothing.
-        paused = queueing.paused_schedule(run)
-        if run.cancel_requested or paused:
-            why = queueing.paused_explanation(paused) if paused else "cancelled before it started"
-            finish(run, Run.State.CANCELLED, why)
-            return run.state
     # Scheduled runs are created by the beat tick without a snapshot (it keeps the tick short); they take the
     # disk's limits here, as they are when the run starts.
     snapshot = run.limits_snapshot
@@ -142,8 +145,19 @@ def launch(run_id: int) -> str:
         snapshot = run.disk.limits_snapshot(run.parameters.get("block_size_bytes"))
     launching = (Run.State.QUEUED, Run.State.LAUNCHING)
     doing = f"launch answer lost; re-attaching by UUID {run.uuid}: connecting" if answer_lost else "connecting"
-    if not move(run, launching, Run.State.LAUNCHING, explanation=doing, limits_snapshot=snapshot):
+    if not move(run, launching, Run.State.LAUNCHING, explanation=doing, limits_snapshot=snapshot,
+                launch_attempt=F("launch_attempt") + 1):  # fmt: skip
         return run.state
+    attempt = run.launch_attempt
+    # An attempt that overlapped this one may have sent the launch command since this one began.
+    answer_lost = answer_lost or bool(run.remote_dir)
+    if not answer_lost:
+        # A scheduled run re-checks its schedule here: one paused since the claim starts nothing.
+        paused = queueing.paused_schedule(run)
+        if run.cancel_requested or paused:
+            why = queueing.paused_explanation(paused) if paused else "cancelled before it started"
+            finish(run, Run.State.CANCELLED, why, attempt=attempt)
+            return _state_of(run)
     tool = runner.for_parameters(run.parameters)
     disk = run.disk
     try:
@@ -160,31 +174,33 @@ def launch(run_id: int) -> str:
             # never start twice.
             if not pre.launched:
                 if answer_lost and (ending := _never_launched_ending(run)):
-                    finish(run, *ending)
-                    _cleanup(conn, run)
-                    return run.state
+                    if finish(run, *ending, attempt=attempt):
+                        _cleanup(conn, run)
+                    return _state_of(run)
                 # The host definitely never started it: from here a failure is again one before the launch.
                 answer_lost = False
                 try:
-                    plan = _prepare(run, tool, pre)
-                except runner.ToolUnavailable:
-                    remote.cleanup(conn, run_dir, None, base=disk.host.run_base_dir, run_uuid=str(run.uuid))
-                    raise
+                    plan = _prepare(run, tool, pre, attempt)
+                except runner.ToolUnavailable as exc:
+                    finish(run, Run.State.ERROR, f"could not start: {exc}", attempt=attempt)
+                    plan = None
                 if plan is None:
-                    remote.cleanup(conn, run_dir, None, base=disk.host.run_base_dir, run_uuid=str(run.uuid))
-                    return run.state
+                    # Refused (or no tool) and ended by this attempt: nothing was launched, nor will be.
+                    if run.is_final:
+                        remote.cleanup(conn, run_dir, None, base=disk.host.run_base_dir, run_uuid=str(run.uuid))
+                    return _state_of(run)
                 remote.upload(conn, plan)
-                if not _sending_launch(run, run_dir):
+                if not _sending_launch(run, run_dir, attempt):
                     return run.state
                 # From here the host may start the run, whatever becomes of the answer.
                 answer_lost = True
                 remote.launch(conn, plan)
-    except (ssh.SSHError, remote.RemoteError, runner.ToolUnavailable) as exc:
+    except (ssh.SSHError, remote.RemoteError) as exc:
         connecting.note_ssh_refusal(disk.host, exc, run=run)
         if answer_lost:
-            return _launch_answer_lost(run, exc)
-        finish(run, Run.State.ERROR, f"could not start: {exc}")
-        return run.state
+            return _launch_answer_lost(run, exc, attempt)
+        finish(run, Run.State.ERROR, f"could not start: {exc}", attempt=attempt)
+        return _state_of(run)
     if move(
         run,
         (Run.State.LAUNCHING,),
@@ -206,11 +222,17 @@ def _planned_start(run: Run) -> datetime:
     return max(now, run.not_before or now)
 
 
-def _sending_launch(run: Run, run_dir: str) -> bool:
+def _state_of(run: Run) -> str:
+    """The run's state as stored: another attempt may have moved it on since this one last looked."""
+    run.refresh_from_db(fields=["state", "explanation", "launch_attempt"])
+    return run.state
+
+
+def _sending_launch(run: Run, run_dir: str, attempt: int) -> bool:
     """Record the run directory (and the planned start) before the launch command goes out, so that a lost
-    answer can be re-attached; False when the run moved on meanwhile (a duplicate attempt ended it), and
-    then nothing is started."""
-    changed = Run.objects.filter(pk=run.pk, state=Run.State.LAUNCHING).update(
+    answer can be re-attached; False when the run moved on meanwhile (a duplicate attempt ended it, or a
+    later one began: that one sends the launch), and then nothing is started."""
+    changed = Run.objects.filter(pk=run.pk, state=Run.State.LAUNCHING, launch_attempt=attempt).update(
         remote_dir=run_dir, started_at=run.started_at or _planned_start(run), heartbeat_at=timezone.now()
     )
     run.refresh_from_db()
@@ -230,21 +252,21 @@ def _never_launched_ending(run: Run) -> tuple[str, str] | None:
     return None
 
 
-def _launch_answer_lost(run: Run, exc: Exception) -> str:
+def _launch_answer_lost(run: Run, exc: Exception, attempt: int) -> str:
     """The launch command went out and no answer came back: keep the run and its disk, and ask again later."""
     run.refresh_from_db()
-    if run.state != Run.State.LAUNCHING:
-        return run.state  # a duplicate attempt (the sweep's) re-attached it meanwhile
+    if run.state != Run.State.LAUNCHING or run.launch_attempt != attempt:
+        return run.state  # a duplicate attempt (the sweep's) re-attached it meanwhile, or is at it
     now = timezone.now()
     give_up = _lost_launch_deadline(run)
     if now > give_up:
-        finish(run, Run.State.LOST, (
+        finish(run, Run.State.LOST, attempt=attempt, explanation=(
             f"lost: the launch answer never came back and the host has not answered since; if the benchmark "
             f"ran, the host's watchdog stopped it by {give_up:%Y-%m-%d %H:%M:%S} UTC, and its files stay in "
             f"{run.remote_dir} on the host (remove them when it is back). Last error: {exc}"
         ))  # fmt: skip
         return run.state
-    Run.objects.filter(pk=run.pk, state=Run.State.LAUNCHING).update(
+    Run.objects.filter(pk=run.pk, state=Run.State.LAUNCHING, launch_attempt=attempt).update(
         explanation=(
             f"launch answer lost; re-attaching by UUID {run.uuid} (the disk stays reserved until the host says "
             f"whether it started; gives up at {give_up:%Y-%m-%d %H:%M:%S} UTC). Last error: {exc}"
@@ -262,8 +284,9 @@ def _lost_launch_deadline(run: Run) -> datetime:
     return started + timedelta(seconds=watchdog) + LOST_LAUNCH_MARGIN
 
 
-def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight) -> remote.Plan | None:
-    """Judge the preflight (tool, safety, space), then the plan; None when the run was refused."""
+def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -> remote.Plan | None:
+    """Judge the preflight (tool, safety, space), then the plan; None when the run was refused (and ended, if
+    this attempt is still its latest)."""
     disk, params = run.disk, run.parameters
     version = tool.check_result(pre.tool_output, pre.tool_status, disk.host)
     verdict = safety.judge(
@@ -276,7 +299,7 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight) -> remote.Plan 
     )
     _note_identity(run, verdict)
     if not verdict.ok:
-        finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons))
+        finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons), attempt=attempt)
         return None
     argv, files, command_text = tool.build(params, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
     plan = remote.Plan(
