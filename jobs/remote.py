@@ -507,7 +507,12 @@ def read_output(conn: Connection, path: str, offset: int, *, max_bytes: int = TA
 def look(conn: Connection, run_dir: str, pid: int | None) -> str:
     """Is the run's wrapper still there? running, starting (launched, no pid yet), finished (`status` exists),
     dead (its pid is gone and there is no status), vanished (no run directory), unlaunched, or unknown (the
-    host has no Linux-style /proc to ask: the caller asks by a command instead, `poll`)."""
+    host has no Linux-style /proc to ask: the caller asks by a command instead, `poll`). A running run, the
+    common answer, takes one read of its wrapper's /proc entry; the run's files are looked at only when that
+    is not its wrapper."""
+    cmdline = None if pid is None else conn.read_from(f"/proc/{pid}/cmdline", 0, max_bytes=4096)
+    if cmdline is not None and b"run.sh" in cmdline.split(b"\0"):
+        return "running"
     if conn.size_of(f"{run_dir}/status") is not None:
         return "finished"
     if conn.size_of(run_dir) is None:
@@ -516,11 +521,8 @@ def look(conn: Connection, run_dir: str, pid: int | None) -> str:
         return "unlaunched"
     if pid is None:
         return "starting"
-    cmdline = conn.read_from(f"/proc/{pid}/cmdline", 0, max_bytes=4096)
     if cmdline is None and conn.size_of("/proc/self/cmdline") is None:
         return "unknown"
-    if cmdline is not None and b"run.sh" in cmdline.split(b"\0"):
-        return "running"
     # The wrapper writes `status` as its last act: one that ended between the two looks finished.
     return "finished" if conn.size_of(f"{run_dir}/status") is not None else "dead"
 

@@ -113,7 +113,11 @@ def test_a_look_tells_each_state_without_a_command(sshd: TestSshd, tmp_path: Pat
         (running / "run.sh").write_text("sleep 30\n")
         wrapper = subprocess.Popen(["sh", "run.sh"], cwd=running)
         try:
+            stats: list[str] = []
+            stat = conn.size_of
+            conn.size_of = lambda path: stats.append(path) or stat(path)  # type: ignore[method-assign]
             assert remote.look(conn, str(running), wrapper.pid) == "running"
+            assert stats == []  # a running wrapper is one read of its /proc entry, not of the run's files
             # A pid that is now another program's is not the wrapper.
             assert remote.look(conn, str(running), 1) == "dead"
         finally:
