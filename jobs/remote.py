@@ -288,6 +288,19 @@ def launch(conn: Connection, plan: Plan) -> bool:
     return answer == "started"
 
 
+def claim_launch(conn: Connection, run_dir: str) -> bool:
+    """Take this run's launch without starting it (the same atomic `mkdir launched` as `launch`), so that nothing
+    starts it from now on; False when a launch took it first (the run may be running). A run directory that is
+    gone cannot be launched either (`launch` starts in it): True."""
+    d = q(run_dir)
+    result = conn.run(f"cd {d} 2>/dev/null || {{ echo gone; exit 0; }}; "
+                      "if mkdir launched 2>/dev/null; then echo claimed; else echo taken; fi", timeout=30)  # fmt: skip
+    answer = result.stdout.decode().strip()
+    if answer not in {"claimed", "taken", "gone"}:
+        raise RemoteError(f"the host answered {answer!r} to taking the launch (stderr: {result.stderr.decode()[:300]})")
+    return answer != "taken"
+
+
 def poll(conn: Connection, run_dir: str, tail_file: str, *, wait_s: float = 0) -> PollResult:
     """Read the run's state. With wait_s, first wait on the host (up to that long) for it to finish:
     near a run's expected end this notices the finish within 0.1 s instead of a poll interval later."""

@@ -11,6 +11,7 @@ real session instead (root only).
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -21,7 +22,7 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from jobs import messages, runners, ssh
+from jobs import messages, remote, runners, ssh
 from jobs.models import Disk, Run
 from jobs.runs import lifecycle, queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wrappers_of
@@ -187,6 +188,55 @@ def test_an_attempt_overtaken_before_its_launch_command_sends_none(fio_installed
     run.refresh_from_db()
     assert (run.state, run.remote_dir) == (Run.State.LAUNCHING, "")
     assert list(Path(host.run_base_dir).glob("*/launched")) == [] and not wrappers_of(run)
+
+
+def test_a_cancelled_run_whose_lost_launch_never_ran_ends_with_its_launch_taken_and_its_files_gone(
+    fio_installed, sshd, tmp_path, monkeypatch
+):
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
+    run = _queued(disk, quick_profile(team))
+    _freeze_after_the_launch_command(monkeypatch, runs_on_host=False)
+    assert lifecycle.launch(run.pk) == Run.State.LAUNCHING
+    monkeypatch.undo()
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    assert lifecycle.launch(run.pk) == Run.State.CANCELLED
+    run.refresh_from_db()
+    assert run.explanation == "cancelled before it started (the host never started it)"
+    assert not Path(run.remote_dir).exists() and not wrappers_of(run)
+
+
+def test_a_cancelled_run_whose_older_launch_lands_after_the_preflight_is_stopped_not_left_running(
+    fio_installed, sshd, worker, tmp_path, monkeypatch
+):
+    # An attempt sent the launch command and lost its answer; the run was cancelled; the next attempt's
+    # preflight found no launch, and the older command landed just after it. Before the launch was taken
+    # first, that attempt ended the run "cancelled before it started" and removed its directory while its
+    # wrapper ran fio.
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
+    run = _queued(disk, quick_profile(team, runtime_s=4))
+    _freeze_after_the_launch_command(monkeypatch, runs_on_host=False)
+    assert lifecycle.launch(run.pk) == Run.State.LAUNCHING
+    monkeypatch.undo()
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    real_preflight = remote.preflight
+
+    def preflight(conn, *args, **kwargs):
+        answer = real_preflight(conn, *args, **kwargs)
+        assert not answer.launched
+        landed = real_run(conn, f"cd {shlex.quote(answer.run_dir)} && {LAUNCH_COMMAND} && "
+                                "(setsid sh run.sh </dev/null >wrapper.log 2>&1 &)", timeout=30)  # fmt: skip
+        assert landed.exit_status == 0
+        return answer
+
+    monkeypatch.setattr(remote, "preflight", preflight)
+    assert lifecycle.launch(run.pk) == Run.State.RUNNING  # re-attached, and its stop sent
+    monkeypatch.undo()
+    run, wrappers = _wait_final_counting_wrappers(run)
+    assert (run.state, run.explanation) == (Run.State.CANCELLED, "cancelled: the benchmark was stopped on the host")
+    assert len(wrappers) == 1 and not wrappers_of(run)
+    assert _gone(run.remote_dir)
 
 
 def test_a_host_unreachable_after_a_lost_launch_answer_keeps_the_run_until_its_watchdog_bound(

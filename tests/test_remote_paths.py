@@ -528,3 +528,13 @@ def test_two_preflights_of_one_run_at_once_each_read_their_own_tool_check(conn, 
         answers = [slow.result(timeout=60), quick.result(timeout=60)]
     assert [(a.tool_status, a.tool_output) for a in answers] == [(0, "fio-slow\n"), (0, "fio-quick\n")]
     assert list(Path(answers[0].run_dir).iterdir()) == []  # each removed its own output
+
+
+def test_taking_a_launch_leaves_nothing_to_start_and_tells_a_launch_that_came_first(conn, tmp_path) -> None:
+    run_dir = tmp_path / "runs" / str(uuid.uuid4())
+    run_dir.mkdir(parents=True)
+    assert remote.claim_launch(conn, str(run_dir)) is True
+    assert (run_dir / "launched").is_dir()
+    assert remote.claim_launch(conn, str(run_dir)) is False  # taken: as a launch that came first
+    assert remote.claim_launch(conn, str(tmp_path / "gone")) is True  # no directory, nothing can start there
+    assert not (tmp_path / "gone").exists()

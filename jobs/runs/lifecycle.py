@@ -172,11 +172,16 @@ def launch(run_id: int) -> str:
             run_dir = pre.run_dir
             # Already launched: a worker died after launching, or the launch's answer was lost. Re-attach;
             # never start twice.
-            if not pre.launched:
-                if answer_lost and (ending := _never_launched_ending(run)):
-                    if finish(run, *ending, attempt=attempt):
-                        _cleanup(conn, run)
+            launched = pre.launched
+            if not launched and answer_lost and (ending := _never_launched_ending(run)):
+                # An overlapping attempt's launch command may land after this preflight: take the launch first,
+                # so that the run ends with nothing started and nothing able to start.
+                if remote.claim_launch(conn, run_dir):
+                    finish(run, *ending)
+                    _cleanup(conn, run)
                     return _state_of(run)
+                launched = True  # it landed: re-attach (a cancelled run is then stopped on the host)
+            if not launched:
                 # The host definitely never started it: from here a failure is again one before the launch.
                 answer_lost = False
                 try:
