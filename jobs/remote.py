@@ -277,28 +277,27 @@ def launch(conn: Connection, plan: Plan) -> bool:
     """Start the uploaded run (see upload) detached; False when this UUID was already launched: the atomic
     mkdir makes a second launch a no-op, never a second benchmark. From the moment this command is sent the
     host may have started the run, whatever happens to its answer: the caller records that first."""
-    result = conn.run(
-        f"cd {q(plan.run_dir)} && if mkdir launched 2>/dev/null; then "
-        f"setsid sh run.sh </dev/null >wrapper.log 2>&1 & echo started; else echo already; fi",
-        timeout=30,
-    )
-    answer = result.stdout.decode().strip()
-    if answer not in {"started", "already"}:
-        raise RemoteError(f"launch on the host answered {answer!r} (stderr: {result.stderr.decode()[:300]})")
-    return answer == "started"
+    command = (f"cd {q(plan.run_dir)} && if mkdir launched 2>/dev/null; then "
+               "setsid sh run.sh </dev/null >wrapper.log 2>&1 & echo started; else echo already; fi")  # fmt: skip
+    return _one_word(conn, command, {"started", "already"}, doing="launch") == "started"
 
 
 def claim_launch(conn: Connection, run_dir: str) -> bool:
     """Take this run's launch without starting it (the same atomic `mkdir launched` as `launch`), so that nothing
     starts it from now on; False when a launch took it first (the run may be running). A run directory that is
     gone cannot be launched either (`launch` starts in it): True."""
-    d = q(run_dir)
-    result = conn.run(f"cd {d} 2>/dev/null || {{ echo gone; exit 0; }}; "
-                      "if mkdir launched 2>/dev/null; then echo claimed; else echo taken; fi", timeout=30)  # fmt: skip
+    command = (f"cd {q(run_dir)} 2>/dev/null || {{ echo gone; exit 0; }}; "
+               "if mkdir launched 2>/dev/null; then echo claimed; else echo taken; fi")  # fmt: skip
+    return _one_word(conn, command, {"claimed", "taken", "gone"}, doing="taking the launch") != "taken"
+
+
+def _one_word(conn: Connection, command: str, words: set[str], *, doing: str) -> str:
+    """The one word of `words` the command answers; anything else is the host's error, shown."""
+    result = conn.run(command, timeout=30)
     answer = result.stdout.decode().strip()
-    if answer not in {"claimed", "taken", "gone"}:
-        raise RemoteError(f"the host answered {answer!r} to taking the launch (stderr: {result.stderr.decode()[:300]})")
-    return answer != "taken"
+    if answer not in words:
+        raise RemoteError(f"{doing} on the host answered {answer!r} (stderr: {result.stderr.decode()[:300]})")
+    return answer
 
 
 def poll(conn: Connection, run_dir: str, tail_file: str, *, wait_s: float = 0) -> PollResult:
