@@ -58,6 +58,9 @@ class Disk(models.Model):
     identity = models.JSONField(default=dict, blank=True, editable=False)
     identity_recorded_at = models.DateTimeField(null=True, blank=True, editable=False)
     identity_note = models.CharField(max_length=500, blank=True, editable=False)
+    # When and how the target was last filled, so that runs on never-written blocks are told apart: {"at": ISO
+    # time, "how": words, "source": "run" | "user", "run": run id}. Empty: nothing known.
+    precondition = models.JSONField(default=dict, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

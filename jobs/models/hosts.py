@@ -86,6 +86,13 @@ class Host(models.Model):
         max_length=1024, blank=True, help_text="Path of ndisk64 on the host when it is not on the PATH."
     )
     enabled = models.BooleanField(default=True)
+    tunable = models.BooleanField(
+        default=False,
+        help_text="benchweb may set block-queue tunables (rq_affinity=2) on this host when a profile asks for it.",
+    )
+    cloud_metadata = models.BooleanField(
+        default=False, help_text="The environment probe may ask the cloud's metadata service (off: never contacted)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # The one chain of observation steps that looks after this host's running runs (jobs/runs/observing.py):
     # its token, and when it last stepped. A step whose token is no longer this one ends; a chain that stopped

@@ -54,6 +54,37 @@ class Profile(models.Model):
     ramp_time_s = models.PositiveIntegerField(default=0)
     ioengine = models.CharField(max_length=20, default="libaio")
     extra_options = models.JSONField(default=dict, blank=True, help_text="Further allow-listed fio options.")
+    # Steady-state detection (fio's ss, ss_dur, ss_ramp); an empty metric leaves it to benchweb's own check of
+    # the per-second samples (jobs/analysis/steady.py).
+    ss_metric = models.CharField(
+        max_length=12,
+        blank=True,
+        default="",
+        choices=[
+            ("iops", "IOPS within a band (iops)"),
+            ("iops_slope", "IOPS slope (iops_slope)"),
+            ("bw", "bandwidth within a band (bw)"),
+            ("bw_slope", "bandwidth slope (bw_slope)"),
+        ],
+        help_text="fio ss: stop once this criterion holds over the window; empty: fio does not look.",
+    )
+    ss_limit = models.CharField(max_length=16, blank=True, default="", help_text="fio ss limit, e.g. 20% or 0.3%.")
+    ss_dur_s = models.PositiveIntegerField(null=True, blank=True, help_text="fio ss_dur: the window, in seconds.")
+    ss_ramp_s = models.PositiveIntegerField(null=True, blank=True, help_text="fio ss_ramp: seconds before it looks.")
+    # Preconditioning: a fill of the target before the measured job, under the same safety rules as any write.
+    precondition = models.CharField(
+        max_length=12,
+        blank=True,
+        default="",
+        choices=[("fill", "sequential write of the whole target (or test file) first")],
+    )
+    precondition_passes = models.PositiveSmallIntegerField(
+        default=2, validators=[MinValueValidator(1), MaxValueValidator(4)], help_text="How many times to fill."
+    )
+    # The ESSD PL3 recipe: fio jobs pinned to the CPUs of the device's blk-mq queues (cpus_allowed, split).
+    pin_queue_cpus = models.BooleanField(
+        default=False, help_text="Pin fio jobs to the CPUs serving the device's blk-mq queues (block devices)."
+    )
     # ndisk64 only.
     pattern = models.CharField(max_length=10, choices=Pattern.choices, default=Pattern.RANDOM)
 

@@ -40,6 +40,7 @@ class RunResult(models.Model):
     write_p99_9_us = models.FloatField(null=True, blank=True)
     limit_iops = models.FloatField(null=True, blank=True, help_text="The run's baseline IOPS at its block size.")
     burst_iops = models.FloatField(null=True, blank=True)
+    steady = models.BooleanField(null=True, blank=True, help_text="Steady state: yes, no, or not checked (empty).")
 
     # The columns `timeseries.day_extremes` reads, in its order.
     DAY_COLUMNS = ("run_id", "finished_ms", *timeseries.SERIES.values(), "limit_iops")

@@ -89,6 +89,10 @@ class Run(models.Model):
         null=True, blank=True, help_text="The disk's limits when the run was made (scheduled runs: when it launched)."
     )
     destructive = models.BooleanField(default=False)
+    # Steady state: {"state": "steady" | "not_steady" | "not_checked", "by": "fio" | "benchweb", ...details}.
+    steady_state = models.JSONField(null=True, blank=True, editable=False)
+    # What the read-only environment probe found before the launch (kernel, fio, CPUs, device queue, mount).
+    environment = models.JSONField(null=True, blank=True, editable=False)
     # Things a person should know that did not stop the run, e.g. a directory disk now on another filesystem.
     warnings = models.JSONField(default=list, blank=True, editable=False)
 
