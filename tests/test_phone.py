@@ -192,3 +192,19 @@ def test_the_main_pages_still_fit_a_desktop_screen(site, page, live_server, scre
     nav = page.get_by_role("navigation", name="Main")
     assert all(nav.get_by_role("link", name=label, exact=True).is_visible() for label in NAV)
     assert page.js_errors == []
+
+
+def test_the_latency_table_shows_every_percentile_on_a_phone_without_scrolling(site, phone_page, live_server):
+    """Each direction's row folds into labelled cells on a phone: p99.9 and max are on the screen, not behind a
+    sideways scroll."""
+    page = phone_page
+    _log_in(page, live_server)
+    page.goto(live_server.url + site["run"])
+    _settle(page)
+    table = page.locator("table.latency-table")
+    for label in ("p99.9", "max"):
+        cell = table.locator(f'td[data-label="{label}"]').first
+        box = cell.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (label, box)
+    assert table.evaluate("t => t.scrollWidth <= t.parentElement.clientWidth")
+    assert page.js_errors == []
