@@ -272,3 +272,84 @@ def test_a_run_stored_before_stamps_has_an_empty_flag_and_reads_as_not_checked(d
                              summary={"tool": "fio", "total": {"iops": 10.0, "bw_bytes_per_s": 40960.0}})  # fmt: skip
     assert run.steady_state is None and RunResult.of(run).steady is None
     assert steady.describe(run.steady_state).startswith("Not checked")
+
+
+# ----------------------------------------------------------------------------------------- pages, API, charts
+
+
+def _stamped_runs(disk, states: list[str | None]) -> list[Run]:
+    """Succeeded runs a minute apart, the last finished now, stamped with the given states (None: never)."""
+    from datetime import timedelta
+
+    from tests.factories import RunFactory
+
+    now = timezone.now()
+    runs = []
+    for i, state in enumerate(states):
+        stamp = None if state is None else {"state": state, "by": "benchweb", "why": "constructed"}
+        finished = now - timedelta(minutes=len(states) - i)
+        runs.append(RunFactory(disk=disk, succeeded=True, finished_at=finished, steady_state=stamp, recorded=True,
+                               profile_name="4k randread"))  # fmt: skip
+    return runs
+
+
+def test_the_disk_series_flags_each_point_and_can_leave_unsteady_runs_out(owner_client, disk):
+    runs = _stamped_runs(disk, ["steady", "not_steady", "not_checked", None, "steady"])
+    every = owner_client.get(f"/disks/{disk.pk}/series.json?range=all").json()
+    total = every["series"][0]["iops"]["total"]
+    assert total["run"] == [run.pk for run in runs]
+    assert total["steady"] == [True, False, None, None, True] and every["steady"] == "all"
+    only = owner_client.get(f"/disks/{disk.pk}/series.json?range=all&steady=only").json()
+    assert only["steady"] == "only" and only["runs"] == 2
+    assert only["series"][0]["iops"]["total"]["run"] == [runs[0].pk, runs[4].pk]
+    assert only["series"][0]["latency_us"]["read"]["p99"]["steady"] == [True, True]
+    bad = owner_client.get(f"/disks/{disk.pk}/series.json?steady=yes")
+    assert bad.status_code == 400 and "'steady' must be 'only'" in bad.json()["error"]
+
+
+def test_series_drawn_from_days_carry_the_same_flags(owner_client, disk, monkeypatch):
+    from jobs.results import series as chart_series
+
+    runs = _stamped_runs(disk, ["steady", "not_steady", "not_checked"])
+    flags = {run.pk: steady.steady_flag(run.steady_state) for run in runs}
+    url = f"/disks/{disk.pk}/series.json?range=all"
+    monkeypatch.setattr(chart_series, "DAY_BUCKETS_ABOVE", 1)
+    monkeypatch.setattr(chart_series, "DAYS_ALWAYS_ABOVE", 1)
+    total = owner_client.get(url).json()["series"][0]["iops"]["total"]
+    assert len(total["run"]) >= 2  # one day: its lowest and highest run, and the range's first and last
+    assert total["steady"] == [flags[run] for run in total["run"]]
+    # Steady-only never reads the day rollups, which count every run.
+    only = owner_client.get(url + "&steady=only").json()
+    assert only["series"][0]["iops"]["total"]["steady"] == [True]
+
+
+def test_the_disk_api_series_takes_the_steady_filter(owner, team, disk):
+    _stamped_runs(disk, ["not_steady", "steady"])
+    _, secret = ApiToken.issue(owner, team, "tests")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    answer = api.get(f"/api/v1/disks/{disk.pk}/series/?range=all&steady=only").json()
+    assert answer["runs"] == 1 and answer["series"][0]["iops"]["total"]["steady"] == [True]
+
+
+def test_the_run_page_and_api_say_whether_the_run_was_steady(owner, team, owner_client, disk):
+    fio_run, old_run = _stamped_runs(disk, ["steady", None])
+    fio_run.steady_state = steady.from_fio(
+        fio.parse_fio_json((FIXTURES / "fio-3.33-ss-attained.json").read_text()).steadystate or []
+    )
+    fio_run.save()
+    page = owner_client.get(f"/runs/{fio_run.pk}/").content.decode()
+    assert "Steady state: reached after 8 s (fio, iops_slope 0.3 % over 5 s)." in page
+    old_page = owner_client.get(f"/runs/{old_run.pk}/").content.decode()
+    assert 'id="run-steady"' in old_page and "Not checked: this run was stored before" in old_page
+    _, secret = ApiToken.issue(owner, team, "tests")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    detail = api.get(f"/api/v1/runs/{fio_run.pk}/").json()
+    assert detail["steady_state"]["state"] == "steady" and detail["steady_state"]["at_s"] == 8
+    assert api.get(f"/api/v1/runs/{old_run.pk}/").json()["steady_state"] is None
+
+
+def test_a_failed_run_page_says_nothing_about_steady_state(owner_client, disk):
+    from tests.factories import RunFactory
+
+    run = RunFactory(disk=disk, failed=True)
+    assert 'id="run-steady"' not in owner_client.get(f"/runs/{run.pk}/").content.decode()
