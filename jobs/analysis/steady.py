@@ -144,7 +144,8 @@ def describe(stamp: Mapping[str, Any] | None) -> str:
     if by == "fio":
         criterion = f"{stamp['metric']} {_percent(stamp['limit'])} over {stamp['window_s']} s"
         if state == STEADY:
-            return f"Steady state: reached after {stamp['at_s']} s (fio, {criterion})."
+            when = f" after {stamp['at_s']} s" if stamp.get("at_s") is not None else ""
+            return f"Steady state: reached{when} (fio, {criterion})."
         return f"Not steady: {stamp['why']} (fio, {criterion})."
     if state == STEADY:
         return (

@@ -113,7 +113,6 @@ class ProfileForm(forms.ModelForm):
             # The steady-state fields are fio's and hidden for ndisk64: what they still hold is not the user's intent.
             for name in SS_FIELDS:
                 cleaned[name] = "" if name in ("ss_metric", "ss_limit") else None
-                setattr(self.instance, name, cleaned[name])
                 self.errors.pop(name, None)
         return cleaned
 
