@@ -111,6 +111,17 @@ def test_an_absolute_limit_is_kept_as_fio_printed_it():
     assert "iops 5 over 4 s" in steady.describe(steady.from_fio([record]))
 
 
+def test_several_entries_are_steady_only_when_every_one_attained():
+    parsed = fio.parse_fio_json((FIXTURES / "fio-3.33-ss-attained.json").read_text())
+    (held,) = parsed.steadystate or []
+    later = held | {"elapsed_s": 11}
+    assert steady.from_fio([held, later])["at_s"] == 11
+    missed = held | {"attained": False, "criterion": "4.000000%"}
+    both = steady.from_fio([held, missed])
+    assert both["state"] == "not_steady" and "4.000000%" in both["why"]
+    assert steady.describe(steady.from_fio([held | {"elapsed_s": None}])).startswith("Steady state: reached (fio,")
+
+
 def test_output_without_ss_has_no_fio_verdict_and_is_judged_by_benchweb():
     parsed = fio.parse_fio_json((FIXTURES / "fio-3.33-randrw-status-interval.json").read_text())
     assert parsed.steadystate is None
