@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.analysis import steady
 from jobs.remote import LOCK_BUSY_STATUS, WATCHDOG_STATUS
 from jobs.tools import bounds, fio, ndisk
 from jobs.tools.options import ToolOptionError
@@ -38,6 +39,8 @@ class Outcome:
     summary: dict[str, Any] | None
     raw_output: str
     raw_stderr: str
+    # A succeeded run's steady-state stamp (jobs/analysis/steady.py).
+    steady_state: dict[str, Any] | None = None
 
 
 def writes(params: dict[str, Any]) -> bool:
@@ -150,7 +153,8 @@ class FioRunner:
             return Outcome("failed", f"fio reported an error: {errors}", summary, raw, raw_stderr)
         if exit_status not in (0, None):
             return Outcome("failed", f"fio exited with status {exit_status}", summary, raw, raw_stderr)
-        return Outcome("succeeded", "", summary, raw, raw_stderr)
+        stamp = steady.stamp(parsed.steadystate, summary["samples"], time_based=params.get("time_based", True))
+        return Outcome("succeeded", "", summary, raw, raw_stderr, stamp)
 
 
 class NdiskRunner:
@@ -195,7 +199,7 @@ class NdiskRunner:
             # nstress tools exit 1 even on success, so the parsed report, not the status, decides.
             return Outcome("failed", f"ndisk64 printed no result (exit status {exit_status}): {exc}", None, raw,
                            stderr)  # fmt: skip
-        return Outcome("succeeded", "", parsed.summary, raw, stderr)
+        return Outcome("succeeded", "", parsed.summary, raw, stderr, steady.judge(parsed.summary["samples"]))
 
 
 def _parse(parse: Callable[[str], ParseResult], raw: str) -> ParseResult:

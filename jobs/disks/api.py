@@ -148,6 +148,13 @@ SERIES_PARAMETERS = [
     OpenApiParameter("to", ISO_MOMENT, description="Only with range=custom: an ISO date or date-time."),
     OpenApiParameter("profile", str, description="A profile id or name."),
     OpenApiParameter(
+        "steady",
+        str,
+        enum=["only", "all"],
+        description="only: leave out runs not in steady state and runs not checked (each point's steady flag says "
+        "which it is: true, false or null). Default: all.",
+    ),
+    OpenApiParameter(
         "points",
         {"type": "integer", "minimum": 10, "maximum": timeseries.MAX_POINTS},
         description="Most points per series (downsampled on the server).",

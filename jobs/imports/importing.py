@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs import figures
+from jobs.analysis import steady
 from jobs.models import Disk, Profile, Run, RunResult, RunSample
 from jobs.runs import lifecycle, queueing
 from jobs.tools import detect
@@ -210,6 +211,7 @@ def _store(disk: Disk, text: str, parsed: ParseResult, *, name: str, finished: d
         import_fingerprint=fingerprint(text, parsed.label),
         summary=lifecycle.stored_summary(summary),
         limits_snapshot=disk.limits_snapshot(summary.get("block_size_bytes")),
+        steady_state=None if errors else steady.stamp(parsed.steadystate, summary.get("samples", [])),
     )
     RunSample.store(run, summary.get("samples", []))
     RunResult.record(run)

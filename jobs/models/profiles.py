@@ -118,8 +118,27 @@ class Profile(models.Model):
             errors["extra_options"] = "ndisk64 takes no extra options; leave this empty."
         if self.tool == self.Tool.FIO and self.ioengine not in options.IOENGINES:
             errors["ioengine"] = f"Choose one of {', '.join(sorted(options.IOENGINES))}."
+        errors |= self._steady_state_errors()
         if errors:
             raise ValidationError(errors)
+
+    def _steady_state_errors(self) -> dict[str, str]:
+        from jobs.tools import options
+
+        if self.tool == self.Tool.NDISK64:
+            if self.ss_metric or self.ss_limit or self.ss_dur_s is not None or self.ss_ramp_s is not None:
+                return {"ss_metric": "ndisk64 has no steady-state detection (fio's ss); leave the ss fields empty: "
+                        "benchweb judges the run's per-second samples itself where it has them."}  # fmt: skip
+            return {}
+        return options.ss_problems(self.ss_metric, self.ss_limit, self.ss_dur_s, self.ss_ramp_s, self.runtime_s)
+
+    def steady_state_parameters(self) -> dict[str, Any]:
+        """fio's ss settings as a run snapshots them; none when the profile does not ask fio to look, so the
+        parameters of runs made before these fields existed read the same."""
+        if not self.ss_metric:
+            return {}
+        return {"ss_metric": self.ss_metric, "ss_limit": self.ss_limit, "ss_dur_s": self.ss_dur_s,
+                "ss_ramp_s": self.ss_ramp_s}  # fmt: skip
 
     def parameters(self) -> dict[str, Any]:
         """The typed parameters, as snapshotted on every run."""
@@ -134,7 +153,7 @@ class Profile(models.Model):
         }
         if self.tool == self.Tool.NDISK64:
             return common | {"pattern": self.pattern}
-        return common | {
+        fio = {
             "rw": self.rw,
             "iodepth": self.iodepth,
             "time_based": self.time_based,
@@ -142,3 +161,4 @@ class Profile(models.Model):
             "ioengine": self.ioengine,
             "extra_options": self.extra_options,
         }
+        return common | fio | self.steady_state_parameters()

@@ -8,6 +8,7 @@ from typing import Self
 from django.db import models, transaction
 
 from jobs import timeseries
+from jobs.analysis import steady
 from jobs.models.disks import Disk
 from jobs.models.profiles import Profile
 from jobs.models.runs import Run
@@ -80,6 +81,7 @@ class RunResult(models.Model):
             profile_name=run.profile_name,
             finished_at=run.finished_at,
             finished_ms=timeseries.epoch_ms(run.finished_at),
+            steady=steady.steady_flag(run.steady_state),
             **numbers,
         )
 

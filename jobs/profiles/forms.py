@@ -14,6 +14,13 @@ from jobs.models import Profile, Team
 from jobs.models.names import name_taken
 from jobs.tools import options
 
+# What the form offers when a steady-state criterion is picked (the help texts say why), per kind of metric.
+SS_SUGGESTED = {
+    "slope": {"ss_limit": "0.3%", "ss_dur_s": 30, "ss_ramp_s": 10},
+    "band": {"ss_limit": "10%", "ss_dur_s": 30, "ss_ramp_s": 10},
+}
+SS_FIELDS = ("ss_metric", "ss_limit", "ss_dur_s", "ss_ramp_s")
+
 
 class ProfileForm(forms.ModelForm):
     block_size_bytes = SizeField(label="Block size", help_text="Bytes, or with k, M, G (1024-based): 4k, 64k, 1M.")
@@ -50,6 +57,7 @@ class ProfileForm(forms.ModelForm):
             "size_bytes",
             "ioengine",
             "extra_options",
+            *SS_FIELDS,
         ]
         labels = {
             "rw": "Access pattern (fio rw)",
@@ -61,12 +69,34 @@ class ProfileForm(forms.ModelForm):
             "ramp_time_s": "Ramp time (seconds)",
             "time_based": "Time based: run for the whole runtime",
             "direct": "Direct I/O (bypass the page cache)",
+            "ss_metric": "Steady-state criterion (fio ss)",
+            "ss_limit": "Limit",
+            "ss_dur_s": "Window (seconds, ss_dur)",
+            "ss_ramp_s": "Wait before looking (seconds, ss_ramp)",
         }
         help_texts = {
             "read_percent": "For mixed fio patterns (rwmixread) and for ndisk64 -r.",
             "direct": "Without it the page cache can inflate results thirty times.",
+            "ss_metric": "fio stops the job once this holds over the window, and the run is stamped steady (or not "
+            "steady when the runtime ends first). iops_slope is the usual pick: the least-squares IOPS line, whose "
+            "slope must stay under the limit. Empty: fio does not look, and benchweb judges the per-second samples "
+            "itself (SNIA PTS rule).",
+            "ss_limit": "A share of the window's mean (0.3%) or a value in the metric's unit. Suggested 0.3% for a "
+            "slope: over a 30 s window the fitted line then moves at most 9 %, inside SNIA PTS's 10 % slope "
+            "excursion; 10% for a band (every second within 10 % of the mean, SNIA's 20 % range).",
+            "ss_dur_s": "Suggested 30: long enough to even out per-second jitter, short enough to fit a 60 s run. "
+            "The ss ramp plus the window must end before the runtime.",
+            "ss_ramp_s": "Suggested 10: the first seconds (caches warming, queues filling) are not looked at.",
         }
-        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "ss_limit": forms.TextInput(attrs={"placeholder": "0.3%", "spellcheck": "false"}),
+            "ss_dur_s": forms.NumberInput(attrs={"placeholder": "30"}),
+            "ss_ramp_s": forms.NumberInput(attrs={"placeholder": "10"}),
+        }
+
+    # The suggestions the page's script fills in when a criterion is picked and its settings are empty.
+    ss_suggested_json = json.dumps(SS_SUGGESTED)
 
     def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -75,6 +105,16 @@ class ProfileForm(forms.ModelForm):
         if not self.is_bound:
             extras = self.instance.extra_options or {}
             self.initial["extra_options"] = "\n".join(f"{name}={value}" for name, value in extras.items())
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
+        if cleaned.get("tool") == Profile.Tool.NDISK64:
+            # The steady-state fields are fio's and hidden for ndisk64: what they still hold is not the user's intent.
+            for name in SS_FIELDS:
+                cleaned[name] = "" if name in ("ss_metric", "ss_limit") else None
+                self.errors.pop(name, None)
+        return cleaned
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]

@@ -47,20 +47,24 @@ class BadRequest(ValueError):
 
 def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
     """params: range (24h, 7d, 30d, all, custom with from/to; none: the shortest that fits the runs), profile
-    (id or name), points. BadRequest names the parameter and the fix."""
+    (id or name), points, steady (only: leave out runs not in steady state and those not checked). BadRequest
+    names the parameter and the fix."""
     wanted = _profile_filter(params.get("profile", ""))
+    steady_only = _steady_only(params.get("steady"))
     fitted = not params.get("range")
     start, end, range_name = _time_range(params, _fitting_range(disk, wanted) if fitted else "")
     points = _max_points(params.get("points"))
 
     profiles, in_range = _profiles(disk, start, end, wanted)
     known = {p["key"]: p for p in profiles}
-    if _from_days(in_range, points):
+    # The day rollups count every run, steady or not, so a steady-only chart is drawn from the results.
+    if not steady_only and _from_days(in_range, points):
         rows = _day_rows(disk, start, end, wanted)
         runs = sum(row[D["runs"]] for row in rows)
         series = _series_from_days(rows, known, points)
+        _add_steady(series)
     else:
-        rows = _result_rows(disk, start, end, wanted)
+        rows = _result_rows(disk, start, end, wanted | ({"steady": True} if steady_only else {}))
         runs = len(rows)
         groups = _by_profile(rows, R["profile_id"], R["profile_name"], R["finished_ms"])
         series = [_series_from_results(known[key], group, points) for key, group in groups.items() if key in known]
@@ -75,6 +79,7 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
             "to": end and end.isoformat(),
         },
         "profile": params.get("profile", ""),
+        "steady": "only" if steady_only else "all",
         "max_points": points,
         "downsampling": "minmax",
         "units": {
@@ -82,6 +87,7 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
             "iops": "IO/s",
             "latency": "µs (completion latency)",
             "efficiency": "measured total IOPS ÷ the run's theoretical IOPS at its block size (1 = 100%)",
+            "steady": "per point: true (steady state), false (not steady), null (not checked)",
         },
         "limits": _limits_json(found),
         "limits_error": reason,
@@ -130,6 +136,36 @@ def _moment(text: str | None, field: str, end_of_day: bool = False) -> datetime 
     if moment is None:
         raise BadRequest(f"'{field}' is not an ISO date or date-time: {text!r} (e.g. 2024-05-01 or 2024-05-01T08:00Z).")
     return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+
+
+def _steady_only(value: str | None) -> bool:
+    if value in (None, "", "all"):
+        return False
+    if value != "only":
+        raise BadRequest(f"'steady' must be 'only' (steady runs only) or 'all'; got {value!r}.")
+    return True
+
+
+def _add_steady(series: list[dict[str, Any]]) -> None:
+    """Each point's steady flag, for series drawn from day rows (which do not keep it): read by run id."""
+    drawn = [points for s in series for points in _point_lists(s)]
+    ids = sorted({run for points in drawn for run in points["run"]})
+    flags: dict[int, bool | None] = {}
+    for at in range(0, len(ids), STEADY_LOOKUP_CHUNK):
+        chunk = ids[at : at + STEADY_LOOKUP_CHUNK]
+        flags.update(RunResult.objects.filter(pk__in=chunk).values_list("run_id", "steady"))
+    for points in drawn:
+        points["steady"] = [flags.get(run) for run in points["run"]]
+
+
+# Run ids per query when day-drawn points look up their steady flag: one query for any chart of a few profiles
+# (at most 2,000 points per series), under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
+STEADY_LOOKUP_CHUNK = 30_000
+
+
+def _point_lists(series: dict[str, Any]) -> list[dict[str, Any]]:
+    iops = list(series["iops"].values())
+    return iops + [points for percentiles in series["latency_us"].values() for points in percentiles.values()]
 
 
 def _profile_filter(value: str) -> dict[str, Any]:
@@ -249,7 +285,7 @@ def _efficiency(ys: Sequence[float], limits_iops: Sequence[float | None]) -> lis
 
 RESULT_COLUMNS = (
     "run_id", "finished_ms", "profile_id", "profile_name", *SERIES.values(), "block_size_bytes", "limit_iops",
-    "burst_iops",
+    "burst_iops", "steady",
 )  # fmt: skip
 
 
@@ -274,7 +310,7 @@ def _series_from_results(profile: dict[str, Any], rows: list[tuple[Any, ...]], p
         ys = columns[column]
         kept = _kept(ys, points)
         pick = _picker(kept)
-        drawn[name] = {"x": pick(xs), "y": pick(ys), "run": pick(ids)}
+        drawn[name] = {"x": pick(xs), "y": pick(ys), "run": pick(ids), "steady": pick(columns["steady"])}
         if name == "total":
             drawn[name]["limit"] = pick(columns["limit_iops"])
             drawn[name]["efficiency"] = _efficiency(drawn[name]["y"], drawn[name]["limit"])

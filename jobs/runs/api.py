@@ -100,6 +100,39 @@ class RunResultSerializer(serializers.Serializer):
     )
 
 
+class SteadyStateSerializer(serializers.Serializer):
+    """A run's steady-state stamp (jobs/analysis/steady.py): fio's verdict when the profile set ss, else
+    benchweb's SNIA PTS check of the per-second samples. Keys a verdict does not have are left out."""
+
+    state = serializers.ChoiceField(
+        choices=["steady", "not_steady", "not_checked"],
+        help_text="steady: the criterion held; not_steady: it did not (why says how); not_checked: it could not be "
+        "judged (why says why).",
+    )
+    by = serializers.ChoiceField(choices=["fio", "benchweb"], help_text="Who judged: fio (ss) or benchweb.")
+    why = serializers.CharField(required=False, help_text="not_steady and not_checked: the reason, in words.")
+    at_s = serializers.IntegerField(
+        required=False, allow_null=True, help_text="fio, steady: seconds into the job (ramp included) when it held."
+    )
+    metric = serializers.CharField(required=False, help_text="fio: the criterion, iops, iops_slope, bw or bw_slope.")
+    limit = serializers.CharField(required=False, help_text='fio: the limit as it printed it ("0.300000%").')
+    criterion = serializers.CharField(
+        required=False, help_text='fio: what the last window measured, as printed ("0.000000%").'
+    )
+    window_s = serializers.FloatField(
+        required=False, allow_null=True, help_text="The window judged, seconds (fio: ss_dur; benchweb: last half)."
+    )
+    rule = serializers.CharField(required=False, help_text="benchweb: the rule applied, in words.")
+    rounds = serializers.IntegerField(required=False, help_text="benchweb: how many rounds the window is cut into.")
+    average_iops = serializers.FloatField(required=False, help_text="benchweb: the rounds' average total IOPS.")
+    range_percent = serializers.FloatField(
+        required=False, help_text="benchweb: the rounds' max - min, % of their average (steady: at most 20)."
+    )
+    slope_percent = serializers.FloatField(
+        required=False, help_text="benchweb: the fitted line's change across the window, % of the average (at most 10)."
+    )
+
+
 class RunDetailSerializer(RunSerializer):
     progress = serializers.JSONField(
         source="live_progress",
@@ -109,13 +142,21 @@ class RunDetailSerializer(RunSerializer):
         "clock (elapsed_from 'host') or until benchweb saw the finish ('collector').",
     )
     result = serializers.SerializerMethodField(help_text="null until the run has a result.")
+    steady_state = serializers.SerializerMethodField(
+        help_text="Was the run measured in steady state? null for runs without a result and for those stored "
+        "before benchweb stamped it (read as not checked)."
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [
-            *RunSerializer.Meta.fields, "parameters", "summary", "result", "limits_snapshot", "command",
-            "exit_status", "cancel_requested",
+            *RunSerializer.Meta.fields, "parameters", "summary", "result", "steady_state", "limits_snapshot",
+            "command", "exit_status", "cancel_requested",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(SteadyStateSerializer(allow_null=True))
+    def get_steady_state(self, run: Run) -> dict[str, Any] | None:
+        return run.steady_state
 
     @extend_schema_field(RunResultSerializer(allow_null=True))
     def get_result(self, run: Run) -> dict[str, Any] | None:

@@ -454,6 +454,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
             raw_stderr=outcome.raw_stderr,
             exit_status=exit_status,
             progress=run.progress | clock,
+            steady_state=outcome.steady_state,
         )
         if not finished:
             # Another collector finished it first (a sweep raced a slow one): keep its result, not ours.

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from jobs import access, clock, figures, limits
+from jobs.analysis import steady
 from jobs.models import Run
 from jobs.results import compare
 from jobs.runs import lifecycle
@@ -28,8 +29,17 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "printed_runtime": figures.printed_runtime(summary),
         "has_latency": _has_latency(summary),
         **_against_limits(run, summary),
+        "steady": _steady(run),
     }
     return render(request, "jobs/run_detail.html", context)
+
+
+def _steady(run: Run) -> dict[str, str] | None:
+    """The run's steady-state stamp in words; only a succeeded run has a result to judge."""
+    if run.state != Run.State.SUCCEEDED:
+        return None
+    stamp = run.steady_state or {}
+    return {"state": stamp.get("state", steady.NOT_CHECKED), "text": steady.describe(run.steady_state)}
 
 
 def _has_latency(summary: dict[str, Any]) -> bool:

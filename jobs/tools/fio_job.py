@@ -15,6 +15,7 @@ from jobs.tools.options import (
     option_problem,
     run_id_of,
     safe_path,
+    ss_problems,
 )
 
 
@@ -100,6 +101,7 @@ def build_fio_job(
         if readonly:
             lines.append("allow_file_create=0")
     lines += [f"{name}={value}" for name, value in extras.items()]
+    lines += _steady_state_lines(params)
 
     jobfile_path = f"{run_dir}/job.fio"
     output_path = f"{run_dir}/result.json"
@@ -108,3 +110,18 @@ def build_fio_job(
         argv.append("--readonly")
     argv.append(jobfile_path)
     return FioJob("\n".join(lines) + "\n", argv, jobfile_path, output_path)
+
+
+def _steady_state_lines(params: dict[str, Any]) -> list[str]:
+    """fio's steady-state detection, when the profile asks for it: stop once the criterion holds over the
+    window (the verdict is in the JSON's "steadystate", read by fio_steady)."""
+    metric = params.get("ss_metric")
+    if not metric:
+        return []
+    ramp = params.get("ss_ramp_s")
+    problems = ss_problems(metric, params.get("ss_limit"), params.get("ss_dur_s"), ramp, int(params["runtime_s"]))
+    if problems:
+        field, message = next(iter(problems.items()))
+        raise ToolOptionError(field, message)
+    lines = [f"ss={metric}:{params['ss_limit']}", f"ss_dur={params['ss_dur_s']}"]
+    return [*lines, f"ss_ramp={ramp}"] if ramp else lines

@@ -17,6 +17,7 @@ from jobs.tools.fio_common import (
     part_labeller,
     representative,
 )
+from jobs.tools.fio_steady import steadystate
 from jobs.tools.summary import (
     DirectionStats,
     ParseError,
@@ -562,7 +563,9 @@ def _part_result(
     )
     settings = dict(options[0])
     bins = latency_bins({"jobs": jobs}, where) or None
-    return ParseResult("fio-json", summary, diagnostics, job_errors, settings, bins, label=label)
+    return ParseResult(
+        "fio-json", summary, diagnostics, job_errors, settings, bins, label=label, steadystate=steadystate(jobs, where)
+    )
 
 
 def parse_fio_json(text: str) -> ParseResult:

@@ -159,3 +159,42 @@ def run_id_of(run_dir: str) -> str:
     if not RUN_ID.fullmatch(run_id):
         raise ToolOptionError("run_dir", f"run directory {run_dir!r} must end in a name like a run's UUID.")
     return run_id
+
+
+# fio's steady-state detection (ss, ss_dur, ss_ramp): the criteria it knows, and a limit as it parses one, a
+# number that may be a share of the mean (0.3%) or a value in the metric's own unit (20).
+SS_METRICS = ("iops", "iops_slope", "bw", "bw_slope")
+SS_LIMIT = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,6})?%?")
+# One point is no window: a slope needs two, and a band of one value always holds.
+SS_MIN_DURATION_S = 2
+
+
+def ss_problems(metric: Any, limit: Any, duration_s: Any, ramp_s: Any, runtime_s: int) -> dict[str, str]:
+    """{field: message} for steady-state settings fio would refuse or that could never be judged within the
+    runtime; {} when they are fine (or when no criterion is set and nothing else is either)."""
+    if not metric:
+        stray = {"ss_limit": limit, "ss_dur_s": duration_s, "ss_ramp_s": ramp_s}
+        return {
+            field: "Set without a steady-state criterion: choose one in ss_metric, or leave this empty."
+            for field, value in stray.items()
+            if value not in ("", None)
+        }
+    if metric not in SS_METRICS:
+        return {"ss_metric": f"Choose one of {', '.join(SS_METRICS)}; got {metric!r}."}
+    problems = {}
+    if limit in ("", None):
+        problems["ss_limit"] = "Give the limit, e.g. 0.3% (a share of the window's mean) or 20 (in the metric's unit)."
+    elif not isinstance(limit, str) or not SS_LIMIT.fullmatch(limit) or float(limit.rstrip("%")) <= 0:
+        problems["ss_limit"] = f"{limit!r} is not a limit fio takes: a number above 0, optionally with %, e.g. 0.3%."
+    if duration_s is None:
+        problems["ss_dur_s"] = "Give the window in seconds, e.g. 30: fio judges the last ss_dur seconds."
+    elif isinstance(duration_s, bool) or not isinstance(duration_s, int) or duration_s < SS_MIN_DURATION_S:
+        problems["ss_dur_s"] = f"The window must be a whole number of at least {SS_MIN_DURATION_S} seconds."
+    if ramp_s is not None and (isinstance(ramp_s, bool) or not isinstance(ramp_s, int) or ramp_s < 0):
+        problems["ss_ramp_s"] = "The ss ramp must be a whole number of seconds (0 or more), or empty."
+    if not problems and (ramp_s or 0) + duration_s >= runtime_s:
+        problems["ss_dur_s"] = (
+            f"The window ({duration_s} s) after the ss ramp ({ramp_s or 0} s) must end before the runtime "
+            f"({runtime_s} s) does, or fio can never judge it: shorten them or lengthen the runtime."
+        )
+    return problems

@@ -46,6 +46,8 @@ class ParseResult:
     label: str = ""
     # Non-empty when the output was an excerpt (a lone summary line): what it does not say.
     partial: str = ""
+    # fio JSON with `ss` only: each entry's steady-state verdict as fio printed it (fio_steady.steadystate).
+    steadystate: list[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         # Every parser returns one of these, so this is the one gate between a tool's numbers and the database.

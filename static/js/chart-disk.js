@@ -12,6 +12,7 @@
   const custom = document.getElementById("chart-custom");
   const fromInput = document.getElementById("chart-from");
   const toInput = document.getElementById("chart-to");
+  const steadyOnly = document.getElementById("chart-steady");
   const status = document.getElementById("chart-status");
   const empty = document.getElementById("chart-empty");
   const drawn = document.getElementById("chart-drawn");
@@ -31,6 +32,7 @@
   if (params.get("from")) fromInput.value = toLocalInput(params.get("from"));
   if (params.get("to")) toInput.value = toLocalInput(params.get("to"));
   const wantedProfile = params.get("profile") || "";
+  steadyOnly.checked = params.get("steady") === "only";
   // The latency lines picked (percentiles and directions), kept in the URL like the filters.
   for (const name of ["percentile", "direction"]) {
     const wanted = params.get(name);
@@ -73,6 +75,7 @@
   function query() {
     const q = new URLSearchParams(fitted ? {} : { range: rangeSelect.value });
     if (profileSelect.value) q.set("profile", profileSelect.value);
+    if (steadyOnly.checked) q.set("steady", "only");
     if (rangeSelect.value === "custom") {
       // datetime-local is a wall-clock time in the page's zone; the server gets an exact instant.
       if (fromInput.value) q.set("from", new Date(window.benchClock.fromInput(fromInput.value)).toISOString());
@@ -88,6 +91,7 @@
     else load();
   });
   profileSelect.addEventListener("change", () => load());
+  steadyOnly.addEventListener("change", () => load());
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     load();
@@ -164,7 +168,7 @@
   function points(series, extra) {
     const out = new Array(series.x.length);
     for (let i = 0; i < series.x.length; i++) {
-      const p = { x: series.x[i], y: series.y[i], run: series.run[i] };
+      const p = { x: series.x[i], y: series.y[i], run: series.run[i], steady: series.steady ? series.steady[i] : null };
       if (extra) {
         p.efficiency = series.efficiency[i];
         p.limit = series.limit[i];
@@ -172,6 +176,10 @@
       out[i] = p;
     }
     return out;
+  }
+
+  function notSteady(ctx) {
+    return Boolean(ctx.raw && ctx.raw.steady === false);
   }
 
   function line(label, data, colour, dash, width, meta) {
@@ -182,7 +190,10 @@
       backgroundColor: colour,
       borderWidth: width,
       borderDash: dash,
-      pointRadius: data.length > 150 ? 0 : 2.5,
+      // A run not in steady state is a hollow point, drawn even where a long series hides the others.
+      pointRadius: (ctx) => (notSteady(ctx) ? 3.5 : data.length > 150 ? 0 : 2.5),
+      pointBackgroundColor: (ctx) => (notSteady(ctx) ? "#fff" : colour),
+      pointBorderWidth: (ctx) => (notSteady(ctx) ? 1.5 : 1),
       pointHoverRadius: 5,
       pointHitRadius: 6,
       tension: 0,
@@ -280,6 +291,10 @@
 
   // ------------------------------------------------------------------ charts
 
+  function steadyWords(p) {
+    return p.steady === false ? " · not steady" : p.steady === true ? " · steady" : "";
+  }
+
   function drawIops(data) {
     const datasets = iopsDatasets(data);
     const lines = limitLines(limitsOf(data));
@@ -303,7 +318,7 @@
         const meta = ctx.dataset.meta;
         let text = ctx.dataset.label + ": " + fmt.iops(p.y);
         if (meta.kind === "total" && p.limit) text += " · " + fmt.efficiency(p.y, p.limit, p.limit === meta.baseline ? meta.burst : null);
-        return text;
+        return text + steadyWords(p);
       },
       afterLabel(ctx) {
         const meta = ctx.dataset.meta;
@@ -406,7 +421,10 @@
       : "";
     const summary = data.series.map((s) => s.profile.name + ": " + latest(s)).join("; ");
     const range = data.range.fitted ? " The time range fits the runs; choose another above." : "";
-    return runs + (summary ? " — latest " + summary + "." : ".") + range + thinned;
+    const steady = data.steady === "only"
+      ? " Steady runs only."
+      : " Hollow points are runs not in steady state.";
+    return runs + (summary ? " — latest " + summary + "." : ".") + range + steady + thinned;
   }
 
   function latest(s) {

@@ -15,6 +15,22 @@
     for (const block of form.querySelectorAll("[data-mixed]")) block.hidden = !mixed;
   }
 
+  // A steady-state criterion picked with its settings empty gets the suggested ones (the help texts say why);
+  // "none" clears them, so that no setting is left without a criterion.
+  function offerSteadyState() {
+    const box = document.getElementById("steady-state");
+    if (!box) return;
+    const metric = form.elements.ss_metric.value;
+    const names = ["ss_limit", "ss_dur_s", "ss_ramp_s"];
+    if (!metric) {
+      for (const name of names) form.elements[name].value = "";
+    } else if (names.every((name) => form.elements[name].value === "")) {
+      const suggested = JSON.parse(box.dataset.suggested)[metric.endsWith("_slope") ? "slope" : "band"];
+      for (const name of names) form.elements[name].value = suggested[name];
+    }
+    box.querySelector("[data-ss-settings]").hidden = !metric;
+  }
+
   function fieldLabel(name) {
     const label = form.querySelector('label[for="id_' + name + '"]');
     return label ? label.textContent.replace(/:$/, "") : name;
@@ -41,7 +57,16 @@
   }
 
   form.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 300); });
-  form.addEventListener("change", showTool);
+  form.addEventListener("change", (event) => {
+    showTool();
+    if (event.target.name === "ss_metric") { offerSteadyState(); refresh(); }
+  });
   showTool();
+  const steady = document.getElementById("steady-state");
+  if (steady) {
+    // Hidden only while there is nothing to show: no criterion and no setting (a refused one keeps its error).
+    const settings = ["ss_limit", "ss_dur_s", "ss_ramp_s"].some((name) => form.elements[name].value !== "");
+    steady.querySelector("[data-ss-settings]").hidden = !form.elements.ss_metric.value && !settings;
+  }
   refresh();
 })();

@@ -1,0 +1,1 @@
+"""Judgements of a run's numbers: steady state (pure: no Django)."""
