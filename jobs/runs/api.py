@@ -15,9 +15,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
+from jobs.api.burst import RunBurstSerializer
 from jobs.api.pagination import NewestFirst, Pagination
 from jobs.models import Disk, Profile, Run, RunSample
-from jobs.results import series
+from jobs.results import burst, series
 from jobs.runs import lifecycle, queueing
 
 
@@ -109,11 +110,16 @@ class RunDetailSerializer(RunSerializer):
         "clock (elapsed_from 'host') or until benchweb saw the finish ('collector').",
     )
     result = serializers.SerializerMethodField(help_text="null until the run has a result.")
+    burst = serializers.SerializerMethodField(
+        help_text="Burst credits, predicted from the disk's runs: the balance at the run's start, whether burst "
+        "served it and the limit it is judged against, the knee of its series. null when the disk has no credit "
+        "bucket or the run has not started."
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "result", "limits_snapshot", "command",
-            "exit_status", "cancel_requested",
+            "exit_status", "cancel_requested", "burst",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -129,6 +135,10 @@ class RunDetailSerializer(RunSerializer):
             "printed": run.summary.get("printed"),
             "workload": run.summary.get("workload"),
         }
+
+    @extend_schema_field(RunBurstSerializer(allow_null=True))
+    def get_burst(self, run: Run) -> dict[str, Any] | None:
+        return burst.run_burst(run)
 
 
 class RunRequestSerializer(serializers.Serializer):
