@@ -19,6 +19,7 @@ from jobs.limits.knee import find_knee
 from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.results import burst
 from tests import test_api_schema as api_schema
+from tests import test_phone as phone
 from tests.factories import RunFactory, fio_summary
 
 MiB, GiB, TiB = 2**20, 2**30, 2**40
@@ -191,7 +192,7 @@ def test_no_knee_where_the_series_does_not_fall_from_burst_to_baseline(levels, r
 
 
 def test_a_runs_knee_is_reported_against_the_models_prediction(gp2, owner_client):
-    run = finished_run(gp2, start=T0, seconds=1800, iops=(3000 * 1200 + 100 * 600) / 1800)
+    run = finished_run(gp2, start=T0, seconds=1800, iops=2033.33)  # (3,000 x 1,200 + 100 x 600) / 1,800
     levels = noisy([3000.0 if t <= 1200 else 100.0 for t in range(1, 1801)])
     RunSample.objects.bulk_create(RunSample(run=run, t_s=t, read_iops=v) for t, v in enumerate(levels, start=1))
 
@@ -290,3 +291,31 @@ def test_the_burst_answers_match_their_schema(gp2, owner, team, keep_the_test_co
         case = schema[path]["GET"].Case(path_parameters={"id": id_})
         response = case.call_and_validate(headers=headers)
         assert response.status_code == 200 and response.json()["id" if "runs/" in path else "model"]
+
+
+# ----------------------------------------------------------------------------- in a real browser
+
+
+@pytest.mark.parametrize("screen", ["phone_page", "page"])
+def test_the_burst_cards_fit_a_phone_and_a_desktop_screen(screen, gp2, owner, request, live_server, screenshot):
+    now = datetime.now(UTC)
+    finished_run(gp2, start=now - timedelta(hours=3), seconds=600, iops=3000)
+    run = finished_run(
+        gp2, start=now - timedelta(hours=1), seconds=1800, iops=2033.33
+    )  # (3,000 x 1,200 + 100 x 600) / 1,800
+    levels = noisy([3000.0 if t <= 1200 else 100.0 for t in range(1, 1801)])
+    RunSample.objects.bulk_create(RunSample(run=run, t_s=t, read_iops=v) for t, v in enumerate(levels, start=1))
+    page = request.getfixturevalue(screen)
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(owner.username)
+    page.get_by_label("Password").fill("a-long-test-password-1")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+    for name, path, card in (("disk", f"/disks/{gp2.pk}/", "#disk-burst"), ("run", f"/runs/{run.pk}/", "#run-burst")):
+        page.goto(live_server.url + path)
+        phone._settle(page)
+        screenshot(name, on=page)
+        phone._assert_fits(page, name)
+        assert page.locator(card).is_visible()
+    assert "the model predicted" in page.locator("#run-burst-knee").inner_text()
+    assert not page.js_errors
