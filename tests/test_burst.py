@@ -18,8 +18,10 @@ from jobs.limits.burst import Bucket, Usage, bucket_for, replay
 from jobs.limits.knee import find_knee
 from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.results import burst
+from jobs.runs import queueing
 from tests import test_api_schema as api_schema
 from tests import test_phone as phone
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 from tests.factories import RunFactory, fio_summary
 
 MiB, GiB, TiB = 2**20, 2**30, 2**40
@@ -105,12 +107,14 @@ def gp2(host: Host) -> Disk:
 
 
 def finished_run(disk: Disk, *, start: datetime, seconds: float, iops: float, state: str = "succeeded") -> Run:
-    """A run that did `iops` 4 KiB random reads for `seconds` from `start`, as fio would report it."""
+    """A run that did `iops` 4 KiB random reads for `seconds` from `start`, as fio would report it. Like a real
+    run it was started a few seconds before its I/O (the preflight, laying out the file): the replay goes by the
+    runtime fio printed."""
     summary = fio_summary(read_iops=iops) | {"runtime_s": seconds}
     run = RunFactory(
         disk=disk,
         state=state,
-        started_at=start,
+        started_at=start - timedelta(seconds=7),
         finished_at=start + timedelta(seconds=seconds),
         summary=summary,
         limits_snapshot=disk.limits_snapshot(block_size=4096),
@@ -291,6 +295,36 @@ def test_the_burst_answers_match_their_schema(gp2, owner, team, keep_the_test_co
         case = schema[path]["GET"].Case(path_parameters={"id": id_})
         response = case.call_and_validate(headers=headers)
         assert response.status_code == 200 and response.json()["id" if "runs/" in path else "model"]
+
+
+# ----------------------------------------------------------------------------- real runs
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_two_real_fio_runs_over_ssh_are_replayed_from_what_fio_printed(fio_installed, sshd, worker, tmp_path):
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="gp2", target_path=target_dir(tmp_path), disk_type="aws-gp2", size=20)
+    profile = quick_profile(team)
+    first = wait_final(queueing.request_run(disk, profile))
+    second = wait_final(queueing.request_run(disk, profile))
+    assert (first.state, second.state) == (Run.State.SUCCEEDED, Run.State.SUCCEEDED), second.explanation
+
+    found = burst.disk_burst(disk)
+    assert [p.run_id for p in found.passages] == [first.pk, second.pk]
+    one, two = RunResult.objects.get(run=first), RunResult.objects.get(run=second)
+    runtime_one, runtime_two = first.summary["runtime_s"], second.summary["runtime_s"]
+    # fio on a tmpfs file reads far above gp2's 3,000 IOPS: the first run spends (IOPS - 100) x its runtime from
+    # a full bucket; the second starts with what is left plus 100 credits a second for the pause between them.
+    spent = (one.total_iops - 100) * runtime_one
+    pause = (two.finished_at.timestamp() - runtime_two) - one.finished_at.timestamp()
+    assert found.passages[0].start_balance == 5_400_000
+    assert found.passages[0].end_balance == pytest.approx(5_400_000 - spent)
+    assert found.passages[1].start_balance == pytest.approx(min(5_400_000, 5_400_000 - spent + 100 * pause))
+    assert [p.label for p in found.passages] == ["burst", "burst"]
+    facts = burst.run_burst(second)
+    assert facts is not None and facts["start_balance"] == round(found.passages[1].start_balance, 1)
+    assert facts["limit_applied"] == "burst"
 
 
 # ----------------------------------------------------------------------------- in a real browser

@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db.models import FloatField
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
 from django.utils import timezone
 
 from jobs import limits
@@ -136,18 +134,22 @@ def disk_burst(disk: Disk, *, until: datetime | None = None, now: datetime | Non
 def _history(disk: Disk, bucket: Bucket, until: datetime | None) -> tuple[list[Usage], str]:
     """The runs to replay in time order, newest back to the latest pause that refilled the bucket, and why
     the replay starts full there."""
-    results = RunResult.objects.filter(disk=disk)
+    runs = Run.objects.filter(disk=disk, result__isnull=False)
     if until is not None:
-        results = results.filter(finished_at__lte=until)
+        runs = runs.filter(finished_at__lte=until)
+    # From the runs (KT reads a JSON key of the model queried; across a relation it reads the wrong column),
+    # the one key of the summary, uncast: SQLite's text for a JSON null would cast to 0.
     rows = (
-        results.order_by("-finished_at", "-run_id")
-        .annotate(runtime=Cast(KT("run__summary__runtime_s"), FloatField()))
-        .values_list("run_id", "finished_at", "run__started_at", "runtime", "total_iops", "bw_bytes_per_s")
+        runs.order_by("-finished_at", "-pk")
+        .annotate(runtime=KT("summary__runtime_s"))
+        .values_list("pk", "finished_at", "started_at", "runtime", "result__total_iops", "result__bw_bytes_per_s")
     )
     refill_all = bucket.capacity / bucket.refill_per_s
     newest_first: list[Usage] = []
     full_from = "the disk's first run: a new volume starts full"
     for run_id, finished, started, runtime, iops, bytes_per_s in rows.iterator(chunk_size=500):
+        if finished is None:
+            continue  # not reached: a run has a result row only once finished
         usage = _usage(run_id, finished, started, runtime, iops, bytes_per_s)
         if newest_first and newest_first[-1].start_s - (usage.start_s + usage.seconds) >= refill_all:
             full_from = (
@@ -166,17 +168,27 @@ def _usage(
     run_id: int,
     finished: datetime,
     started: datetime | None,
-    runtime: float | None,
+    runtime: Any,
     iops: float | None,
     bytes_per_s: float | None,
 ) -> Usage:
     """A run's I/O: the runtime fio printed, ending at its finish; without one, from its start to its finish."""
     end = finished.timestamp()
-    if runtime is not None and math.isfinite(runtime) and runtime >= 0:
-        seconds = float(runtime)
+    printed = _number(runtime)
+    if printed is not None:
+        seconds = printed
     else:
         seconds = max(0.0, end - started.timestamp()) if started else 0.0
     return Usage(run_id=run_id, start_s=end - seconds, seconds=seconds, iops=iops, bytes_per_s=bytes_per_s)
+
+
+def _number(value: Any) -> float | None:
+    """A JSON number as the database hands it over (a float on SQLite, text on PostgreSQL), else None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def applied_limit(passage: Passage | None) -> str | None:
