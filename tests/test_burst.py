@@ -274,7 +274,7 @@ def test_the_api_gives_a_disks_model_balance_and_runs_and_a_runs_burst_object(gp
 
 def test_the_api_says_why_a_disk_has_no_model(disk, api):
     answer = api.get(f"/api/v1/disks/{disk.pk}/burst/").json()
-    assert answer["model"] is None and "custom" in answer["why"] and answer["runs"] == []
+    assert answer["model"] is None and "custom has limits typed by hand" in answer["why"] and answer["runs"] == []
 
 
 @pytest.fixture

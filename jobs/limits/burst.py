@@ -27,6 +27,13 @@ ABOVE_BASELINE = 1.05
 # A run whose predicted end balance is within this share of empty ran the bucket dry.
 DRY = 0.01
 
+# Why a burst of another kind has no bucket to model.
+NO_BUCKET = {
+    "on_demand": "bursts on demand, billed per use: no credits are spent or earned",
+    "qos": "bursts by QoS credit that the cluster grants only while it has capacity to spare: not modelled",
+    "custom": "has limits typed by hand, with no credit bucket",
+}
+
 LABELS = {
     "burst": "served from burst",
     "partly": "partly from burst",
@@ -113,8 +120,8 @@ def bucket_for(found: Limits) -> Bucket | str:
     """The credit bucket of a disk with these limits, or the sentence saying why it has none."""
     burst = _record_burst(found)
     if burst is None or burst.kind != "credit":
-        how = f"bursts {burst.kind.replace('_', ' ')}" if burst is not None else "does not burst"
-        return f"No credit bucket: {found.disk_type}{_tier(found)} {how}, so nothing is spent or earned."
+        how = NO_BUCKET.get(burst.kind, f"bursts by {burst.kind}") if burst is not None else "does not burst"
+        return f"No credit bucket: {found.disk_type}{_tier(found)} {how}."
     if found.burst_iops is None and found.burst_throughput_bytes_per_s is None:
         return f"No credit bucket in use: at this size {found.disk_type}'s baseline already reaches its burst rate."
     metric = burst.bucket_metric or "iops"

@@ -78,16 +78,16 @@ class DiskBurst:
             return {"model": None, "why": self.why, "now": None, "assumes": ASSUMES, "full_from": "", "runs": []}
         newest = list(reversed(self.passages))[:LISTED]
         return {
-            "model": model_dict(self.bucket),
+            "model": _model_dict(self.bucket),
             "why": None,
             "now": self.now(),
             "assumes": ASSUMES,
             "full_from": self.full_from,
-            "runs": [passage_dict(self.bucket, p) for p in newest],
+            "runs": [_passage_dict(self.bucket, p) for p in newest],
         }
 
 
-def model_dict(bucket: Bucket) -> dict[str, Any]:
+def _model_dict(bucket: Bucket) -> dict[str, Any]:
     return {
         "metric": bucket.metric,
         "unit": bucket.unit,
@@ -101,7 +101,7 @@ def model_dict(bucket: Bucket) -> dict[str, Any]:
     }
 
 
-def passage_dict(bucket: Bucket, passage: Passage) -> dict[str, Any]:
+def _passage_dict(bucket: Bucket, passage: Passage) -> dict[str, Any]:
     return {
         "run": passage.run_id,
         "started_at": _iso(passage.start_s),
