@@ -240,11 +240,14 @@ def replay(bucket: Bucket, usages: Iterable[Usage], *, balance: float | None = N
 
 
 def _pass(bucket: Bucket, usage: Usage, level: float) -> Passage:
-    spend = bucket.spend_per_s(usage.iops, usage.bytes_per_s)
-    if spend is None:
+    measured = bucket.spend_per_s(usage.iops, usage.bytes_per_s)
+    if measured is None:
         # Nothing the bucket counts was measured: taken as idle (it refills), and said so in the label.
         end = bucket.after(level, usage.seconds)
         return Passage(usage.run_id, usage.start_s, usage.seconds, None, level, end, "")
+    # The disk spends at most its full speed: a run measured above it was served the rest by a cache (the
+    # page cache, a host cache), which spends no credits. Its efficiency says "above the promise".
+    spend = min(measured, bucket.burst_per_s)
     end = bucket.after(level, usage.seconds, spend)
     label, dry_after = "baseline", None
     if spend > bucket.refill_per_s * ABOVE_BASELINE:
