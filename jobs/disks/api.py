@@ -18,9 +18,10 @@ from rest_framework.response import Response
 
 from jobs import limits, timeseries
 from jobs.api.base import ID_SCHEMA, ModelSerializer, TeamScoped, TeamViewSet, checked_path, django_errors, parse_id
+from jobs.api.burst import DiskBurstSerializer
 from jobs.disks import identity
 from jobs.models import Disk, Host
-from jobs.results import series
+from jobs.results import burst, series
 
 
 class DiskSerializer(ModelSerializer):
@@ -218,6 +219,14 @@ class DiskViewSet(viewsets.ModelViewSet, TeamViewSet):
         except identity.IdentityUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(self.get_serializer(disk).data)
+
+    @extend_schema(responses={200: DiskBurstSerializer})
+    @action(detail=True, methods=["get"])
+    def burst(self, request: Request, pk: str) -> Response:
+        """Burst credits: the disk's credit bucket, its balance now predicted from the disk's runs, and each run
+        replayed (balance at start and end, served from burst or not). `model` is null, with `why`, for a disk
+        whose type has no credit bucket."""
+        return Response(burst.disk_burst(self.get_object()).as_dict())
 
     @extend_schema(parameters=SERIES_PARAMETERS, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])

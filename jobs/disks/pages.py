@@ -18,6 +18,7 @@ from jobs import access, limits, presets, safety, units
 from jobs.disks import identity
 from jobs.disks.forms import DiskForm, size_range
 from jobs.models import SPEC_FIELDS, Disk, Profile, Run
+from jobs.results import burst
 from jobs.runs import queueing
 
 
@@ -84,7 +85,11 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             else:
                 return redirect("run_detail", pk=run.pk)
     disk_limits, limits_error = disk.limits_or_reason()
-    runs = disk.runs.select_related("profile")[:20]
+    runs = list(disk.runs.select_related("profile")[:20])
+    credits = burst.disk_burst(disk)
+    labels = credits.labels()
+    for run in runs:
+        run.burst_label = labels.get(run.pk, "")  # type: ignore[attr-defined]  # shown beside its IOPS
     return render(
         request,
         "jobs/disk_detail.html",
@@ -95,6 +100,7 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "limits_error": limits_error,
             "breakdown": _breakdown(disk_limits),
             "runs": runs,
+            "burst": credits,
         },
     )
 

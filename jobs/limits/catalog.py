@@ -120,6 +120,8 @@ class _Burst:
     seconds: float | None = None
     bucket_metric: str | None = None
     bucket_size: float | None = None  # I/Os for metric iops, bytes per size unit for metric throughput
+    # Metric throughput: the credit an I/O spends at least (st1/sc1: 1 MiB, whatever its size).
+    bucket_min_io_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,7 @@ def _burst(where: str, body: Mapping[str, Any] | None) -> _Burst | None:
         return None
     _keys(where, body, {"kind", "iops", "throughput", "seconds", "token_bucket"})
     bucket = body.get("token_bucket") or {}
-    _keys(f"{where}.token_bucket", bucket, {"metric", "size", "bytes_per_size"})
+    _keys(f"{where}.token_bucket", bucket, {"metric", "size", "bytes_per_size", "min_io_bytes"})
     return _Burst(
         kind=body["kind"],
         iops=_formula(f"{where}.iops", body.get("iops"), throughput=False),
@@ -220,6 +222,7 @@ def _burst(where: str, body: Mapping[str, Any] | None) -> _Burst | None:
         seconds=body.get("seconds"),
         bucket_metric=bucket.get("metric"),
         bucket_size=bucket.get("size", bucket.get("bytes_per_size")),
+        bucket_min_io_bytes=bucket.get("min_io_bytes"),
     )
 
 

@@ -29,6 +29,9 @@ def percent_text(value: float) -> str:
 class Efficiency:
     of_baseline: float
     of_burst: float | None = None
+    # The limit that applied to the run ("burst" or "baseline"), where the burst-credit model says
+    # (jobs/results/burst.py); empty: judged against both.
+    applied: str = ""
 
     @classmethod
     def of(cls, measured: float | None, baseline: float | None, burst: float | None = None) -> Efficiency | None:
@@ -42,6 +45,22 @@ class Efficiency:
     def of_run(cls, measured: float | None, snapshot: dict[str, Any] | None) -> Efficiency | None:
         """A run's efficiency against the limits it was made against (its snapshot)."""
         return cls.of(measured, promised_iops(snapshot), promised_iops(snapshot, burst=True))
+
+    @classmethod
+    def against(cls, measured: float | None, snapshot: dict[str, Any] | None, applied: str | None) -> Efficiency | None:
+        """A run's efficiency against the limit that applied to it: the baseline alone for a run the bucket did
+        not serve, the burst limit first for one it did; against both where nothing says (`applied` None)."""
+        found = cls.of_run(measured, snapshot)
+        if found is None or applied is None or (applied == "burst" and found.of_burst is None):
+            return found
+        if applied == "baseline":
+            return cls(found.of_baseline, applied=applied)
+        return cls(found.of_baseline, found.of_burst, applied=applied)
+
+    @property
+    def applied_percent(self) -> float:
+        """The share of the limit that applied (the highest promise where none is known)."""
+        return self.of_baseline if self.applied == "baseline" else self.highest
 
     @property
     def highest(self) -> float:
@@ -58,8 +77,13 @@ class Efficiency:
 
     @property
     def text(self) -> str:
+        if self.applied == "baseline":
+            return f"{percent_text(self.of_baseline)} of the baseline, the limit that applied"
         if self.of_burst is None:
             return percent_text(self.of_baseline)
+        if self.applied == "burst":
+            of_baseline = percent_text(self.of_baseline)
+            return f"{percent_text(self.of_burst)} of the burst limit, which applied ({of_baseline} of baseline)"
         return f"{percent_text(self.of_baseline)} of baseline, {percent_text(self.of_burst)} of burst"
 
     @property

@@ -15,9 +15,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
+from jobs.api.burst import RunBurstSerializer
 from jobs.api.pagination import NewestFirst, Pagination
 from jobs.models import Disk, Profile, Run, RunSample
-from jobs.results import series
+from jobs.results import burst, series
 from jobs.runs import lifecycle, queueing
 
 
@@ -146,11 +147,16 @@ class RunDetailSerializer(RunSerializer):
         help_text="Was the run measured in steady state? null for runs without a result and for those stored "
         "before benchweb stamped it (read as not checked)."
     )
+    burst = serializers.SerializerMethodField(
+        help_text="Burst credits, predicted from the disk's runs: the balance at the run's start, whether burst "
+        "served it and the limit it is judged against, the knee of its series. null when the disk has no credit "
+        "bucket or the run has not started."
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "result", "steady_state", "limits_snapshot",
-            "command", "exit_status", "cancel_requested",
+            "command", "exit_status", "cancel_requested", "burst",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -170,6 +176,10 @@ class RunDetailSerializer(RunSerializer):
             "printed": run.summary.get("printed"),
             "workload": run.summary.get("workload"),
         }
+
+    @extend_schema_field(RunBurstSerializer(allow_null=True))
+    def get_burst(self, run: Run) -> dict[str, Any] | None:
+        return burst.run_burst(run)
 
 
 class RunRequestSerializer(serializers.Serializer):

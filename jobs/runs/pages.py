@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from jobs import access, clock, figures, limits
 from jobs.analysis import steady
 from jobs.models import Run
-from jobs.results import compare
+from jobs.results import burst, compare
 from jobs.runs import lifecycle
 
 
@@ -21,6 +21,7 @@ from jobs.runs import lifecycle
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = access.run(request, pk)
     summary = run.summary or {}
+    credits = burst.run_burst(run)
     context = {
         "run": run,
         "summary": summary,
@@ -28,7 +29,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "workload": figures.workload_facts(summary),
         "printed_runtime": figures.printed_runtime(summary),
         "has_latency": _has_latency(summary),
-        **_against_limits(run, summary),
+        "burst": credits,
+        **_against_limits(run, summary, credits["limit_applied"] if credits else None),
         "steady": _steady(run),
     }
     return render(request, "jobs/run_detail.html", context)
@@ -48,15 +50,16 @@ def _has_latency(summary: dict[str, Any]) -> bool:
     return any(value is not None for numbers in clat for value in numbers.values())
 
 
-def _against_limits(run: Run, summary: dict[str, Any]) -> dict[str, Any]:
+def _against_limits(run: Run, summary: dict[str, Any], applied: str | None = None) -> dict[str, Any]:
     """The limit the run was made against, at its block size with the binding cap named, and its efficiency
-    against the baseline and, where the disk bursts, the burst limit."""
+    against the limit that applied (burst or baseline, as the burst-credit model says), else against the
+    baseline and, where the disk bursts, the burst limit."""
     snapshot = run.limits_snapshot or {}
     measured = (summary.get("total") or {}).get("iops")
     return {
         "theoretical_iops": limits.promised_iops(snapshot),
         "theoretical": compare.theoretical_at_block_size(snapshot),
-        "efficiency": limits.Efficiency.of_run(measured, snapshot),
+        "efficiency": limits.Efficiency.against(measured, snapshot, applied),
     }
 
 
