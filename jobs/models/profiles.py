@@ -9,6 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from jobs import runners
 from jobs.models.teams import Team
 
 
@@ -104,11 +105,12 @@ class Profile(models.Model):
     def writes(self) -> bool:
         if self.tool == self.Tool.NDISK64:
             return self.read_percent < 100
-        return self.rw not in {self.RW.READ, self.RW.RANDREAD}
+        # A fill before a read profile writes the whole target: it is a write for every safety rule.
+        return self.rw not in {self.RW.READ, self.RW.RANDREAD} or bool(self.precondition)
 
     @property
     def expected_seconds(self) -> int:
-        return self.runtime_s + (self.ramp_time_s if self.tool == self.Tool.FIO else 0)
+        return runners.expected_seconds(self.parameters())
 
     def clean(self) -> None:
         from jobs.tools import options
@@ -118,6 +120,8 @@ class Profile(models.Model):
             errors["extra_options"] = "ndisk64 takes no extra options; leave this empty."
         if self.tool == self.Tool.FIO and self.ioengine not in options.IOENGINES:
             errors["ioengine"] = f"Choose one of {', '.join(sorted(options.IOENGINES))}."
+        if self.tool == self.Tool.NDISK64 and self.precondition:
+            errors["precondition"] = "Only fio profiles can fill the target first; leave this empty for ndisk64."
         if errors:
             raise ValidationError(errors)
 
@@ -141,4 +145,5 @@ class Profile(models.Model):
             "ramp_time_s": self.ramp_time_s,
             "ioengine": self.ioengine,
             "extra_options": self.extra_options,
-        }
+        } | ({"precondition": self.precondition, "precondition_passes": self.precondition_passes}
+             if self.precondition else {})  # fmt: skip
