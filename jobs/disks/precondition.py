@@ -102,6 +102,23 @@ def sized_parameters(params: dict[str, Any], kind: str, facts: dict[str, Any]) -
     return params | {"precondition_pass_bytes": int(size)}
 
 
+def fill_text(summary: dict[str, Any]) -> str:
+    """What the run page says of a fill that ran before the measured job, in fio's figures ("" for none)."""
+    fill = summary.get("precondition")
+    if not fill:
+        return ""
+    passes = f" ×{fill['passes']}" if fill.get("passes") else ""
+    figures = _fill_figures(fill)
+    done = f"{passes} ({figures})" if figures else passes
+    return f"Preconditioned first: a sequential fill{done}. The figures above are the measured job's alone."
+
+
+def _fill_figures(fill: dict[str, Any]) -> str:
+    written = f"{units.format_bytes(fill['bytes'])} written" if fill.get("bytes") is not None else ""
+    took = f"in {fill['seconds']:g} s" if fill.get("seconds") is not None else ""
+    return " ".join(part for part in (written, took) if part)
+
+
 def note_fill(run: Run) -> None:
     """After a run with a fill succeeded: record on its disk what the fill did, in fio's own figures."""
     params = run.parameters
@@ -110,9 +127,7 @@ def note_fill(run: Run) -> None:
         return
     what = "the whole device" if run.disk.kind == Disk.Kind.BLOCK else "the run's test files"
     passes = fill.get("passes") or params.get("precondition_passes")
-    written = f"{units.format_bytes(fill['bytes'])} written" if fill.get("bytes") is not None else ""
-    took = f"in {fill['seconds']:g} s" if fill.get("seconds") is not None else ""
-    figures = " ".join(part for part in (written, took) if part)
+    figures = _fill_figures(fill)
     how = f"sequential write of {what} ×{passes}" + (f" ({figures})" if figures else "") + f", by run {run.pk}"
     at = run.finished_at or timezone.now()
     record = {"at": at.isoformat(), "how": how, "source": "run", "run": run.pk}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -50,6 +50,8 @@ class ProfileForm(forms.ModelForm):
             "size_bytes",
             "ioengine",
             "extra_options",
+            "precondition",
+            "precondition_passes",
         ]
         labels = {
             "rw": "Access pattern (fio rw)",
@@ -61,10 +63,16 @@ class ProfileForm(forms.ModelForm):
             "ramp_time_s": "Ramp time (seconds)",
             "time_based": "Time based: run for the whole runtime",
             "direct": "Direct I/O (bypass the page cache)",
+            "precondition": "Precondition",
+            "precondition_passes": "Fill passes",
         }
         help_texts = {
             "read_percent": "For mixed fio patterns (rwmixread) and for ndisk64 -r.",
             "direct": "Without it the page cache can inflate results thirty times.",
+            "precondition": "Fresh blocks of a thin-provisioned or cloud volume read faster than written ones. A "
+            "fill writes the whole block device (or the run's test files) first, so it counts as a write: on a block "
+            "device it needs “Allow destructive writes”.",
+            "precondition_passes": "How many times the fill writes the target (1 to 4), in 1 MiB blocks.",
         }
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
@@ -72,6 +80,12 @@ class ProfileForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.team = team
         self.instance.team = team
+        # The passes matter only with a fill; a form without them (an older page, a script) keeps the default.
+        self.fields["precondition_passes"].required = False
+        cast(forms.ChoiceField, self.fields["precondition"]).choices = [
+            ("", "none: measure the target as it is"),
+            ("fill", Profile._meta.get_field("precondition").flatchoices[0][1]),
+        ]
         if not self.is_bound:
             extras = self.instance.extra_options or {}
             self.initial["extra_options"] = "\n".join(f"{name}={value}" for name, value in extras.items())
@@ -81,6 +95,10 @@ class ProfileForm(forms.ModelForm):
         if name_taken(Profile.objects.filter(Q(team=self.team) | Q(team__isnull=True)), self.instance, name=name):
             raise ValidationError(f"A profile named {name!r} exists already (yours or a preset); choose another name.")
         return name
+
+    def clean_precondition_passes(self) -> int:
+        passes = self.cleaned_data.get("precondition_passes")
+        return passes if passes is not None else Profile._meta.get_field("precondition_passes").get_default()
 
     def clean_extra_options(self) -> dict[str, str]:
         if self.cleaned_data.get("tool") == Profile.Tool.NDISK64:
