@@ -305,3 +305,19 @@ def test_the_disk_page_records_a_preconditioning_shows_it_and_clears_it(owner_cl
     owner_client.post(f"/disks/{device.pk}/precondition/", {"clear": "1"})
     device.refresh_from_db()
     assert device.precondition == {}
+
+
+@pytest.mark.django_db
+def test_a_directory_disk_page_shows_a_runs_fill_but_offers_no_record_by_hand(owner_client, host):
+    directory = Disk.objects.create(host=host, label="dir", target_path="/data/bench")
+    Disk.objects.filter(pk=directory.pk).update(
+        precondition={
+            "at": timezone.now().isoformat(),
+            "how": "sequential write of the run's test files ×2",
+            "source": "run",
+            "run": 7,
+        }
+    )
+    page = owner_client.get(f"/disks/{directory.pk}/").content.decode()
+    assert "test files ×2" in page and "run #7" in page
+    assert "only a fio profile with the option “fill”" in page and 'name="how"' not in page

@@ -84,7 +84,7 @@ class ProfileForm(forms.ModelForm):
         self.fields["precondition_passes"].required = False
         cast(forms.ChoiceField, self.fields["precondition"]).choices = [
             ("", "none: measure the target as it is"),
-            ("fill", Profile._meta.get_field("precondition").flatchoices[0][1]),
+            ("fill", "fill: write the whole target first"),
         ]
         if not self.is_bound:
             extras = self.instance.extra_options or {}
