@@ -154,6 +154,7 @@ def test_a_fill_makes_a_read_profile_a_write_for_every_safety_rule(team, host):
     assert device.destructive_for(profile)
     refusal = device.refusal_for(profile)
     assert refusal is not None and refusal.short == "destructive: disk not marked for destructive writes"
+    assert refusal.message.startswith("its fill writes all of the device") and "without a fill" in refusal.message
     profile.precondition = ""
     assert not profile.writes and device.refusal_for(profile) is None
 
