@@ -5,6 +5,7 @@ the fresh-block warning, and the profile and disk forms and API."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -322,3 +323,29 @@ def test_a_directory_disk_page_shows_a_runs_fill_but_offers_no_record_by_hand(ow
     page = owner_client.get(f"/disks/{directory.pk}/").content.decode()
     assert "test files ×2" in page and "run #7" in page
     assert "only a fio profile with the option “fill”" in page and 'name="how"' not in page
+
+
+def test_a_fill_that_fails_fails_the_run_with_fios_own_words(fio_installed, tmp_path):
+    """A 1 MiB tmpfs cannot take a 4 MiB test file: fio's ENOSPC in the fill is the run's error, not lost with
+    the fill's entries. (The preflight's free-space check stops such a run before it starts; this is the path
+    for a filesystem that fills up meanwhile.)"""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(tiny)], check=True)
+    try:
+        params = _params(size_bytes=4 * MiB, precondition_passes=1)
+        job = fio.build_fio_job(params, str(tiny), "directory", str(tmp_path / RUN_ID), readonly=False)
+        (tmp_path / "job.fio").write_text(job.jobfile)
+        output = tmp_path / "result.json"
+        done = subprocess.run(["fio", "--output-format=json", f"--output={output}", str(tmp_path / "job.fio")],
+                              capture_output=True, timeout=60, check=False)  # fmt: skip
+    finally:
+        subprocess.run(["umount", str(tiny)], check=False)
+    outcome = runners.FioRunner().interpret(
+        {"result.json": output.read_bytes(), "stdout": b"", "stderr": b""}, done.returncode, params
+    )
+    assert outcome.state == "failed"
+    assert f"job precondition-{RUN_ID} error 28 (No space left on device)" in outcome.explanation
+    assert outcome.summary is not None and outcome.summary["precondition"]["bytes"] < 4 * MiB
