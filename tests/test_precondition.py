@@ -294,7 +294,8 @@ def test_the_disk_page_records_a_preconditioning_shows_it_and_clears_it(owner_cl
     assert "nothing on record" in page and 'name="how"' in page
 
     bad = owner_client.post(f"/disks/{device.pk}/precondition/", {"how": "", "at": ""}, follow=True)
-    assert "Nothing was recorded. How: This field is required." in bad.content.decode()
+    assert "Nothing was recorded. How: say how the disk was filled" in bad.content.decode()
+    assert Disk.objects.get(pk=device.pk).precondition == {}
     owner_client.post(f"/disks/{device.pk}/precondition/", {"how": "fio fill by hand ×2", "at": "2026-01-05T08:00"})
     device.refresh_from_db()
     assert device.precondition["how"] == "fio fill by hand ×2" and device.precondition["source"] == "user"

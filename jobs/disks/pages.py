@@ -80,7 +80,10 @@ class PreconditionForm(forms.Form):
         help_text="When the fill ended, in your time zone; empty: now.",
     )
     how = forms.CharField(
-        label="How", max_length=300, widget=forms.TextInput(attrs={"placeholder": "dd if=/dev/zero bs=1M, twice"})
+        label="How",
+        max_length=300,
+        widget=forms.TextInput(attrs={"placeholder": "dd if=/dev/zero bs=1M, twice"}),
+        error_messages={"required": "say how the disk was filled, e.g. “dd if=/dev/zero bs=1M, twice”."},
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from jobs import runners, units
+from jobs import clock, runners, units
 from jobs.models import Disk, Run
 from jobs.tools import fio, fio_fill
 
@@ -42,8 +42,8 @@ def stale_reason(disk: Disk) -> str:
     if at is None or disk.identity_recorded_at is None or at >= disk.identity_recorded_at:
         return ""
     return (
-        f"the preconditioning recorded on {at:%Y-%m-%d %H:%M %Z} predates the identity recorded on "
-        f"{disk.identity_recorded_at:%Y-%m-%d %H:%M %Z}, so it may have been of another device"
+        f"the preconditioning recorded on {clock.utc_text(at, clock.MINUTES)} predates the identity recorded on "
+        f"{clock.utc_text(disk.identity_recorded_at, clock.MINUTES)}, so it may have been of another device"
     )
 
 
@@ -154,12 +154,13 @@ def record_by_hand(disk: Disk, *, at: datetime | None, how: str, user: Any) -> d
     if timezone.is_naive(at):
         raise RecordError("at", "Give the time with its zone, e.g. 2026-05-01T08:00Z.")
     if at > now:
-        raise RecordError("at", f"{at:%Y-%m-%d %H:%M %Z} is in the future: give when the fill ended.")
+        raise RecordError("at", f"{clock.utc_text(at, clock.MINUTES)} is in the future: give when the fill ended.")
     if disk.identity_recorded_at and at < disk.identity_recorded_at:
         raise RecordError(
             "at",
-            f"It would not count: the disk's identity was recorded on {disk.identity_recorded_at:%Y-%m-%d %H:%M %Z}, "
-            "later, and another device may have been at the path before. Give when it was filled since.",
+            f"It would not count: the disk's identity was recorded on "
+            f"{clock.utc_text(disk.identity_recorded_at, clock.MINUTES)}, later, and another device may have been "
+            "at the path before. Give when it was filled since.",
         )
     record = {"at": at.isoformat(), "how": how, "source": "user", "run": None, "by": getattr(user, "username", "")}
     Disk.objects.filter(pk=disk.pk).update(precondition=record)
