@@ -15,7 +15,7 @@ from typing import Any
 
 from jobs.analysis import steady
 from jobs.remote import LOCK_BUSY_STATUS, WATCHDOG_STATUS
-from jobs.tools import bounds, fio, ndisk
+from jobs.tools import bounds, fio, fio_fill, ndisk
 from jobs.tools.options import ToolOptionError
 from jobs.tools.summary import ParseError, ParseResult, finite
 
@@ -44,13 +44,29 @@ class Outcome:
 
 
 def writes(params: dict[str, Any]) -> bool:
+    """Whether the run writes to its target: a write or mixed mode, or a preconditioning fill before a read."""
     if params.get("tool") == "ndisk64":
         return int(params.get("read_percent", 0)) < 100
-    return params.get("rw") not in fio.READ_ONLY_MODES
+    return params.get("rw") not in fio.READ_ONLY_MODES or params.get("precondition") == fio_fill.FILL
 
 
 def expected_seconds(params: dict[str, Any]) -> int:
-    return int(params.get("runtime_s") or 0) + int(params.get("ramp_time_s") or 0)
+    return int(params.get("runtime_s") or 0) + int(params.get("ramp_time_s") or 0) + fill_seconds(params)
+
+
+def fill_seconds(params: dict[str, Any]) -> int:
+    """The time allowed for a preconditioning fill, at the floor rate test files are laid out at:
+
+        ceil(precondition_passes * bytes of one pass / LAYOUT_BYTES_PER_S)
+
+    One pass writes the whole device (its size, which the launch puts in the parameters as
+    precondition_pass_bytes once the probe has said it) or the run's test files (size_bytes * jobs). Before
+    the launch a device's fill counts only its test region, as nothing else is known yet.
+    """
+    if params.get("precondition") != fio_fill.FILL:
+        return 0
+    one_pass = params.get("precondition_pass_bytes") or needed_bytes(params, "directory") or 0
+    return -(-int(params.get("precondition_passes") or 1) * int(one_pass) // LAYOUT_BYTES_PER_S)  # rounded up
 
 
 def needed_bytes(params: dict[str, Any], kind: str) -> int | None:
@@ -63,7 +79,7 @@ def needed_bytes(params: dict[str, Any], kind: str) -> int | None:
 def watchdog_seconds(params: dict[str, Any], kind: str = "directory") -> int:
     """How long a run may take on the host before its `timeout` watchdog stops it, in whole seconds:
 
-        runtime_s + ramp_time_s + ceil(size_bytes * jobs / LAYOUT_BYTES_PER_S) + WATCHDOG_MARGIN_S
+        runtime_s + ramp_time_s + fill_seconds + ceil(size_bytes * jobs / LAYOUT_BYTES_PER_S) + WATCHDOG_MARGIN_S
 
     fio and ndisk64 both stop on their own at runtime (fio after its ramp; ndisk64 has none, and its
     parameters carry no ramp). The layout term counts only where the tool first writes its test files, a
@@ -121,10 +137,15 @@ class FioRunner:
     def progress(self, tail: str, params: dict[str, Any]) -> dict[str, Any]:
         """IOPS of the latest interval: the difference between the last two cumulative status documents in the
         output's tail (the first one alone is its own first interval), and when that interval ended (iops_at_s,
-        seconds of fio's runtime)."""
+        seconds of fio's runtime). While a preconditioning fill runs, what it has written instead, and the
+        phase "precondition"."""
         docs = _complete_documents(tail)
         if not docs:
             return {}
+        written = fio_fill.filling(docs[-1])
+        if written is not None:
+            return {"phase": "precondition", "precondition_bytes": written}
+        docs = [fio_fill.measured_only(doc) for doc in docs]
         rates = _interval_iops(docs[-2] if len(docs) > 1 else {}, docs[-1])
         progress = {f"{d}_iops": rates[d] for d in ("read", "write") if rates.get(d) is not None}
         ended_ms = max(_counters(docs[-1], "read", "runtime") + _counters(docs[-1], "write", "runtime"), default=0)

@@ -45,6 +45,7 @@ urlpatterns = [
     path("disks/<int:pk>/", disks.disk_detail, name="disk_detail"),
     path("disks/<int:pk>/edit/", disks.disk_edit, name="disk_edit"),
     path("disks/<int:pk>/identity/", disks.disk_record_identity, name="disk_record_identity"),
+    path("disks/<int:pk>/precondition/", disks.disk_precondition, name="disk_precondition"),
     path("disks/limits-preview.json", disks.disk_limits_preview, name="disk_limits_preview"),
     # profiles
     path("profiles/", profiles.profile_list, name="profile_list"),

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from jobs import limits, timeseries
 from jobs.api.base import ID_SCHEMA, ModelSerializer, TeamScoped, TeamViewSet, checked_path, django_errors, parse_id
 from jobs.api.burst import DiskBurstSerializer
-from jobs.disks import identity
+from jobs.disks import identity, precondition
 from jobs.models import Disk, Host
 from jobs.results import burst, series
 
@@ -34,6 +34,11 @@ class DiskSerializer(ModelSerializer):
     )
     limits = serializers.SerializerMethodField(help_text="Theoretical limits from the disk's spec (null: see error).")
     limits_error = serializers.SerializerMethodField()
+    precondition_counts = serializers.SerializerMethodField(
+        help_text="Whether the precondition record still counts: false when there is none, or when it predates the "
+        "disk's recorded identity (another device may have been at the path). Runs on a block device without one "
+        "carry a fresh-block warning."
+    )
 
     class Meta:
         model = Disk
@@ -41,9 +46,10 @@ class DiskSerializer(ModelSerializer):
             "id", "host", "label", "target_path", "kind", "disk_type", "size", "stripes", "spec_iops",
             "spec_bytes_per_s", "spec_burst_iops", "spec_burst_bytes_per_s", "instance_iops_cap",
             "instance_bytes_per_s_cap", "throughput_unit", "allow_destructive", "confirm_destructive", "limits",
-            "limits_error", "identity", "identity_recorded_at", "identity_note", "created_at",
+            "limits_error", "identity", "identity_recorded_at", "identity_note", "precondition",
+            "precondition_counts", "created_at",
         ]  # fmt: skip
-        read_only_fields = ["identity", "identity_recorded_at", "identity_note"]
+        read_only_fields = ["identity", "identity_recorded_at", "identity_note", "precondition"]
         extra_kwargs = {
             "allow_destructive": {
                 "help_text": "Only block devices need it: write and mixed profiles overwrite the device, so they run "
@@ -68,6 +74,10 @@ class DiskSerializer(ModelSerializer):
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_limits_error(self, disk: Disk) -> str | None:
         return disk.limits_or_reason()[1]
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_precondition_counts(self, disk: Disk) -> bool:
+        return precondition.valid_record(disk) is not None
 
     def validate_target_path(self, target_path: str) -> str:
         return checked_path(target_path, field="target path")
@@ -99,6 +109,13 @@ class DiskSerializer(ModelSerializer):
         except DjangoValidationError as exc:
             raise django_errors(exc) from exc
         return attrs
+
+
+class PreconditionRecordSerializer(serializers.Serializer):
+    at = serializers.DateTimeField(
+        required=False, help_text="When the fill ended, ISO 8601 with its zone (default: now); not in the future."
+    )
+    how = serializers.CharField(max_length=300, help_text="How the disk was filled, e.g. dd if=/dev/zero bs=1M, twice.")
 
 
 class DiskTypeRecordSerializer(serializers.Serializer):
@@ -227,6 +244,30 @@ class DiskViewSet(viewsets.ModelViewSet, TeamViewSet):
         replayed (balance at start and end, served from burst or not). `model` is null, with `why`, for a disk
         whose type has no credit bucket."""
         return Response(burst.disk_burst(self.get_object()).as_dict())
+
+    @extend_schema(
+        methods=["post"],
+        request=PreconditionRecordSerializer,
+        responses={200: DiskSerializer, 400: OpenApiTypes.OBJECT},
+    )
+    @extend_schema(methods=["delete"], request=None, responses={200: DiskSerializer})
+    @action(detail=True, methods=["post", "delete"])
+    def precondition(self, request: Request, pk: str) -> Response:
+        """Record a preconditioning of a block device done outside benchweb (POST {"how", "at"}), or clear the
+        record (DELETE). A run with a fill records its own when it succeeds. While no record counts, runs on the
+        device carry a fresh-block warning."""
+        disk = self.get_object()
+        if request.method == "DELETE":
+            precondition.clear(disk)
+            return Response(self.get_serializer(disk).data)
+        given = PreconditionRecordSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            precondition.record_by_hand(disk, at=given.validated_data.get("at"), how=given.validated_data["how"],
+                                        user=request.user)  # fmt: skip
+        except precondition.RecordError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from exc
+        return Response(self.get_serializer(disk).data)
 
     @extend_schema(parameters=SERIES_PARAMETERS, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])

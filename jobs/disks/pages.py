@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs import access, limits, presets, safety, units
-from jobs.disks import identity
+from jobs.disks import identity, precondition
 from jobs.disks.forms import DiskForm, size_range
 from jobs.models import SPEC_FIELDS, Disk, Profile, Run
 from jobs.results import burst
@@ -71,6 +71,23 @@ def default_profile(disk: Disk, runnable: list[int]) -> int | None:
     return runnable[0] if runnable else None
 
 
+class PreconditionForm(forms.Form):
+    """A preconditioning done outside benchweb (dd, a fill by another tool), recorded by hand."""
+
+    at = forms.DateTimeField(
+        label="When",
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="When the fill ended, in your time zone; empty: now.",
+    )
+    how = forms.CharField(
+        label="How",
+        max_length=300,
+        widget=forms.TextInput(attrs={"placeholder": "dd if=/dev/zero bs=1M, twice"}),
+        error_messages={"required": "say how the disk was filled, e.g. “dd if=/dev/zero bs=1M, twice”."},
+    )
+
+
 @login_required
 def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
     disk = access.disk(request, pk)
@@ -101,8 +118,41 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "breakdown": _breakdown(disk_limits),
             "runs": runs,
             "burst": credits,
+            "precondition_form": PreconditionForm(),
+            "precondition_at": precondition.recorded_at(disk.precondition),
+            "precondition_stale": precondition.stale_reason(disk),
         },
     )
+
+
+@login_required
+@require_POST
+def disk_precondition(request: HttpRequest, pk: int) -> HttpResponse:
+    """Record a preconditioning done by hand, or clear the record (the button named clear)."""
+    disk = access.disk(request, pk)
+    access.require_change(request, disk.team)
+    if "clear" in request.POST:
+        precondition.clear(disk)
+        messages.info(request, f"The preconditioning record of {disk.target_path} was cleared.")
+        return redirect("disk_detail", pk=disk.pk)
+    form = PreconditionForm(request.POST)
+    if form.is_valid():
+        try:
+            precondition.record_by_hand(disk, at=form.cleaned_data["at"], how=form.cleaned_data["how"],
+                                        user=request.user)  # fmt: skip
+        except precondition.RecordError as exc:
+            form.add_error(exc.field, str(exc))
+    if form.errors:
+        problems = " ".join(
+            f"{form.fields[name].label}: {' '.join(str(error) for error in errors)}"
+            for name, errors in form.errors.items()
+        )
+        messages.warning(request, f"Nothing was recorded. {problems}")
+    else:
+        messages.info(
+            request, f"Preconditioning of {disk.target_path} recorded: runs on it carry no fresh-block warning."
+        )
+    return redirect("disk_detail", pk=disk.pk)
 
 
 def _breakdown(found: limits.Limits | None) -> dict[str, Any] | None:

@@ -90,11 +90,13 @@ class Disk(models.Model):
         """Why `profile` cannot run on this disk, or None: the one rule by which a new run is refused
         (queueing.create_run) and the Run now form disables a choice, so the two never disagree."""
         if self.destructive_for(profile) and not self.allow_destructive:
+            fill = bool(getattr(profile, "precondition", ""))
             return runners.Unrunnable(
                 "profile",
                 "destructive: disk not marked for destructive writes",
-                f"it writes, and writes to the block device {self.target_path} destroy its data: tick “Allow "
-                "destructive writes” on the disk only if that is what you want, or choose a read profile.",
+                f"{'its fill writes all of the device' if fill else 'it writes'}, and writes to the block device "
+                f"{self.target_path} destroy its data: tick “Allow destructive writes” on the disk only if that is "
+                f"what you want, or choose a read profile{' without a fill' if fill else ''}.",
             )
         return runners.build_problem(profile.parameters(), self.target_path, self.kind)
 

@@ -9,6 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from jobs import runners
 from jobs.models.teams import Team
 
 
@@ -104,11 +105,12 @@ class Profile(models.Model):
     def writes(self) -> bool:
         if self.tool == self.Tool.NDISK64:
             return self.read_percent < 100
-        return self.rw not in {self.RW.READ, self.RW.RANDREAD}
+        # A fill before a read profile writes the whole target: it is a write for every safety rule.
+        return self.rw not in {self.RW.READ, self.RW.RANDREAD} or bool(self.precondition)
 
     @property
     def expected_seconds(self) -> int:
-        return self.runtime_s + (self.ramp_time_s if self.tool == self.Tool.FIO else 0)
+        return runners.expected_seconds(self.parameters())
 
     def clean(self) -> None:
         from jobs.tools import options
@@ -119,6 +121,8 @@ class Profile(models.Model):
         if self.tool == self.Tool.FIO and self.ioengine not in options.IOENGINES:
             errors["ioengine"] = f"Choose one of {', '.join(sorted(options.IOENGINES))}."
         errors |= self._steady_state_errors()
+        if self.tool == self.Tool.NDISK64 and self.precondition:
+            errors["precondition"] = "Only fio profiles can fill the target first; leave this empty for ndisk64."
         if errors:
             raise ValidationError(errors)
 
@@ -161,4 +165,9 @@ class Profile(models.Model):
             "ioengine": self.ioengine,
             "extra_options": self.extra_options,
         }
-        return common | fio | self.steady_state_parameters()
+        fill = (
+            {"precondition": self.precondition, "precondition_passes": self.precondition_passes}
+            if self.precondition
+            else {}
+        )
+        return common | fio | fill | self.steady_state_parameters()

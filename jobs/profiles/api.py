@@ -51,9 +51,17 @@ class ProfileSerializer(ModelSerializer):
         fields = [
             "id", "name", "description", "builtin", "tool", "rw", "pattern", "read_percent", "block_size_bytes",
             "iodepth", "jobs", "runtime_s", "ramp_time_s", "time_based", "direct", "size_bytes", "ioengine",
-            "extra_options", "ss_metric", "ss_limit", "ss_dur_s", "ss_ramp_s", "writes", "expected_seconds",
+            "extra_options", "ss_metric", "ss_limit", "ss_dur_s", "ss_ramp_s", "precondition", "precondition_passes",
+            "writes", "expected_seconds",
         ]  # fmt: skip
         read_only_fields = ["builtin"]
+        extra_kwargs = {
+            "precondition": {
+                "help_text": '"fill": write the whole target (a block device, or the run\'s test files) sequentially '
+                "precondition_passes times before the measured job; it counts as a write, so on a block device it "
+                'needs the disk\'s allow_destructive. "": measure the target as it is.'
+            }
+        }
 
     def validate_name(self, name: str) -> str:
         mine_or_presets = Profile.objects.filter(Q(team=team_of(self)) | Q(team__isnull=True))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -58,6 +58,8 @@ class ProfileForm(forms.ModelForm):
             "ioengine",
             "extra_options",
             *SS_FIELDS,
+            "precondition",
+            "precondition_passes",
         ]
         labels = {
             "rw": "Access pattern (fio rw)",
@@ -73,6 +75,8 @@ class ProfileForm(forms.ModelForm):
             "ss_limit": "Limit",
             "ss_dur_s": "Window (seconds, ss_dur)",
             "ss_ramp_s": "Wait before looking (seconds, ss_ramp)",
+            "precondition": "Precondition",
+            "precondition_passes": "Fill passes",
         }
         help_texts = {
             "read_percent": "For mixed fio patterns (rwmixread) and for ndisk64 -r.",
@@ -87,6 +91,10 @@ class ProfileForm(forms.ModelForm):
             "ss_dur_s": "Suggested 30: long enough to even out per-second jitter, short enough to fit a 60 s run. "
             "The ss ramp plus the window must end before the runtime.",
             "ss_ramp_s": "Suggested 10: the first seconds (caches warming, queues filling) are not looked at.",
+            "precondition": "Fresh blocks of a thin-provisioned or cloud volume read faster than written ones. A "
+            "fill writes the whole block device (or the run's test files) first, so it counts as a write: on a block "
+            "device it needs “Allow destructive writes”.",
+            "precondition_passes": "How many times the fill writes the target (1 to 4), in 1 MiB blocks.",
         }
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
@@ -102,6 +110,12 @@ class ProfileForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.team = team
         self.instance.team = team
+        # The passes matter only with a fill; a form without them (an older page, a script) keeps the default.
+        self.fields["precondition_passes"].required = False
+        cast(forms.ChoiceField, self.fields["precondition"]).choices = [
+            ("", "none: measure the target as it is"),
+            ("fill", "fill: write the whole target first"),
+        ]
         if not self.is_bound:
             extras = self.instance.extra_options or {}
             self.initial["extra_options"] = "\n".join(f"{name}={value}" for name, value in extras.items())
@@ -121,6 +135,10 @@ class ProfileForm(forms.ModelForm):
         if name_taken(Profile.objects.filter(Q(team=self.team) | Q(team__isnull=True)), self.instance, name=name):
             raise ValidationError(f"A profile named {name!r} exists already (yours or a preset); choose another name.")
         return name
+
+    def clean_precondition_passes(self) -> int:
+        passes = self.cleaned_data.get("precondition_passes")
+        return passes if passes is not None else Profile._meta.get_field("precondition_passes").get_default()
 
     def clean_extra_options(self) -> dict[str, str]:
         if self.cleaned_data.get("tool") == Profile.Tool.NDISK64:

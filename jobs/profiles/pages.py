@@ -36,9 +36,10 @@ def profile_line(profile: Profile) -> str:
             f"{profile.jobs} processes, {profile.runtime_s} s"
         )
     mix = f" {profile.read_percent}% reads" if profile.rw in (Profile.RW.RW, Profile.RW.RANDRW) else ""
+    fill = f", after a fill ×{profile.precondition_passes}" if profile.precondition else ""
     return (
         f"fio {profile.rw}{mix} {short_size(profile.block_size_bytes)} QD{profile.iodepth}, {profile.jobs} "
-        f"jobs, {profile.runtime_s} s"
+        f"jobs, {profile.runtime_s} s{fill}"
     )
 
 

@@ -140,7 +140,8 @@ class RunDetailSerializer(RunSerializer):
         read_only=True,
         help_text="Running: the last poll's read_iops / write_iops (fio's latest interval, which ended iops_at_s "
         "into its runtime), elapsed_s and eta_s as of now. Finished: elapsed_s is the real runtime, from the host's "
-        "clock (elapsed_from 'host') or until benchweb saw the finish ('collector').",
+        "clock (elapsed_from 'host') or until benchweb saw the finish ('collector'). While a profile's fill runs "
+        "before the measured job: phase 'precondition' and precondition_bytes written so far.",
     )
     result = serializers.SerializerMethodField(help_text="null until the run has a result.")
     steady_state = serializers.SerializerMethodField(

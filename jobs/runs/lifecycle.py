@@ -16,7 +16,7 @@ from audit import log as audit
 from audit.models import AuditEvent
 from jobs import remote, safety, ssh
 from jobs import runners as runner
-from jobs.disks import identity
+from jobs.disks import identity, precondition
 from jobs.hosts import connecting
 from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.runs import queueing
@@ -306,6 +306,7 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
     if not verdict.ok:
         finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons), attempt=attempt)
         return None
+    params = precondition.sized_parameters(params, disk.kind, verdict.facts)
     argv, files, command_text = tool.build(params, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
     plan = remote.Plan(
         run_uuid=str(run.uuid),
@@ -318,7 +319,10 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
     )
     files["run.sh"] = remote.wrapper_script(plan).encode()
     Run.objects.filter(pk=run.pk).update(
-        command=command_text, summary={"tool_version": version}, warnings=verdict.warnings
+        command=command_text,
+        summary={"tool_version": version},
+        parameters=params,
+        warnings=verdict.warnings + precondition.fresh_block_warnings(disk, params),
     )
     return plan
 
@@ -461,6 +465,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
             transaction.set_rollback(True)
             return
         RunResult.record(run)
+        precondition.note_fill(run)
     _cleanup(conn, run)
 
 

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from jobs import access, clock, figures, limits
 from jobs.analysis import steady
+from jobs.disks import precondition
 from jobs.models import Run
 from jobs.results import burst, compare
 from jobs.runs import lifecycle
@@ -28,6 +29,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "figures": figures.result_figures(summary),
         "workload": figures.workload_facts(summary),
         "printed_runtime": figures.printed_runtime(summary),
+        "fill_text": precondition.fill_text(summary),
         "has_latency": _has_latency(summary),
         "burst": credits,
         **_against_limits(run, summary, credits["limit_applied"] if credits else None),

@@ -9,6 +9,7 @@ section numbers in the modules refer to it.
 
 This module is the one to import; the work is done in
 - fio_job.py: the job file and command line (build_fio_job);
+- fio_fill.py: the preconditioning fill before the measured job, and telling its entries apart in the output;
 - fio_json.py: JSON output (parse_fio_json, fio_json_documents, latency_bins);
 - fio_text.py: the normal text report (parse_fio_text, fio_text_results);
 - fio_terse.py: terse lines (parse_fio_terse, fio_terse_results);

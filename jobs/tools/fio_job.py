@@ -6,6 +6,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.tools import fio_fill
 from jobs.tools.fio_common import MIXED_MODES, READ_ONLY_MODES, RW_MODES
 from jobs.tools.options import (
     IOENGINES,
@@ -35,7 +36,8 @@ def build_fio_job(
 ) -> FioJob:
     """The job file and command line for one run of a fio profile (Profile.parameters()) on one target.
 
-    readonly says the run must not write. Profiles whose rw only reads are treated as read-only anyway.
+    readonly says the run must not write. Profiles whose rw only reads are treated as read-only anyway, unless
+    they fill the target first (fio_fill), which writes.
     """
     if params.get("tool", "fio") != "fio":
         raise ToolOptionError("tool", f"build_fio_job needs a fio profile, not {params.get('tool')!r}.")
@@ -46,7 +48,10 @@ def build_fio_job(
         raise ToolOptionError("rw", f"rw must be one of {', '.join(RW_MODES)}; got {rw!r}.")
     if readonly and rw not in READ_ONLY_MODES:
         raise ToolOptionError("rw", f"This run must not write, but rw={rw} writes; choose read or randread.")
-    readonly = rw in READ_ONLY_MODES
+    fill_passes = fio_fill.passes(params)
+    if readonly and fill_passes:
+        raise ToolOptionError("precondition", "This run must not write, but its fill writes the whole target.")
+    readonly = rw in READ_ONLY_MODES and not fill_passes
     ioengine = params.get("ioengine")
     if ioengine not in IOENGINES:
         raise ToolOptionError("ioengine", f"ioengine must be one of {', '.join(sorted(IOENGINES))}; got {ioengine!r}.")
@@ -68,11 +73,14 @@ def build_fio_job(
     jobs = int_param(params, "jobs", 1)
     ramp = int_param(params, "ramp_time_s", 0)
 
-    lines = [
-        f"; benchweb run {run_id}. Sizes are byte counts on purpose: fio reads 4KiB as 4000 (pitfall 2.7).",
+    lines = [f"; benchweb run {run_id}. Sizes are byte counts on purpose: fio reads 4KiB as 4000 (pitfall 2.7)."]
+    if fill_passes:
+        lines += [*fio_fill.section(params, target, target_kind, run_id), ""]
+    lines += [
         # The job name is also the test file's name in a directory (benchweb-<run>.<job>.0), so two runs
         # on one directory never share a file.
         f"[benchweb-{run_id}]",
+        *(["stonewall"] if fill_passes else []),  # the measured job starts once the fill has ended
         f"ioengine={ioengine}",
         f"rw={rw}",
     ]

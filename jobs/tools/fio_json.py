@@ -8,6 +8,7 @@ import re
 from itertools import pairwise
 from typing import Any
 
+from jobs.tools import fio_fill
 from jobs.tools.fio_common import (
     DIRECTIONS,
     _clock_ms,
@@ -435,6 +436,27 @@ def fio_json_results(text: str) -> list[ParseResult]:
     labels[-1] = "the fio JSON document" if len(docs) == 1 else "the last fio JSON document"
     for doc, label in zip(docs[:-1], labels, strict=False):
         _checked_jobs(doc, label)
+    if any(fio_fill.is_fill(job) for job in _checked_jobs(docs[-1], labels[-1])):
+        # A preconditioning fill ran first: the measured job alone is the result, the fill goes apart.
+        fill = docs[-1]
+        docs = [fio_fill.measured_only(doc) for doc in docs]
+        return [_with_fill(result, fill, labels[-1]) for result in _results(docs, labels, diagnostics)]
+    return _results(docs, labels, diagnostics)
+
+
+def _with_fill(result: ParseResult, final: dict[str, Any], where: str) -> ParseResult:
+    """result with summary["precondition"] (fio_fill.summary_of) and the fill's errors among its own."""
+    result.summary["precondition"] = fio_fill.summary_of(final)
+    messages = _errno_messages(result.diagnostics)
+    for index, job in enumerate(final["jobs"]):
+        if fio_fill.is_fill(job) and (errno := _errno(job, f"{where}, job {index + 1}")):
+            result.job_errors.append(
+                {"job": job.get("jobname"), "index": index, "errno": errno, "message": messages.get(errno)}
+            )
+    return result
+
+
+def _results(docs: list[dict[str, Any]], labels: list[str], diagnostics: list[str]) -> list[ParseResult]:
     final, where = docs[-1], labels[-1]
     jobs = _checked_jobs(final, where)
     global_options = _options(final.get("global options"), f'{where}: "global options"')

@@ -31,6 +31,8 @@
       if (p.write_iops != null) figures.push("write " + fmt(p.write_iops) + " IOPS");
       const at = p.iops_at_s != null ? " (fio at " + Math.round(p.iops_at_s) + " s)" : "";
       if (figures.length) parts.push(figures.join(", ") + at);
+      // A profile with a fill writes the whole target before the measured job starts (jobs/tools/fio_fill.py).
+      if (p.phase === "precondition") parts.push("preconditioning: " + Math.round((p.precondition_bytes || 0) / 1048576) + " MiB written so far");
       text.textContent = parts.join(" · ");
     }
     if (data.final) {
