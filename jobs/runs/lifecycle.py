@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import remote, safety, ssh
+from jobs import environment, remote, safety, ssh
 from jobs import runners as runner
 from jobs.disks import identity
 from jobs.hosts import connecting
@@ -168,6 +168,7 @@ def launch(run_id: int) -> str:
                 str(run.uuid),
                 tool.check_command(disk.host),
                 safety.check_script(disk.target_path, disk.kind, writes=runner.writes(run.parameters)),
+                environment.probe_script(disk.target_path, disk.kind, cloud_metadata=disk.host.cloud_metadata),
             )
             run_dir = pre.run_dir
             # Already launched: a worker died after launching, or the launch's answer was lost. Re-attach;
@@ -306,7 +307,11 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
     if not verdict.ok:
         finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons), attempt=attempt)
         return None
-    argv, files, command_text = tool.build(params, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
+    pinning = _pinning(run, pre, attempt)
+    if pinning is None:
+        return None
+    pinned = {"queue_cpus": pinning.queue_cpus} if pinning.queue_cpus else {}
+    argv, files, command_text = tool.build(params | pinned, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
     plan = remote.Plan(
         run_uuid=str(run.uuid),
         run_dir=pre.run_dir,
@@ -315,12 +320,27 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
         limit_s=runner.watchdog_seconds(params, disk.kind),
         files=files,
         start_at=run.not_before.timestamp() if run.not_before else None,
+        tunables=pinning.tunables,
     )
     files["run.sh"] = remote.wrapper_script(plan).encode()
     Run.objects.filter(pk=run.pk).update(
-        command=command_text, summary={"tool_version": version}, warnings=verdict.warnings
-    )
+        command=command_text, summary={"tool_version": version}, warnings=verdict.warnings + pinning.warnings,
+        environment=pinning.environment,
+    )  # fmt: skip
     return plan
+
+
+def _pinning(run: Run, pre: remote.Preflight, attempt: int) -> environment.Pinning | None:
+    """The environment the probe found, and for a profile pinned to the queue CPUs what that adds to the launch;
+    None when the pinning cannot be done here (the run is ended, with the reason and the environment)."""
+    found = environment.parse_report(pre.environment_report)
+    host = run.disk.host
+    pinning = environment.pinning(run.parameters, found, tunable=host.tunable, host_name=host.name)
+    if pinning.refusal:
+        Run.objects.filter(pk=run.pk).update(environment=found)
+        finish(run, Run.State.ERROR, "refused, nothing was started: " + pinning.refusal, attempt=attempt)
+        return None
+    return pinning
 
 
 def poll(run_id: int) -> str:

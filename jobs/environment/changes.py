@@ -1,0 +1,65 @@
+"""What differs between two runs' environments, as lines a person reads ("kernel 5.10.0-21 → 6.1.0-13",
+"rq_affinity 1 → 2") (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+NOT_REPORTED = "(not reported)"
+
+# (label, how to read it from an environment), in the order the lines are listed.
+_FACTS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("kernel", lambda env: env.get("kernel")),
+    ("kernel build", lambda env: env.get("kernel_build")),
+    ("OS", lambda env: env.get("os")),
+    ("fio", lambda env: env.get("fio")),
+    ("CPUs", lambda env: env.get("cpus")),
+    ("CPU model", lambda env: env.get("cpu_model")),
+    ("memory (kB)", lambda env: env.get("mem_total_kb")),
+    ("instance type", lambda env: env.get("instance_type")),
+    ("filesystem", lambda env: _fs(env).get("type")),
+    ("filesystem source", lambda env: _fs(env).get("source")),
+    ("mount options", lambda env: _fs(env).get("options")),
+    ("device", lambda env: _device(env).get("name")),
+    ("device model", lambda env: _device(env).get("model")),
+    ("device size (bytes)", lambda env: _device(env).get("size_bytes")),
+    ("scheduler", lambda env: _device(env).get("scheduler")),
+    ("nr_requests", lambda env: _device(env).get("nr_requests")),
+    ("rq_affinity", lambda env: effective_rq_affinity(_device(env))),
+    ("read_ahead_kb", lambda env: _device(env).get("read_ahead_kb")),
+    ("blk-mq queues", lambda env: _device(env).get("queues")),
+    ("queue CPUs", lambda env: " | ".join(_device(env).get("queue_cpus") or []) or None),
+]
+
+
+def environment_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    """One line per fact that differs, "<label> <old> → <new>"; a fact only one run reported shows the other as
+    "(not reported)". Nothing when either run has no recorded environment: there is nothing to compare."""
+    if not old or not new:
+        return []
+    lines = []
+    for label, read in _FACTS:
+        before, after = read(old), read(new)
+        if before != after:
+            lines.append(f"{label} {_shown(before)} → {_shown(after)}")
+    return lines
+
+
+def effective_rq_affinity(device: dict[str, Any]) -> Any:
+    """The value the run ran with: the one benchweb set before fio started, else the one the probe read."""
+    return device.get("rq_affinity_set", device.get("rq_affinity"))
+
+
+def _shown(value: Any) -> str:
+    return NOT_REPORTED if value is None or value == "" else str(value)
+
+
+def _fs(env: dict[str, Any]) -> dict[str, Any]:
+    found = env.get("filesystem")
+    return found if isinstance(found, dict) else {}
+
+
+def _device(env: dict[str, Any]) -> dict[str, Any]:
+    found = env.get("device")
+    return found if isinstance(found, dict) else {}
