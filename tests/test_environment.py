@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from jobs import environment
+from jobs.environment import pinning
 from jobs.models import Disk, Run
 from jobs.runs import queueing
 from tests.builders import quick_profile, team_with_host, wait_final
@@ -87,3 +88,88 @@ def test_a_run_records_its_environment_and_a_changed_scheduler_shows_in_the_next
     if nr_requests != found["nr_requests"]:
         expected.insert(1, f"nr_requests {found['nr_requests']} → {nr_requests}")
     assert environment.environment_changes(first.environment, second.environment) == expected
+
+
+@contextlib.contextmanager
+def restored(device: str, name: str) -> Iterator[None]:
+    """Put a queue setting of a loop device back as it was, whatever the block did to it."""
+    with queue_setting(device, name, sysfs(device, name)):
+        yield
+
+
+def test_a_pinned_two_job_run_carries_the_queue_cpus_read_from_sysfs(fio_installed, sshd, worker, lab: Lab) -> None:
+    device = lab.loop("pinned")
+    cpus = set().union(*(pinning.cpu_set(text) or set() for text in queue_cpu_lists(device)))
+    if len(cpus) < 2:
+        pytest.skip(f"the loop device's queues are served by {len(cpus)} CPU; a two-job pinned run needs 2")
+    team, host = team_with_host(sshd)
+    with restored(device, "rq_affinity"):
+        run = wait_final(queueing.request_run(block_disk(host, device), reads(team, jobs=2, pin_queue_cpus=True)))
+        assert sysfs(device, "rq_affinity") == str(run.environment["device"]["rq_affinity"])  # not tunable: untouched
+    assert run.state == Run.State.SUCCEEDED, run.explanation
+    allowed = [line.removeprefix("cpus_allowed=") for line in run.command.splitlines() if "cpus_allowed=" in line]
+    assert len(allowed) == 1 and pinning.cpu_set(allowed[0]) == cpus
+    assert "cpus_allowed_policy=split" in run.command and "numjobs=2" in run.command
+    assert run.environment["device"]["queue_cpus"] == queue_cpu_lists(device)
+
+
+def test_a_pinned_profile_with_more_jobs_than_queue_cpus_is_refused_before_anything_starts(
+    fio_installed, sshd, worker, lab: Lab
+) -> None:
+    device = lab.loop("too-many")
+    cpus = set().union(*(pinning.cpu_set(text) or set() for text in queue_cpu_lists(device)))
+    team, host = team_with_host(sshd)
+    run = wait_final(
+        queueing.request_run(block_disk(host, device), reads(team, jobs=len(cpus) + 1, pin_queue_cpus=True))
+    )
+    assert run.state == Run.State.ERROR
+    assert run.explanation.startswith(f"refused, nothing was started: the profile runs {len(cpus) + 1} fio jobs")
+    assert (
+        "pin_queue_cpus" in run.explanation and f"Lower the profile's jobs to {len(cpus)} or fewer" in run.explanation
+    )
+    assert run.command == "" and run.environment["device"]["name"] == Path(device).name
+
+
+def test_a_pinned_profile_on_a_directory_without_a_block_device_under_it_says_why(
+    fio_installed, sshd, worker, lab: Lab
+) -> None:
+    mountpoint = lab.mount("tmpfs", "-t", "tmpfs", "-o", "size=64m")
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmpfs", target_path=str(mountpoint), disk_type="custom")
+    run = wait_final(queueing.request_run(disk, quick_profile(team, pin_queue_cpus=True)))
+    assert run.state == Run.State.ERROR
+    assert "the queues of" in run.explanation and "the filesystem's source is not a block device" in run.explanation
+    assert "pin_queue_cpus" in run.explanation
+    assert run.environment["filesystem"]["type"] == "tmpfs"
+
+
+def test_rq_affinity_is_set_to_2_on_a_tunable_host_and_the_command_is_shown_on_another(
+    fio_installed, sshd, worker, lab: Lab
+) -> None:
+    device = lab.loop("affinity")
+    name = Path(device).name
+    team, host = team_with_host(sshd)
+    disk = block_disk(host, device)
+    profile = reads(team, pin_queue_cpus=True)
+    with queue_setting(device, "rq_affinity", "1"):
+        shown = wait_final(queueing.request_run(disk, profile))
+        assert shown.state == Run.State.SUCCEEDED, shown.explanation
+        assert sysfs(device, "rq_affinity") == "1"
+        command = f"echo 2 | sudo tee /sys/block/{name}/queue/rq_affinity"
+        assert any("host is not marked tunable" in w and w.endswith(command) for w in shown.warnings), shown.warnings
+
+        host.tunable = True
+        host.save()
+        tuned = wait_final(queueing.request_run(disk, profile))
+        assert tuned.state == Run.State.SUCCEEDED, tuned.explanation
+        assert sysfs(device, "rq_affinity") == "2"
+    assert tuned.environment["device"]["rq_affinity"] == 1 and tuned.environment["device"]["rq_affinity_set"] == 2
+    assert any("benchweb set it to 2" in w for w in tuned.warnings), tuned.warnings
+    assert environment.environment_changes(shown.environment, tuned.environment) == ["rq_affinity 1 → 2"]
+
+
+def test_the_probe_asks_the_cloud_metadata_service_only_when_the_host_allows_it() -> None:
+    """No metadata service can exist here: what is checked is the script sent."""
+    for address in ("169.254.169.254", "100.100.100.200"):
+        assert address not in environment.probe_script("/dev/vdb", "block")
+        assert address in environment.probe_script("/dev/vdb", "block", cloud_metadata=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from jobs.environment.changes import environment_changes
 from jobs.environment.pinning import Pinning
-from jobs.environment.pinning import plan as pinning
+from jobs.environment.pinning import plan as pinning_plan
 from jobs.environment.probe import parse_report, probe_script
 
-__all__ = ["Pinning", "environment_changes", "parse_report", "pinning", "probe_script"]
+__all__ = ["Pinning", "environment_changes", "parse_report", "pinning_plan", "probe_script"]

@@ -335,7 +335,7 @@ def _pinning(run: Run, pre: remote.Preflight, attempt: int) -> environment.Pinni
     None when the pinning cannot be done here (the run is ended, with the reason and the environment)."""
     found = environment.parse_report(pre.environment_report)
     host = run.disk.host
-    pinning = environment.pinning(run.parameters, found, tunable=host.tunable, host_name=host.name)
+    pinning = environment.pinning_plan(run.parameters, found, tunable=host.tunable, host_name=host.name)
     if pinning.refusal:
         Run.objects.filter(pk=run.pk).update(environment=found)
         finish(run, Run.State.ERROR, "refused, nothing was started: " + pinning.refusal, attempt=attempt)
