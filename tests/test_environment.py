@@ -88,6 +88,35 @@ def test_a_run_records_its_environment_and_a_changed_scheduler_shows_in_the_next
     if nr_requests != found["nr_requests"]:
         expected.insert(1, f"nr_requests {found['nr_requests']} → {nr_requests}")
     assert environment.environment_changes(first.environment, second.environment) == expected
+    shows_the_changes(team, first, second, expected)
+
+
+def shows_the_changes(team, first: Run, second: Run, expected: list[str]) -> None:
+    """The run page lists the environment, Compare and the disk page the changes, the API the environment."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from jobs.api.models import ApiToken
+    from jobs.models import Membership
+
+    user = User.objects.create_user("looker")
+    Membership.objects.create(user=user, team=team, role=Membership.Role.MEMBER)
+    client = Client()
+    client.force_login(user)
+    run_page = client.get(f"/runs/{second.pk}/").content.decode()
+    assert 'id="run-environment"' in run_page and f"<dd>{second.environment['kernel']}</dd>" in run_page
+    compare_page = client.get(f"/compare/?runs={first.pk},{second.pk}").content.decode()
+    changes = compare_page.split('id="environment-changes"')[1].split("</section>")[0]
+    for line in expected:
+        assert f'<span class="env-change">{line}</span>' in changes
+    disk_page = client.get(f"/disks/{first.disk_id}/").content.decode()
+    marks = disk_page.split('id="environment-changes"')[1].split("</section>")[0]
+    assert f'href="/runs/{first.pk}/">run {first.pk}</a> → <a href="/runs/{second.pk}/">run {second.pk}</a>' in marks
+    for line in expected:
+        assert f'<span class="env-change">{line}</span>' in marks
+    _, secret = ApiToken.issue(user, team, "tests")
+    detail = Client(HTTP_AUTHORIZATION=f"Bearer {secret}").get(f"/api/v1/runs/{second.pk}/").json()
+    assert detail["environment"] == second.environment
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, limits, presets, safety, units
+from jobs import access, environment, limits, presets, safety, units
 from jobs.disks import identity
 from jobs.disks.forms import DiskForm, size_range
 from jobs.models import SPEC_FIELDS, Disk, Profile, Run
@@ -95,8 +95,20 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "limits_error": limits_error,
             "breakdown": _breakdown(disk_limits),
             "runs": runs,
+            "environment_changes": _environment_changes(disk),
         },
     )
+
+
+# How many of a disk's latest runs its page looks through for changes of environment.
+ENVIRONMENT_RUNS = 50
+
+
+def _environment_changes(disk: Disk) -> list[tuple[int, int, list[str]]]:
+    """Where the environment changed between consecutive runs of the disk (latest first), among its last
+    ENVIRONMENT_RUNS runs that recorded one."""
+    recent = disk.runs.filter(environment__isnull=False).order_by("-created_at", "-pk").values_list("pk", "environment")
+    return environment.consecutive_changes(list(reversed(recent[:ENVIRONMENT_RUNS])))[::-1]
 
 
 def _breakdown(found: limits.Limits | None) -> dict[str, Any] | None:

@@ -9,9 +9,17 @@ device's queues, rq_affinity=2).
 
 from __future__ import annotations
 
-from jobs.environment.changes import environment_changes
+from jobs.environment.changes import consecutive_changes, environment_changes, facts
 from jobs.environment.pinning import Pinning
 from jobs.environment.pinning import plan as pinning_plan
 from jobs.environment.probe import parse_report, probe_script
 
-__all__ = ["Pinning", "environment_changes", "parse_report", "pinning_plan", "probe_script"]
+__all__ = [
+    "Pinning",
+    "consecutive_changes",
+    "environment_changes",
+    "facts",
+    "parse_report",
+    "pinning_plan",
+    "probe_script",
+]

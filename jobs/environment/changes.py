@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 NOT_REPORTED = "(not reported)"
@@ -44,6 +45,31 @@ def environment_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) 
         if before != after:
             lines.append(f"{label} {_shown(before)} → {_shown(after)}")
     return lines
+
+
+def consecutive_changes(runs: list[tuple[int, dict[str, Any] | None]]) -> list[tuple[int, int, list[str]]]:
+    """For runs in the order they ran, as (run id, environment): (earlier id, later id, lines) wherever the
+    environment changed from one recorded run to the next; runs without one are skipped, not compared."""
+    recorded = [(run_id, env) for run_id, env in runs if env]
+    found = []
+    for (before_id, before), (after_id, after) in pairwise(recorded):
+        lines = environment_changes(before, after)
+        if lines:
+            found.append((before_id, after_id, lines))
+    return found
+
+
+def facts(env: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """(label, value) of every fact an environment holds, for a compact list on the run page."""
+    if not env:
+        return []
+    shown = [(label, read(env)) for label, read in _FACTS]
+    rows = [(label, str(value)) for label, value in shown if value is not None and value != ""]
+    device = _device(env)
+    if "rq_affinity_set" in device:
+        rows = [(label, f"{value} (benchweb set it; it was {device.get('rq_affinity')})" if label == "rq_affinity"
+                 else value) for label, value in rows]  # fmt: skip
+    return rows
 
 
 def effective_rq_affinity(device: dict[str, Any]) -> Any:

@@ -51,7 +51,7 @@ class ProfileSerializer(ModelSerializer):
         fields = [
             "id", "name", "description", "builtin", "tool", "rw", "pattern", "read_percent", "block_size_bytes",
             "iodepth", "jobs", "runtime_s", "ramp_time_s", "time_based", "direct", "size_bytes", "ioengine",
-            "extra_options", "writes", "expected_seconds",
+            "extra_options", "pin_queue_cpus", "writes", "expected_seconds",
         ]  # fmt: skip
         read_only_fields = ["builtin"]
 

@@ -50,6 +50,7 @@ class ProfileForm(forms.ModelForm):
             "size_bytes",
             "ioengine",
             "extra_options",
+            "pin_queue_cpus",
         ]
         labels = {
             "rw": "Access pattern (fio rw)",
@@ -61,10 +62,14 @@ class ProfileForm(forms.ModelForm):
             "ramp_time_s": "Ramp time (seconds)",
             "time_based": "Time based: run for the whole runtime",
             "direct": "Direct I/O (bypass the page cache)",
+            "pin_queue_cpus": "Pin fio jobs to the queue CPUs (the ESSD PL3 recipe)",
         }
         help_texts = {
             "read_percent": "For mixed fio patterns (rwmixread) and for ndisk64 -r.",
             "direct": "Without it the page cache can inflate results thirty times.",
+            "pin_queue_cpus": "fio's cpus_allowed (split: one job per CPU) set to the CPUs serving the device's blk-mq "
+            "queues, read from sysfs at launch; refused when jobs exceed them. Wants rq_affinity=2: set on a host "
+            "marked tunable, otherwise the run shows the command.",
         }
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 

@@ -109,11 +109,21 @@ class RunDetailSerializer(RunSerializer):
         "clock (elapsed_from 'host') or until benchweb saw the finish ('collector').",
     )
     result = serializers.SerializerMethodField(help_text="null until the run has a result.")
+    environment = serializers.JSONField(
+        read_only=True,
+        help_text="What the read-only probe found on the host before the launch (null: not probed, e.g. imports): "
+        "kernel, kernel_build, os, fio, cpus, cpus_online, cpu_model, mem_total_kb, target; filesystem {type, "
+        "source, mount, options} for a directory; device {name, queue_name, partition_of, dm_name, model, "
+        "size_bytes, scheduler, nr_requests, rq_affinity, rq_affinity_set (what benchweb set it to), "
+        "rq_affinity_writable, read_ahead_kb, rotational, queues, queue_cpus: [cpu_list per blk-mq queue]}; "
+        "instance_type only for a host whose cloud_metadata is on; complete. A fact the host did not report is "
+        "absent.",
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "result", "limits_snapshot", "command",
-            "exit_status", "cancel_requested",
+            "exit_status", "cancel_requested", "environment",
         ]  # fmt: skip
         read_only_fields = fields
 

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from jobs import access, clock, figures, limits
+from jobs import access, clock, environment, figures, limits
 from jobs.models import Run
 from jobs.results import compare
 from jobs.runs import lifecycle
@@ -27,6 +27,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "workload": figures.workload_facts(summary),
         "printed_runtime": figures.printed_runtime(summary),
         "has_latency": _has_latency(summary),
+        "environment": environment.facts(run.environment),
         **_against_limits(run, summary),
     }
     return render(request, "jobs/run_detail.html", context)
