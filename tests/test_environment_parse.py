@@ -33,6 +33,13 @@ def test_a_captured_report_is_read_with_typed_numbers_and_odd_values_left_out() 
     assert env["filesystem"] == {"raw": "forged"}
 
 
+def test_the_run_page_lists_what_was_reported_and_names_a_partitions_parent() -> None:
+    facts = dict(environment.facts(captured("nvme_odd.txt")))
+    assert facts["device"] == "nvme1n1p1 (partition of nvme1n1)"
+    assert facts["queue CPUs"] == "0-1 | 2-3 | 10, 11" and facts["CPUs"] == "16"
+    assert "read_ahead_kb" not in facts and "instance type" not in facts
+
+
 def test_a_report_without_its_end_is_incomplete_and_one_without_its_header_is_empty() -> None:
     text = (FIXTURES / "nvme_odd.txt").read_text()
     assert environment.parse_report(text.split("end=1")[0])["complete"] is False

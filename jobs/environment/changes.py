@@ -22,7 +22,7 @@ _FACTS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("filesystem", lambda env: _fs(env).get("type")),
     ("filesystem source", lambda env: _fs(env).get("source")),
     ("mount options", lambda env: _fs(env).get("options")),
-    ("device", lambda env: _device(env).get("name")),
+    ("device", lambda env: _device_name(_device(env))),
     ("device model", lambda env: _device(env).get("model")),
     ("device size (bytes)", lambda env: _device(env).get("size_bytes")),
     ("scheduler", lambda env: _device(env).get("scheduler")),
@@ -75,6 +75,17 @@ def facts(env: dict[str, Any] | None) -> list[tuple[str, str]]:
 def effective_rq_affinity(device: dict[str, Any]) -> Any:
     """The value the run ran with: the one benchweb set before fio started, else the one the probe read."""
     return device.get("rq_affinity_set", device.get("rq_affinity"))
+
+
+def _device_name(device: dict[str, Any]) -> str | None:
+    """The kernel name, and what it is part of: a partition's queue is its parent's, a device-mapper device has its
+    own name."""
+    name = device.get("name")
+    if name and device.get("partition_of"):
+        name += f" (partition of {device['partition_of']})"
+    if name and device.get("dm_name"):
+        name += f" (device-mapper {device['dm_name']})"
+    return name
 
 
 def _shown(value: Any) -> str:
