@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
-from jobs import environment
+from jobs import environment, remote
 from jobs.environment import pinning
-from jobs.models import Disk, Run
-from jobs.runs import queueing
-from tests.builders import quick_profile, team_with_host, wait_final
+from jobs.models import Disk, Host, Run
+from jobs.runs import lifecycle, queueing
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 from tests.test_safety import Lab
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -197,8 +198,26 @@ def test_rq_affinity_is_set_to_2_on_a_tunable_host_and_the_command_is_shown_on_a
     assert environment.environment_changes(shown.environment, tuned.environment) == ["rq_affinity 1 → 2"]
 
 
-def test_the_probe_asks_the_cloud_metadata_service_only_when_the_host_allows_it() -> None:
-    """No metadata service can exist here: what is checked is the script sent."""
+def test_the_probe_sent_asks_the_cloud_metadata_service_only_for_a_host_that_allows_it(
+    sshd, tmp_path: Path, monkeypatch
+) -> None:
+    """No metadata service can exist here: the launch's own preflight is stopped once it has the script it would
+    send, and only that script is looked at (so nothing here asks 169.254.169.254 either)."""
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
+    sent: list[str] = []
+
+    def preflight(conn, base, run_uuid, tool_check, safety_script, environment_script=""):
+        sent.append(environment_script)
+        raise remote.RemoteError("stopped by the test: only the script is looked at")
+
+    monkeypatch.setattr(remote, "preflight", preflight)
+    for cloud_metadata in (False, True):
+        Host.objects.filter(pk=host.pk).update(cloud_metadata=cloud_metadata)
+        run = queueing.create_run(disk, quick_profile(team, name=f"quick {cloud_metadata}"))
+        Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED, queued_at=timezone.now())
+        assert lifecycle.launch(run.pk) == Run.State.ERROR
+    off, on = sent
+    assert "benchweb_environment" in off and "benchweb_environment" in on
     for address in ("169.254.169.254", "100.100.100.200"):
-        assert address not in environment.probe_script("/dev/vdb", "block")
-        assert address in environment.probe_script("/dev/vdb", "block", cloud_metadata=True)
+        assert address not in off and address in on

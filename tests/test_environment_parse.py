@@ -126,3 +126,16 @@ def test_the_wrapper_writes_a_block_queues_rq_affinity_and_nothing_else() -> Non
                         ("/sys/block/sda/queue/rq_affinity", "2; reboot")]:  # fmt: skip
         with pytest.raises(remote.RemoteError):
             wrapper(((path, value),))
+
+
+def test_a_failed_rq_affinity_write_replaces_the_warning_that_it_was_set() -> None:
+    env = {"device": {"queue_name": "sdb", "rq_affinity": 1, "rq_affinity_writable": True, "queue_cpus": ["0-3"]}}
+    plan = pinning.plan({"pin_queue_cpus": True, "jobs": 2}, env, tunable=True, host_name="h1")
+    assert plan.tunables == (("/sys/block/sdb/queue/rq_affinity", "2"),)
+    warnings = ["an unrelated warning", *plan.warnings]
+    found, told = environment.tuning_failed(plan.environment, warnings, "sh: 1: Permission denied\n", host_name="h1")
+    assert "rq_affinity_set" not in found["device"] and found["device"]["rq_affinity"] == 1
+    assert told[0] == "an unrelated warning"
+    assert told[1].startswith("rq_affinity of sdb stayed 1: the write of 2 failed on the host (sh: 1: Permission")
+    assert told[1].endswith("echo 2 | sudo tee /sys/block/sdb/queue/rq_affinity")
+    assert environment.environment_changes(env, found) == []

@@ -10,7 +10,7 @@ device's queues, rq_affinity=2).
 from __future__ import annotations
 
 from jobs.environment.changes import consecutive_changes, environment_changes, facts
-from jobs.environment.pinning import Pinning
+from jobs.environment.pinning import Pinning, tuning_failed
 from jobs.environment.pinning import plan as pinning_plan
 from jobs.environment.probe import parse_report, probe_script
 
@@ -22,4 +22,5 @@ __all__ = [
     "parse_report",
     "pinning_plan",
     "probe_script",
+    "tuning_failed",
 ]

@@ -122,11 +122,7 @@ def _rq_affinity(
     path = f"/sys/block/{name}/queue/rq_affinity"
     command = f"echo {WANTED_RQ_AFFINITY} | sudo tee {path}"
     if tunable and device.get("rq_affinity_writable"):
-        warning = (
-            f"rq_affinity of {name} was {current}: benchweb set it to {WANTED_RQ_AFFINITY} just before fio started "
-            f"(the host is marked tunable and the pinned recipe wants it). It stays so; to put it back, run as root "
-            f"on {host_name}: echo {current} | sudo tee {path}"
-        )
+        warning = _set_warning(name, current, host_name)
         return ((path, str(WANTED_RQ_AFFINITY)),), [warning], device | {"rq_affinity_set": WANTED_RQ_AFFINITY}
     why = "the host is not marked tunable" if not tunable else "the login user may not write it"
     warning = (
@@ -134,3 +130,28 @@ def _rq_affinity(
         f"alone ({why}). To set it, run as root on {host_name}: {command}"
     )
     return (), [warning], device
+
+
+def _set_warning(name: str, before: Any, host_name: str) -> str:
+    return (
+        f"rq_affinity of {name} was {before}: benchweb set it to {WANTED_RQ_AFFINITY} just before fio started (the "
+        f"host is marked tunable and the pinned recipe wants it). It stays so; to put it back, run as root on "
+        f"{host_name}: echo {before} | sudo tee /sys/block/{name}/queue/rq_affinity"
+    )
+
+
+def tuning_failed(
+    environment: dict[str, Any], warnings: list[str], log: str, *, host_name: str
+) -> tuple[dict[str, Any], list[str]]:
+    """A run whose wrapper could not set rq_affinity (its tuning.log says why): the environment no longer says it
+    was set, and the run's warning says what happened instead of that it was done."""
+    device = dict(environment.get("device") or {})
+    device.pop("rq_affinity_set", None)
+    name, before = device.get("queue_name") or device.get("name") or "", device.get("rq_affinity")
+    done = _set_warning(name, before, host_name)
+    failed = (
+        f"rq_affinity of {name} stayed {before}: the write of {WANTED_RQ_AFFINITY} failed on the host "
+        f"({log.strip()[:300]}), so fio ran without it. Run as root on {host_name}: echo {WANTED_RQ_AFFINITY} | "
+        f"sudo tee /sys/block/{name}/queue/rq_affinity"
+    )
+    return environment | {"device": device}, [failed if warning == done else warning for warning in warnings]

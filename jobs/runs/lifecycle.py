@@ -463,6 +463,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
     clock = _final_clock(run, status)
     outputs = {name: remote.read_file(conn, f"{run.remote_dir}/{name}") for name in tool.collect_files}
     outcome = tool.interpret(outputs, exit_status, run.parameters)
+    tuning = _tuning_outcome(conn, run)
     with transaction.atomic():
         RunSample.store(run, (outcome.summary or {}).get("samples", []))
         finished = finish(
@@ -474,6 +475,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
             raw_stderr=outcome.raw_stderr,
             exit_status=exit_status,
             progress=run.progress | clock,
+            **tuning,
         )
         if not finished:
             # Another collector finished it first (a sweep raced a slow one): keep its result, not ours.
@@ -481,6 +483,19 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
             return
         RunResult.record(run)
     _cleanup(conn, run)
+
+
+def _tuning_outcome(conn: ssh.Connection, run: Run) -> dict[str, Any]:
+    """Whether the wrapper could set rq_affinity, for a run whose wrapper was to (a pinned profile on a tunable
+    host): it notes a failed write in tuning.log, read only for such runs. The fields to change, if it failed."""
+    device = (run.environment or {}).get("device") or {}
+    if "rq_affinity_set" not in device:
+        return {}
+    log = remote.read_file(conn, f"{run.remote_dir}/tuning.log").decode(errors="replace")
+    if not log.strip():
+        return {}
+    found, warnings = environment.tuning_failed(run.environment or {}, run.warnings, log, host_name=run.disk.host.name)
+    return {"environment": found, "warnings": warnings}
 
 
 def _cleanup(conn: ssh.Connection, run: Run) -> None:
