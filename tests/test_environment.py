@@ -4,6 +4,7 @@ devices (the `lab` fixture; root). The cloud metadata service cannot exist here:
 from __future__ import annotations
 
 import contextlib
+import json
 import platform
 import subprocess
 from collections.abc import Iterator
@@ -115,6 +116,9 @@ def shows_the_changes(team, first: Run, second: Run, expected: list[str]) -> Non
     assert f'href="/runs/{first.pk}/">run {first.pk}</a> → <a href="/runs/{second.pk}/">run {second.pk}</a>' in marks
     for line in expected:
         assert f'<span class="env-change">{line}</span>' in marks
+    chart = json.loads(marks.split('id="environment-marks" type="application/json">')[1].split("</script>")[0])
+    assert chart == [{"before": first.pk, "after": second.pk, "lines": expected,
+                      "x": int(second.finished_at.timestamp() * 1000)}]  # fmt: skip
     _, secret = ApiToken.issue(user, team, "tests")
     detail = Client(HTTP_AUTHORIZATION=f"Bearer {secret}").get(f"/api/v1/runs/{second.pk}/").json()
     assert detail["environment"] == second.environment

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, cast
 
 from django import forms
@@ -104,11 +105,23 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
 ENVIRONMENT_RUNS = 50
 
 
-def _environment_changes(disk: Disk) -> list[tuple[int, int, list[str]]]:
+def _environment_changes(disk: Disk) -> list[dict[str, Any]]:
     """Where the environment changed between consecutive runs of the disk (latest first), among its last
-    ENVIRONMENT_RUNS runs that recorded one."""
-    recent = disk.runs.filter(environment__isnull=False).order_by("-created_at", "-pk").values_list("pk", "environment")
-    return environment.consecutive_changes(list(reversed(recent[:ENVIRONMENT_RUNS])))[::-1]
+    ENVIRONMENT_RUNS runs that recorded one: {before, after (run ids), lines, x (the later run's finish, ms since
+    the epoch, where the IOPS chart marks it; None while it runs)}. The chart's own series never read the runs
+    table (jobs/results/series.py), so the marks come with the page."""
+    recent = disk.runs.filter(environment__isnull=False).order_by("-created_at", "-pk")
+    rows = list(recent.values_list("pk", "environment", "finished_at")[:ENVIRONMENT_RUNS])[::-1]
+    finished = {pk: at for pk, _env, at in rows}
+    marks = [
+        {"before": before, "after": after, "lines": lines, "x": _epoch_ms(finished[after])}
+        for before, after, lines in environment.consecutive_changes([(pk, env) for pk, env, _at in rows])
+    ]
+    return marks[::-1]
+
+
+def _epoch_ms(moment: datetime | None) -> int | None:
+    return int(moment.timestamp() * 1000) if moment else None
 
 
 def _breakdown(found: limits.Limits | None) -> dict[str, Any] | None:
