@@ -3,14 +3,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from jobs import environment
 from jobs.hosts.forms import HostForm
-from jobs.models import Host, Profile
+from jobs.models import Host, Profile, Run
 from jobs.profiles.forms import ProfileForm
 from jobs.tools import fio
 from jobs.tools.options import ToolOptionError
 from tests.test_api import client_for, make_world, post
+
+# keep_the_test_connection is autouse: schemathesis calls the app in process, which must not close the connection.
+from tests.test_api_schema import keep_the_test_connection, schema  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -64,3 +70,14 @@ def test_a_pinned_job_file_refuses_a_bad_cpu_list_and_a_second_cpus_allowed(chan
     with pytest.raises(ToolOptionError) as refused:
         fio.build_fio_job(params(**changes), "/dev/nvme0n1", "block", "/r/" + "0" * 8, readonly=True)
     assert refused.value.field == field
+
+
+def test_a_recorded_environment_in_the_api_answers_as_its_schema_says() -> None:
+    world, secret = make_world("schema")
+    report = (Path(__file__).parent / "fixtures" / "environment" / "nvme_odd.txt").read_text()
+    recorded = environment.parse_report(report)
+    recorded["device"]["rq_affinity_set"] = 2
+    Run.objects.filter(pk=world.run.pk).update(environment=recorded)
+    case = schema["/api/v1/runs/{id}/"]["GET"].Case(path_parameters={"id": world.run.pk})
+    response = case.call_and_validate(headers={"Authorization": f"Bearer {secret}"})
+    assert response.json()["environment"] == recorded
