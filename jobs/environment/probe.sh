@@ -51,6 +51,7 @@ queue_facts() {
   [ -d "$sys" ] || { say queue_unreadable "no $sys"; return; }
   sys=$(cd -P -- "$sys" && pwd)
   say dev_name "${sys##*/}"
+  [ -r "$sys/size" ] && say dev_size_sectors "$(cat "$sys/size")"
   if [ -f "$sys/partition" ]; then
     sys=${sys%/*}
     say dev_partition_of "${sys##*/}"
@@ -58,7 +59,6 @@ queue_facts() {
   [ -r "$sys/dm/name" ] && say dev_dm_name "$(cat "$sys/dm/name")"
   say dev_queue_name "${sys##*/}"
   [ -r "$sys/device/model" ] && say dev_model "$(cat "$sys/device/model")"
-  [ -r "$sys/size" ] && say dev_size_sectors "$(cat "$sys/size")"
   for f in scheduler nr_requests rq_affinity read_ahead_kb rotational; do
     [ -r "$sys/queue/$f" ] && say "dev_$f" "$(cat "$sys/queue/$f")"
   done
