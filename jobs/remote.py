@@ -63,6 +63,9 @@ class Plan:
     # Epoch seconds the tool should start at: runs are claimed and launched a little early, and the
     # wrapper waits on the host, so the start does not depend on how long SSH and the preflight took.
     start_at: float | None = None
+    # Block-queue settings the wrapper writes just before the tool starts, (sysfs path, value): a pinned profile on
+    # a host marked tunable (jobs/environment/pinning.py).
+    tunables: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,17 +127,22 @@ class Preflight:
     tool_status: int | None
     tool_output: str
     safety_report: str
+    environment_report: str = ""
 
 
-def preflight(conn: Connection, base: str, run_uuid: str, tool_check: str, safety_script: str) -> Preflight:
+def preflight(
+    conn: Connection, base: str, run_uuid: str, tool_check: str, safety_script: str, environment_script: str = ""
+) -> Preflight:
     """One round trip before a launch: make the run directory, say whether this UUID was already launched,
     check the tool, and run the read-only safety probe (every shell start costs ~0.1-0.3 s on a busy host).
 
     The answer: the marker, then answer, $HOME, the base the host resolved, launched, the tool check's
     status and its output's length in bytes, each ended by NUL; then that many bytes of tool output; then
-    the safety report. The run directory is not read back: it is <base>/<uuid>, computed here. The tool check's
-    output goes through a file named with the shell's pid: two attempts at one run's launch at once (a sweep
-    re-sent it while the first waited in the queue) each read their own."""
+    the safety report; then, with an environment script, NUL benchweb-environment NUL and its report (neither
+    probe can print a NUL, so neither can end the safety report early or forge the other). The run directory is
+    not read back: it is <base>/<uuid>, computed here. The tool check's output goes through a file named with
+    the shell's pid: two attempts at one run's launch at once (a sweep re-sent it while the first waited in the
+    queue) each read their own."""
     expression = base_expression(base)
     d = q(_checked_uuid(run_uuid))
     home_check = 'case "$HOME" in /*) ;; *) answer=home;; esac\n' if expression.startswith('"$HOME"') else ""
@@ -153,7 +161,7 @@ cat "$out"; rm -f "$out"
 (
 {safety_script}
 )
-"""
+{_environment_section(environment_script)}"""
     out = conn.run(script, timeout=120).stdout
     (answer, home, resolved, launched), rest = answer_fields(out, "preflight", 4)
     if answer == "home":
@@ -174,14 +182,26 @@ cat "$out"; rm -f "$out"
     size = _int_or_none(length.strip())
     if size is None or size > len(rest):
         raise RemoteError(f"the preflight on the host answered a tool check of {length!r} bytes: {out[:300]!r}")
+    safety_report, _, environment_report = rest[size:].partition(_ENVIRONMENT_MARKER)
     return Preflight(
         base=resolved,
         run_dir=run_dir_for(resolved, run_uuid),
         launched=launched == "yes",
         tool_status=_int_or_none(status),
         tool_output=rest[:size].decode(errors="replace"),
-        safety_report=rest[size:].decode(errors="replace"),
+        safety_report=safety_report.decode(errors="replace"),
+        environment_report=environment_report.decode(errors="replace"),
     )
+
+
+_ENVIRONMENT_MARKER = b"\0benchweb-environment\0"
+
+
+def _environment_section(environment_script: str) -> str:
+    """The environment probe after the safety probe, in the same exchange, behind its own marker."""
+    if not environment_script:
+        return ""
+    return f"printf '\\0benchweb-environment\\0'\n(\n{environment_script}\n)\n"
 
 
 def _check_resolved(resolved: str, expected: str) -> None:
@@ -240,7 +260,7 @@ def wrapper_script(plan: Plan) -> str:
 # benchweb run {plan.run_uuid}: started detached; see jobs/remote.py for the protocol.
 cd {q(plan.run_dir)} || exit 97
 echo $$ > pid.tmp && mv pid.tmp pid
-{_wait_until(plan.start_at)}now=$(date +%s.%N 2>/dev/null)
+{_wait_until(plan.start_at)}{_tune(plan.tunables)}now=$(date +%s.%N 2>/dev/null)
 case "$now" in *N*|'') now=$(date +%s);; esac
 started=$now
 echo "$now" > started
@@ -271,6 +291,20 @@ delay=$(awk -v t={start_at:.3f} -v n="$now" \\
   'BEGIN {{ d = t - n; if (d < 0) d = 0; if (d > 120) d = 120; printf "%.3f", d }}')
 sleep "$delay" 2>/dev/null || sleep "${{delay%.*}}"
 """
+
+
+_TUNABLE = re.compile(r"/sys/block/[A-Za-z0-9][A-Za-z0-9._-]{0,63}/queue/rq_affinity")
+
+
+def _tune(tunables: tuple[tuple[str, str], ...]) -> str:
+    """The writes of block-queue settings, each to a sysfs file of that one shape; a failed one is noted in
+    tuning.log in the run directory and does not stop the run."""
+    lines = []
+    for path, value in tunables:
+        if not _TUNABLE.fullmatch(path) or not _INT.fullmatch(value):
+            raise RemoteError(f"refusing to write {value!r} to {path!r}: not a block queue's rq_affinity")
+        lines.append(f"echo {value} > {q(path)} 2>>tuning.log || echo {q('could not write ' + path)} >>tuning.log\n")
+    return "".join(lines)
 
 
 def launch(conn: Connection, plan: Plan) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, cast
 
 from django import forms
@@ -14,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from jobs import access, limits, presets, safety, units
+from jobs import access, environment, limits, presets, safety, units
 from jobs.disks import identity, precondition
 from jobs.disks.forms import DiskForm, size_range
 from jobs.models import SPEC_FIELDS, Disk, Profile, Run
@@ -121,6 +122,7 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "precondition_form": PreconditionForm(),
             "precondition_at": precondition.recorded_at(disk.precondition),
             "precondition_stale": precondition.stale_reason(disk),
+            "environment_changes": _environment_changes(disk),
         },
     )
 
@@ -153,6 +155,29 @@ def disk_precondition(request: HttpRequest, pk: int) -> HttpResponse:
             request, f"Preconditioning of {disk.target_path} recorded: runs on it carry no fresh-block warning."
         )
     return redirect("disk_detail", pk=disk.pk)
+
+
+# How many of a disk's latest runs its page looks through for changes of environment.
+ENVIRONMENT_RUNS = 50
+
+
+def _environment_changes(disk: Disk) -> list[dict[str, Any]]:
+    """Where the environment changed between consecutive runs of the disk (latest first), among its last
+    ENVIRONMENT_RUNS runs that recorded one: {before, after (run ids), lines, x (the later run's finish, ms since
+    the epoch, where the IOPS chart marks it; None while it runs)}. The chart's own series never read the runs
+    table (jobs/results/series.py), so the marks come with the page."""
+    recent = disk.runs.filter(environment__isnull=False).order_by("-created_at", "-pk")
+    rows = list(recent.values_list("pk", "environment", "finished_at")[:ENVIRONMENT_RUNS])[::-1]
+    finished = {pk: at for pk, _env, at in rows}
+    marks = [
+        {"before": before, "after": after, "lines": lines, "x": _epoch_ms(finished[after])}
+        for before, after, lines in environment.consecutive_changes([(pk, env) for pk, env, _at in rows])
+    ]
+    return marks[::-1]
+
+
+def _epoch_ms(moment: datetime | None) -> int | None:
+    return int(moment.timestamp() * 1000) if moment else None
 
 
 def _breakdown(found: limits.Limits | None) -> dict[str, Any] | None:

@@ -51,7 +51,7 @@ class HostSerializer(ModelSerializer):
             "id", "name", "address", "port", "username", "site", "os", "enabled", "exclusive", "run_base_dir",
             "ndisk64_path", "credential", "has_credential", "credential_kind", "secret", "password", "private_key",
             "passphrase", "host_key_type", "host_key_fingerprint", "host_key_approved_at", "scanned_key_type",
-            "scanned_key_fingerprint", "scanned_at", "created_at",
+            "scanned_key_fingerprint", "scanned_at", "created_at", "tunable", "cloud_metadata",
         ]  # fmt: skip
         read_only_fields = ["host_key_type", "host_key_fingerprint", "host_key_approved_at", "created_at"]
 

@@ -67,6 +67,8 @@ class HostForm(forms.ModelForm):
             "exclusive",
             "run_base_dir",
             "ndisk64_path",
+            "tunable",
+            "cloud_metadata",
             "credential",
         ]
         labels = {
@@ -76,10 +78,16 @@ class HostForm(forms.ModelForm):
             "username": "User name",
             "exclusive": "One run at a time on this host",
             "credential": "Stored credential",
+            "tunable": "benchweb may tune block queues here",
+            "cloud_metadata": "Ask the cloud's metadata service",
         }
         help_texts = {
             "site": "Names the worker queue of workers near the host, e.g. eu-west. Empty: the default queue.",
             "enabled": "Untick to disable the host: no run starts on it until it is enabled again.",
+            "tunable": "Off: benchweb never changes the host. On: a profile pinned to the queue CPUs sets the "
+            "device's rq_affinity to 2 before fio starts, when the login user may write it (it stays so).",
+            "cloud_metadata": "Off: nothing contacts a metadata service. On: the environment probe asks it for the "
+            "instance type (169.254.169.254, or Alibaba's 100.100.100.200), giving up after 1 s each.",
         }
 
     def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:

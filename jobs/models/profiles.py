@@ -164,6 +164,7 @@ class Profile(models.Model):
             "ramp_time_s": self.ramp_time_s,
             "ioengine": self.ioengine,
             "extra_options": self.extra_options,
+            "pin_queue_cpus": self.pin_queue_cpus,
         }
         fill = (
             {"precondition": self.precondition, "precondition_passes": self.precondition_passes}

@@ -60,6 +60,7 @@ class ProfileForm(forms.ModelForm):
             *SS_FIELDS,
             "precondition",
             "precondition_passes",
+            "pin_queue_cpus",
         ]
         labels = {
             "rw": "Access pattern (fio rw)",
@@ -77,6 +78,7 @@ class ProfileForm(forms.ModelForm):
             "ss_ramp_s": "Wait before looking (seconds, ss_ramp)",
             "precondition": "Precondition",
             "precondition_passes": "Fill passes",
+            "pin_queue_cpus": "Pin fio jobs to the queue CPUs (the ESSD PL3 recipe)",
         }
         help_texts = {
             "read_percent": "For mixed fio patterns (rwmixread) and for ndisk64 -r.",
@@ -95,6 +97,9 @@ class ProfileForm(forms.ModelForm):
             "fill writes the whole block device (or the run's test files) first, so it counts as a write: on a block "
             "device it needs “Allow destructive writes”.",
             "precondition_passes": "How many times the fill writes the target (1 to 4), in 1 MiB blocks.",
+            "pin_queue_cpus": "fio's cpus_allowed (split: one job per CPU) set to the CPUs serving the device's blk-mq "
+            "queues, read from sysfs at launch; refused when jobs exceed them. Wants rq_affinity=2: set on a host "
+            "marked tunable, otherwise the run shows the command.",
         }
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),

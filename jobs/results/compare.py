@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -16,7 +17,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs import access, clock, limits, units
+from jobs import access, clock, environment, limits, units
 from jobs.models import Disk, Run
 from jobs.tools.summary import PERCENTILES
 
@@ -199,6 +200,20 @@ def _chart(groups: list[Group], by_disk: bool) -> dict[str, Any]:
     return {"labels": labels, "datasets": datasets}
 
 
+def _environment_changes(groups: list[Group]) -> list[tuple[Column, Column, list[str]]]:
+    """For runs compared, what differs between each run's environment and the next one's, in the order picked:
+    (column, next column, lines), or (column, next column, []) where nothing recorded differs."""
+    columns = [c for c in (groups[0].columns if groups else []) if c.run is not None]
+    found = []
+    for before, after in pairwise(columns):
+        assert before.run is not None and after.run is not None  # filtered above
+        lines = environment.environment_changes(before.run.environment, after.run.environment)
+        if not (before.run.environment and after.run.environment):
+            lines = ["not comparable: the environment of one of them was not recorded"]
+        found.append((before, after, lines))
+    return found
+
+
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
@@ -229,6 +244,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         "problem": problem,
         "by_disk": bool(disk_ids),
         "chart": _chart(groups, bool(disk_ids)),
+        "environment_changes": [] if disk_ids else _environment_changes(groups),
         "chosen_disks": set(disk_ids),
         "chosen_runs": set(run_ids),
         "disks": Disk.objects.filter(team=team).select_related("host"),

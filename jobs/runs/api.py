@@ -134,6 +134,65 @@ class SteadyStateSerializer(serializers.Serializer):
     )
 
 
+class EnvironmentDeviceSerializer(serializers.Serializer):
+    """The target's block device (under a directory: the filesystem's source), from sysfs."""
+
+    name = serializers.CharField(required=False, help_text="Kernel name of the device the target resolves to.")
+    queue_name = serializers.CharField(required=False, help_text="Whose queue it uses: a partition's parent.")
+    partition_of = serializers.CharField(required=False)
+    dm_name = serializers.CharField(required=False, help_text="A device-mapper device's name.")
+    model = serializers.CharField(required=False)
+    size_bytes = serializers.IntegerField(required=False)
+    scheduler = serializers.CharField(required=False, help_text="The I/O scheduler selected ([brackets] in sysfs).")
+    nr_requests = serializers.IntegerField(required=False)
+    rq_affinity = serializers.IntegerField(required=False, help_text="As read before the launch.")
+    rq_affinity_set = serializers.IntegerField(
+        required=False, help_text="What benchweb set it to before fio started (a pinned profile on a tunable host)."
+    )
+    rq_affinity_writable = serializers.BooleanField(required=False, help_text="Whether the login user may write it.")
+    read_ahead_kb = serializers.IntegerField(required=False)
+    rotational = serializers.IntegerField(required=False)
+    queues = serializers.IntegerField(required=False, help_text="Number of blk-mq queues.")
+    queue_cpus = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Each blk-mq queue's cpu_list, in queue order."
+    )
+
+
+class EnvironmentFilesystemSerializer(serializers.Serializer):
+    """The filesystem a directory target is on (findmnt -T); only `raw` when findmnt's line was not four fields."""
+
+    type = serializers.CharField(required=False)
+    # The serializer metaclass moves declared fields out of the class, so this does not shadow Field.source.
+    source = serializers.CharField(required=False)  # type: ignore[assignment]
+    mount = serializers.CharField(required=False)
+    options = serializers.CharField(required=False, help_text="Mount options.")
+    raw = serializers.CharField(required=False)
+
+
+class EnvironmentSerializer(serializers.Serializer):
+    """Run.environment, as jobs/environment/probe.py reads the probe's report."""
+
+    kernel = serializers.CharField(required=False, help_text="uname -r")
+    kernel_build = serializers.CharField(required=False, help_text="uname -v")
+    os = serializers.CharField(required=False, help_text="PRETTY_NAME of /etc/os-release")
+    fio = serializers.CharField(required=False, help_text="fio --version")
+    cpus = serializers.IntegerField(required=False, help_text="nproc: the CPUs online for the login user")
+    cpus_online = serializers.CharField(required=False, help_text="/sys/devices/system/cpu/online")
+    cpu_model = serializers.CharField(required=False)
+    mem_total_kb = serializers.IntegerField(required=False, help_text="MemTotal of /proc/meminfo")
+    target = serializers.CharField(required=False, help_text="The target path as the host resolved it.")
+    filesystem = EnvironmentFilesystemSerializer(required=False)
+    device = EnvironmentDeviceSerializer(required=False)
+    queue_unreadable = serializers.CharField(required=False, help_text="Why the device's queues were not read.")
+    instance_type = serializers.CharField(required=False, help_text="Only for a host whose cloud_metadata is on.")
+    complete = serializers.BooleanField(help_text="Whether the probe's report was whole (header and end seen).")
+
+
+@extend_schema_field(EnvironmentSerializer(allow_null=True))
+class EnvironmentField(serializers.JSONField):
+    """Run.environment as stored; the schema above documents its keys."""
+
+
 class RunDetailSerializer(RunSerializer):
     progress = serializers.JSONField(
         source="live_progress",
@@ -153,11 +212,16 @@ class RunDetailSerializer(RunSerializer):
         "served it and the limit it is judged against, the knee of its series. null when the disk has no credit "
         "bucket or the run has not started."
     )
+    environment = EnvironmentField(
+        read_only=True,
+        help_text="What the read-only probe found on the host before the launch; null: not probed (imports, runs "
+        "from before benchweb recorded it). A fact the host did not report is absent.",
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "result", "steady_state", "limits_snapshot",
-            "command", "exit_status", "cancel_requested", "burst",
+            "command", "exit_status", "cancel_requested", "burst", "environment",
         ]  # fmt: skip
         read_only_fields = fields
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import remote, safety, ssh
+from jobs import environment, remote, safety, ssh
 from jobs import runners as runner
 from jobs.disks import identity, precondition
 from jobs.hosts import connecting
@@ -168,6 +168,7 @@ def launch(run_id: int) -> str:
                 str(run.uuid),
                 tool.check_command(disk.host),
                 safety.check_script(disk.target_path, disk.kind, writes=runner.writes(run.parameters)),
+                environment.probe_script(disk.target_path, disk.kind, cloud_metadata=disk.host.cloud_metadata),
             )
             run_dir = pre.run_dir
             # Already launched: a worker died after launching, or the launch's answer was lost. Re-attach;
@@ -307,7 +308,11 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
         finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons), attempt=attempt)
         return None
     params = precondition.sized_parameters(params, disk.kind, verdict.facts)
-    argv, files, command_text = tool.build(params, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
+    pinning = _pinning(run, pre, attempt)
+    if pinning is None:
+        return None
+    pinned = {"queue_cpus": pinning.queue_cpus} if pinning.queue_cpus else {}
+    argv, files, command_text = tool.build(params | pinned, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
     plan = remote.Plan(
         run_uuid=str(run.uuid),
         run_dir=pre.run_dir,
@@ -316,15 +321,30 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
         limit_s=runner.watchdog_seconds(params, disk.kind),
         files=files,
         start_at=run.not_before.timestamp() if run.not_before else None,
+        tunables=pinning.tunables,
     )
     files["run.sh"] = remote.wrapper_script(plan).encode()
     Run.objects.filter(pk=run.pk).update(
         command=command_text,
         summary={"tool_version": version},
         parameters=params,
-        warnings=verdict.warnings + precondition.fresh_block_warnings(disk, params),
+        warnings=verdict.warnings + precondition.fresh_block_warnings(disk, params) + pinning.warnings,
+        environment=pinning.environment,
     )
     return plan
+
+
+def _pinning(run: Run, pre: remote.Preflight, attempt: int) -> environment.Pinning | None:
+    """The environment the probe found, and for a profile pinned to the queue CPUs what that adds to the launch;
+    None when the pinning cannot be done here (the run is ended, with the reason and the environment)."""
+    found = environment.parse_report(pre.environment_report)
+    host = run.disk.host
+    pinning = environment.pinning_plan(run.parameters, found, tunable=host.tunable, host_name=host.name)
+    if pinning.refusal:
+        Run.objects.filter(pk=run.pk).update(environment=found)
+        finish(run, Run.State.ERROR, "refused, nothing was started: " + pinning.refusal, attempt=attempt)
+        return None
+    return pinning
 
 
 def poll(run_id: int) -> str:
@@ -447,6 +467,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
     clock = _final_clock(run, status)
     outputs = {name: remote.read_file(conn, f"{run.remote_dir}/{name}") for name in tool.collect_files}
     outcome = tool.interpret(outputs, exit_status, run.parameters)
+    tuning = _tuning_outcome(conn, run)
     with transaction.atomic():
         RunSample.store(run, (outcome.summary or {}).get("samples", []))
         finished = finish(
@@ -459,6 +480,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
             exit_status=exit_status,
             progress=run.progress | clock,
             steady_state=outcome.steady_state,
+            **tuning,
         )
         if not finished:
             # Another collector finished it first (a sweep raced a slow one): keep its result, not ours.
@@ -467,6 +489,19 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
         RunResult.record(run)
         precondition.note_fill(run)
     _cleanup(conn, run)
+
+
+def _tuning_outcome(conn: ssh.Connection, run: Run) -> dict[str, Any]:
+    """Whether the wrapper could set rq_affinity, for a run whose wrapper was to (a pinned profile on a tunable
+    host): it notes a failed write in tuning.log, read only for such runs. The fields to change, if it failed."""
+    device = (run.environment or {}).get("device") or {}
+    if "rq_affinity_set" not in device:
+        return {}
+    log = remote.read_file(conn, f"{run.remote_dir}/tuning.log").decode(errors="replace")
+    if not log.strip():
+        return {}
+    found, warnings = environment.tuning_failed(run.environment or {}, run.warnings, log, host_name=run.disk.host.name)
+    return {"environment": found, "warnings": warnings}
 
 
 def _cleanup(conn: ssh.Connection, run: Run) -> None:

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from jobs import access, clock, figures, limits
+from jobs import access, clock, environment, figures, limits
 from jobs.analysis import steady
 from jobs.disks import precondition
 from jobs.models import Run
@@ -34,6 +34,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "burst": credits,
         **_against_limits(run, summary, credits["limit_applied"] if credits else None),
         "steady": _steady(run),
+        "environment": environment.facts(run.environment),
     }
     return render(request, "jobs/run_detail.html", context)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,7 @@ def build_fio_job(
         problem = option_problem(name, value)
         if problem:
             raise ToolOptionError("extra_options", problem)
+    pinning = _queue_pinning(params, extras)
     target = safe_path(target_path)
     run_dir = safe_path(run_dir, "run_dir")
     run_id = run_id_of(run_dir)
@@ -95,6 +97,7 @@ def build_fio_job(
     if jobs > 1 and "group_reporting" not in extras:
         # One merged entry per run keeps latency percentiles exact; separate entries can't be combined (§1.5).
         lines.append("group_reporting=1")
+    lines += pinning
     lines += [f"runtime={int_param(params, 'runtime_s', 1)}", f"time_based={int(bool_param(params, 'time_based'))}"]
     if ramp:
         lines.append(f"ramp_time={ramp}")
@@ -133,3 +136,26 @@ def _steady_state_lines(params: dict[str, Any]) -> list[str]:
         raise ToolOptionError(field, message)
     lines = [f"ss={metric}:{params['ss_limit']}", f"ss_dur={params['ss_dur_s']}"]
     return [*lines, f"ss_ramp={ramp}"] if ramp else lines
+
+
+_CPU_LIST = re.compile(r"[0-9]{1,5}(-[0-9]{1,5})?(,[0-9]{1,5}(-[0-9]{1,5})?)*")
+
+
+def _queue_pinning(params: dict[str, Any], extras: dict[str, Any]) -> list[str]:
+    """cpus_allowed (split: one job per CPU) for a profile pinned to the device's queue CPUs; `queue_cpus` is the
+    list the environment probe read from sysfs on the target, known only at launch (so none when a profile is
+    checked against a target beforehand)."""
+    if not params.get("pin_queue_cpus"):
+        return []
+    if {"cpus_allowed", "cpus_allowed_policy", "cpumask"} & set(extras):
+        raise ToolOptionError(
+            "extra_options",
+            "The profile pins fio jobs to the queue CPUs (pin_queue_cpus), which sets cpus_allowed itself: remove "
+            "cpus_allowed, cpus_allowed_policy and cpumask from the extra options, or untick the pinning.",
+        )
+    cpus = params.get("queue_cpus")
+    if cpus is None:
+        return []
+    if not isinstance(cpus, str) or not _CPU_LIST.fullmatch(cpus):
+        raise ToolOptionError("queue_cpus", f"queue_cpus must be a CPU list such as 0-3,8; got {cpus!r}.")
+    return [f"cpus_allowed={cpus}", "cpus_allowed_policy=split"]

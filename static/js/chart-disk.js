@@ -310,7 +310,7 @@
         ticks: { callback: fmt.iopsTick },
       },
     };
-    options.plugins.annotation = { annotations: lines };
+    options.plugins.annotation = { annotations: Object.assign(lines, environmentMarks()) };
     options.plugins.zoom = zoomOptions();
     options.plugins.tooltip.callbacks = {
       label(ctx) {
@@ -335,6 +335,28 @@
     const canvas = document.getElementById("iops-chart");
     fitHeight(canvas, 360, datasets.length);
     return replace("iops", canvas, { type: "line", data: { datasets }, options });
+  }
+
+  // A thin vertical line at each run whose environment differs from the run before it: the page's list under the
+  // chart says what changed, and brings the marks (the series never read the runs table).
+  function environmentMarks() {
+    const marks = {};
+    const found = document.getElementById("environment-marks");
+    const changes = found ? JSON.parse(found.textContent) : [];
+    changes.filter((m) => m.x).forEach((m, i) => {
+      marks["env" + i] = {
+        type: "line",
+        drawTime: "beforeDatasetsDraw",
+        xMin: m.x,
+        xMax: m.x,
+        borderColor: "#667085",
+        borderWidth: 1,
+        borderDash: [3, 3],
+        label: { display: true, content: "env", position: "start", font: { size: 10 }, padding: 2,
+                 backgroundColor: "rgba(102, 112, 133, 0.85)" },
+      };
+    });
+    return marks;
   }
 
   function drawLatency(data) {
