@@ -471,7 +471,7 @@ def test_the_series_from_days_ask_a_constant_number_of_queries(owner_client, dis
     _runs_at(disk, [start + timedelta(hours=9 * i) for i in range(60)], [1000.0 + i for i in range(60)])
     few = count()
     _runs_at(disk, [start + timedelta(hours=5 * i) for i in range(400)], [500.0 + i for i in range(400)], profile=other)
-    assert count() == few <= 9  # the 9th: the steady flags of the points drawn, which day rows do not keep
+    assert count() == few <= 9  # the 9th: the steady flags and warning counts of the points drawn (not in day rows)
 
 
 # ----------------------------------------------------------------------------------------- run series

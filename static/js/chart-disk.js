@@ -199,13 +199,16 @@
     return Boolean(p && p.warnings);
   }
 
-  // What the point's run was measured under: steady state, burst and warnings, a line each for the tooltip.
-  function flagLines(p) {
-    const lines = [fromBurst(p) ? runMarks.burst[p.run] : ""];
+  // What the point's run was measured under: burst and warnings, a line each for the tooltip. A tooltip does
+  // not wrap: on a narrow chart the balance gets a line of its own and a long warning is cut short.
+  function flagLines(p, chart) {
+    const narrow = chart.width < 500;
+    const words = fromBurst(p) ? runMarks.burst[p.run] : "";
+    const lines = narrow ? words.split(/ (?=\()/) : [words];
     if (warned(p)) {
       const heads = runMarks.warnings[p.run];
-      if (heads) heads.forEach((head) => lines.push("⚠ " + head));
-      else lines.push("⚠ " + p.warnings + (p.warnings === 1 ? " warning" : " warnings") + ": the run's page says what");
+      if (heads) heads.forEach((head) => lines.push("⚠ " + (narrow && head.length > 40 ? head.slice(0, 39) + "…" : head)));
+      else lines.push("⚠ " + p.warnings + (p.warnings === 1 ? " warning" : " warnings") + ": see the run's page");
     }
     return lines.filter(Boolean);
   }
@@ -327,6 +330,11 @@
     return p.steady === false ? " · not steady" : p.steady === true ? " · steady" : " · steady state not checked";
   }
 
+  // A tooltip line on a narrow chart, cut where it would run past the screen: at each " · " and ", ".
+  function narrowed(text, chart) {
+    return chart && chart.width < 500 ? text.split(/ · |, /) : text;
+  }
+
   // Legend entries for the point marks in use (the datasets' own entries name the profiles).
   function withMarkLegend(options, data) {
     const drawnPoints = data.series.flatMap((s) => points(s.iops.total));
@@ -367,12 +375,12 @@
         const meta = ctx.dataset.meta;
         let text = ctx.dataset.label + ": " + fmt.iops(p.y);
         if (meta.kind === "total" && p.limit) text += " · " + fmt.efficiency(p.y, p.limit, p.limit === meta.baseline ? meta.burst : null);
-        return text + steadyWords(p);
+        return narrowed(text + steadyWords(p), ctx.chart);
       },
       afterLabel(ctx) {
         const meta = ctx.dataset.meta;
         const moved = meta.blockSize ? fmt.bytesPerS(ctx.raw.y * meta.blockSize) + " at " + fmt.bytes(meta.blockSize) + " blocks" : "";
-        return [moved, ...flagLines(ctx.raw)].filter(Boolean);
+        return [moved, ...flagLines(ctx.raw, ctx.chart)].filter(Boolean);
       },
       footer(items) {
         return items.length && items[0].raw.run ? "run #" + items[0].raw.run + " · click to open" : "";
@@ -428,8 +436,8 @@
     };
     options.plugins.zoom = zoomOptions();
     options.plugins.tooltip.callbacks = {
-      label: (ctx) => ctx.dataset.label + ": " + fmt.micros(ctx.raw.y) + steadyWords(ctx.raw),
-      afterLabel: (ctx) => flagLines(ctx.raw),
+      label: (ctx) => narrowed(ctx.dataset.label + ": " + fmt.micros(ctx.raw.y) + steadyWords(ctx.raw), ctx.chart),
+      afterLabel: (ctx) => flagLines(ctx.raw, ctx.chart),
       footer: (items) => (items.length && items[0].raw.run ? "run #" + items[0].raw.run + " · click to open" : ""),
     };
     options.onClick = openRun;
