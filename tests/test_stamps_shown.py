@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.core import signals
+from django.db import close_old_connections, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -21,6 +22,7 @@ from jobs.api.models import ApiToken
 from jobs.models import Disk, Host, Run, RunResult
 from jobs.results import series as chart_series
 from jobs.results import validity
+from tests import test_api_schema as api_schema
 from tests.factories import RunFactory, fio_summary
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
@@ -256,3 +258,25 @@ def test_an_unknown_steady_filter_is_refused_naming_the_field_and_its_choices(gp
     assert response.status_code == 400
     body = json.dumps(response.json())
     assert "steady" in body and "yes" in body
+
+
+@pytest.fixture
+def keep_the_test_connection():
+    """As tests/test_api_schema.py: a request through the WSGI handler must not close the test's connection."""
+    for signal in (signals.request_started, signals.request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (signals.request_started, signals.request_finished):
+        signal.connect(close_old_connections)
+
+
+def test_the_filtered_list_of_stamped_runs_answers_as_its_schema_says(gp2, history, owner, team,
+                                                                      keep_the_test_connection):  # fmt: skip
+    operation = api_schema.schema["/api/v1/runs/"]["GET"]
+    parameter = next(p for p in operation.definition.raw["parameters"] if p["name"] == "steady")
+    assert parameter["schema"]["enum"] == ["steady", "not_steady", "not_checked"]
+    headers = {"Authorization": f"Bearer {ApiToken.issue(owner, team, 'schema')[1]}"}
+    for wanted, run in (("steady", history["a"]), ("not_steady", history["b"])):
+        response = operation.Case(query={"steady": wanted}).call_and_validate(headers=headers)
+        assert [item["steady_state"]["state"] for item in response.json()["results"]] == [wanted]
+        assert response.json()["results"][0]["id"] == run.pk
