@@ -97,7 +97,7 @@ def test_the_disk_series_has_iops_latency_limits_and_units(owner_client, disk):
     assert series["profile"] == {"key": str(profile.pk), "id": profile.pk, "name": "4k randrw"}
     assert series["limits"] == {"baseline_iops": 4000, "burst_iops": None}
     total = series["iops"]["total"]
-    assert set(total) == {"x", "y", "run", "steady", "efficiency", "limit"}
+    assert set(total) == {"x", "y", "run", "steady", "warnings", "efficiency", "limit"}
     assert (total["y"][0], total["efficiency"][0], total["limit"][0]) == (3000.0, 0.75, 4000)
     finished = Run.objects.get(pk=total["run"][0]).finished_at
     assert finished.timestamp() * 1000 == pytest.approx(total["x"][0], abs=1)
@@ -157,7 +157,7 @@ def test_thousands_of_runs_come_back_as_at_most_2000_points_per_series_with_extr
         assert 1000 < len(points["x"]) <= MAX_POINTS
         assert len(points["x"]) == len(points["y"]) == len(points["run"])
     assert len(total["efficiency"]) == len(total["limit"]) == len(total["x"])
-    assert series["iops"]["write"] == {"x": [], "y": [], "run": [], "steady": []}
+    assert series["iops"]["write"] == {"x": [], "y": [], "run": [], "steady": [], "warnings": []}
     assert {lowest.pk, highest.pk, runs[0].pk, runs[-1].pk} <= set(total["run"])
     assert (min(total["y"]), max(total["y"])) == (3.0, 99_999.0)
     p99 = series["latency_us"]["read"]["p99"]["y"]
@@ -471,7 +471,7 @@ def test_the_series_from_days_ask_a_constant_number_of_queries(owner_client, dis
     _runs_at(disk, [start + timedelta(hours=9 * i) for i in range(60)], [1000.0 + i for i in range(60)])
     few = count()
     _runs_at(disk, [start + timedelta(hours=5 * i) for i in range(400)], [500.0 + i for i in range(400)], profile=other)
-    assert count() == few <= 9  # the 9th: the steady flags of the points drawn, which day rows do not keep
+    assert count() == few <= 9  # the 9th: the steady flags and warning counts of the points drawn (not in day rows)
 
 
 # ----------------------------------------------------------------------------------------- run series

@@ -96,6 +96,10 @@ def test_a_read_on_a_fresh_device_carries_the_warning_on_its_page_and_in_the_api
     assert warning in api.get(f"/api/v1/runs/{run.pk}/").json()["warnings"]
     client.force_login(User.objects.get(username="reader"))
     assert "Fresh blocks: benchweb knows of no write that filled" in client.get(f"/runs/{run.pk}/").content.decode()
+    # The disk chart marks the run: its point counts the warning, the page brings its words.
+    (drawn,) = client.get(f"/disks/{disk.pk}/series.json?range=all").json()["series"]
+    assert drawn["iops"]["total"]["warnings"] == [len(run.warnings)]
+    assert '"Fresh blocks"' in client.get(f"/disks/{disk.pk}/").content.decode()
 
 
 def test_a_directory_read_warns_unless_the_profile_fills_its_test_files_first(fio_installed, sshd, worker, tmp_path):

@@ -19,7 +19,7 @@ from jobs import access, environment, limits, presets, safety, units
 from jobs.disks import identity, precondition
 from jobs.disks.forms import DiskForm, size_range
 from jobs.models import SPEC_FIELDS, Disk, Profile, Run
-from jobs.results import burst
+from jobs.results import burst, validity
 from jobs.runs import queueing
 
 
@@ -123,6 +123,7 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "precondition_at": precondition.recorded_at(disk.precondition),
             "precondition_stale": precondition.stale_reason(disk),
             "environment_changes": _environment_changes(disk),
+            "chart_marks": validity.chart_marks(disk, credits),
         },
     )
 

@@ -13,6 +13,9 @@ from jobs.models.disks import Disk
 from jobs.models.profiles import Profile
 from jobs.models.runs import Run
 
+# The most warnings a result counts (a small integer column; a list edited by hand could hold more).
+WARNINGS_COUNTED = 1_000
+
 
 class RunResult(models.Model):
     """What the disk chart draws of a succeeded run (timeseries.run_numbers), in plain columns.
@@ -42,6 +45,8 @@ class RunResult(models.Model):
     limit_iops = models.FloatField(null=True, blank=True, help_text="The run's baseline IOPS at its block size.")
     burst_iops = models.FloatField(null=True, blank=True)
     steady = models.BooleanField(null=True, blank=True, help_text="Steady state: yes, no, or not checked (empty).")
+    # The chart marks a run with warnings without reading the runs table; the page brings their words.
+    warning_count = models.PositiveSmallIntegerField(default=0, help_text="How many warnings the run carries.")
 
     # The columns `timeseries.day_extremes` reads, in its order.
     DAY_COLUMNS = ("run_id", "finished_ms", *timeseries.SERIES.values(), "limit_iops")
@@ -82,6 +87,7 @@ class RunResult(models.Model):
             finished_at=run.finished_at,
             finished_ms=timeseries.epoch_ms(run.finished_at),
             steady=steady.steady_flag(run.steady_state),
+            warning_count=min(len(run.warnings or []), WARNINGS_COUNTED),
             **numbers,
         )
 

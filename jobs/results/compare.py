@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -18,7 +18,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jobs import access, clock, environment, limits, units
+from jobs.analysis import steady
 from jobs.models import Disk, Run
+from jobs.results import validity
 from jobs.tools.summary import PERCENTILES
 
 COMPARE_MIN, COMPARE_MAX = 2, 8
@@ -60,6 +62,8 @@ class Column:
     detail: str
     url: str
     run: Run | None
+    # The run's burst facts (validity.BurstCache.of): None where its disk has no credit bucket.
+    credits: dict[str, Any] | None = field(default=None)
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -99,14 +103,37 @@ class Column:
             self.efficiency_text(),
             units.format_bytes_per_s(total.get("bw_bytes_per_s")),
             Styled(theoretical_at_block_size(snapshot), "wrap"),
+            *self.stamp_cells(),
         ]
         for direction in ("read", "write"):
             clat = (summary.get(direction) or {}).get("clat_us") or {}
             cells += [units.format_micros(clat.get(key)) for key, _ in PERCENTILES]
         return cells
 
+    def stamp_cells(self) -> list[str]:
+        """Steady state, burst and warnings: whether the run's numbers are worth comparing."""
+        if self.run is None:
+            return [units.DASH] * 3
+        stamp = self.run.steady_state
+        cells = [Styled(validity.steady_words(stamp), "wrap", steady.describe(stamp)), self.burst_cell()]
+        warnings = self.run.warnings or []
+        heads = "; ".join(validity.warning_head(w) for w in warnings)
+        count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else "none"
+        return [*cells, Styled(count, "wrap", heads)]
 
-SUMMARY_ROWS = 6
+    def burst_cell(self) -> str:
+        facts = self.credits
+        if not facts:
+            return units.DASH
+        if not facts["label"]:
+            return Styled(facts["label_text"], "wrap")
+        applied = facts["limit_applied"]
+        note = f"balance at start {facts['start_balance_text']} ({facts['start_percent']:g} %)"
+        return Styled(facts["label_text"], "wrap", f"{note}; judged against the {applied} limit")
+
+
+# The rows up to the steady state are always shown; the rest where some column has a figure.
+ALWAYS_SHOWN = 7
 
 
 ROW_LABELS = [
@@ -116,6 +143,9 @@ ROW_LABELS = [
     "Efficiency",
     "Bandwidth",
     "Theoretical at its block size",
+    "Steady state",
+    "Burst credits",
+    "Warnings",
     *[f"{d} p{percent:g}" for d in ("read", "write") for _, percent in PERCENTILES],
 ]
 
@@ -128,8 +158,9 @@ class Group:
     def rows(self) -> list[tuple[str, list[str]]]:
         cells = [column.cells() for column in self.columns]
         rows = [(label, [c[i] for c in cells]) for i, label in enumerate(ROW_LABELS)]
-        # Latency rows no column has (ndisk64 reports none; a read profile has no write side) are left out.
-        return [row for i, row in enumerate(rows) if i < SUMMARY_ROWS or any(cell != units.DASH for cell in row[1])]
+        # Latency rows no column has (ndisk64 reports none; a read profile has no write side) and the burst row
+        # where no disk has a credit bucket are left out.
+        return [row for i, row in enumerate(rows) if i < ALWAYS_SHOWN or any(cell != units.DASH for cell in row[1])]
 
 
 def _ids(request: HttpRequest, key: str) -> list[int]:
@@ -214,6 +245,14 @@ def _environment_changes(groups: list[Group]) -> list[tuple[Column, Column, list
     return found
 
 
+def _add_credits(groups: list[Group]) -> None:
+    """Each column's burst facts, from one replay per disk."""
+    cache = validity.BurstCache()
+    for column in (c for group in groups for c in group.columns if c.run is not None):
+        assert column.run is not None  # filtered above
+        column.credits = cache.of(column.run)
+
+
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
@@ -239,6 +278,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         if not problem:
             columns = [_run_column(found_runs[pk]) for pk in run_ids]
             groups = [Group("Selected runs", columns)]
+    _add_credits(groups)
     context = {
         "groups": groups,
         "problem": problem,

@@ -62,7 +62,7 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
         rows = _day_rows(disk, start, end, wanted)
         runs = sum(row[D["runs"]] for row in rows)
         series = _series_from_days(rows, known, points)
-        _add_steady(series)
+        _add_flags(series)
     else:
         rows = _result_rows(disk, start, end, wanted | ({"steady": True} if steady_only else {}))
         runs = len(rows)
@@ -88,6 +88,7 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
             "latency": "µs (completion latency)",
             "efficiency": "measured total IOPS ÷ the run's theoretical IOPS at its block size (1 = 100%)",
             "steady": "per point: true (steady state), false (not steady), null (not checked)",
+            "warnings": "per point: how many warnings the run carries (its page says what they are)",
         },
         "limits": _limits_json(found),
         "limits_error": reason,
@@ -146,21 +147,25 @@ def _steady_only(value: str | None) -> bool:
     return True
 
 
-def _add_steady(series: list[dict[str, Any]]) -> None:
-    """Each point's steady flag, for series drawn from day rows (which do not keep it): read by run id."""
+def _add_flags(series: list[dict[str, Any]]) -> None:
+    """Each point's steady flag and warning count, for series drawn from day rows (which keep neither): read by
+    run id, both in one query."""
     drawn = [points for s in series for points in _point_lists(s)]
     ids = sorted({run for points in drawn for run in points["run"]})
-    flags: dict[int, bool | None] = {}
-    for at in range(0, len(ids), STEADY_LOOKUP_CHUNK):
-        chunk = ids[at : at + STEADY_LOOKUP_CHUNK]
-        flags.update(RunResult.objects.filter(pk__in=chunk).values_list("run_id", "steady"))
+    flags: dict[int, tuple[bool | None, int]] = {}
+    for at in range(0, len(ids), FLAGS_LOOKUP_CHUNK):
+        chunk = ids[at : at + FLAGS_LOOKUP_CHUNK]
+        rows = RunResult.objects.filter(pk__in=chunk).values_list("run_id", "steady", "warning_count")
+        flags.update((run, (steady, warnings)) for run, steady, warnings in rows)
     for points in drawn:
-        points["steady"] = [flags.get(run) for run in points["run"]]
+        found = [flags.get(run, (None, 0)) for run in points["run"]]
+        points["steady"] = [steady for steady, _ in found]
+        points["warnings"] = [warnings for _, warnings in found]
 
 
-# Run ids per query when day-drawn points look up their steady flag: one query for any chart of a few profiles
+# Run ids per query when day-drawn points look up their flags: one query for any chart of a few profiles
 # (at most 2,000 points per series), under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
-STEADY_LOOKUP_CHUNK = 30_000
+FLAGS_LOOKUP_CHUNK = 30_000
 
 
 def _point_lists(series: dict[str, Any]) -> list[dict[str, Any]]:
@@ -285,7 +290,7 @@ def _efficiency(ys: Sequence[float], limits_iops: Sequence[float | None]) -> lis
 
 RESULT_COLUMNS = (
     "run_id", "finished_ms", "profile_id", "profile_name", *SERIES.values(), "block_size_bytes", "limit_iops",
-    "burst_iops", "steady",
+    "burst_iops", "steady", "warning_count",
 )  # fmt: skip
 
 
@@ -310,7 +315,8 @@ def _series_from_results(profile: dict[str, Any], rows: list[tuple[Any, ...]], p
         ys = columns[column]
         kept = _kept(ys, points)
         pick = _picker(kept)
-        drawn[name] = {"x": pick(xs), "y": pick(ys), "run": pick(ids), "steady": pick(columns["steady"])}
+        drawn[name] = {"x": pick(xs), "y": pick(ys), "run": pick(ids), "steady": pick(columns["steady"]),
+                       "warnings": pick(columns["warning_count"])}  # fmt: skip
         if name == "total":
             drawn[name]["limit"] = pick(columns["limit_iops"])
             drawn[name]["efficiency"] = _efficiency(drawn[name]["y"], drawn[name]["limit"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
@@ -14,6 +14,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from jobs.analysis.steady import NOT_CHECKED, NOT_STEADY, STEADY
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
 from jobs.api.burst import RunBurstSerializer
 from jobs.api.pagination import NewestFirst, Pagination
@@ -22,21 +23,62 @@ from jobs.results import burst, series
 from jobs.runs import lifecycle, queueing
 
 
+class SteadyStateSerializer(serializers.Serializer):
+    """A run's steady-state stamp (jobs/analysis/steady.py): fio's verdict when the profile set ss, else
+    benchweb's SNIA PTS check of the per-second samples. Keys a verdict does not have are left out."""
+
+    state = serializers.ChoiceField(
+        choices=["steady", "not_steady", "not_checked"],
+        help_text="steady: the criterion held; not_steady: it did not (why says how); not_checked: it could not be "
+        "judged (why says why).",
+    )
+    by = serializers.ChoiceField(choices=["fio", "benchweb"], help_text="Who judged: fio (ss) or benchweb.")
+    why = serializers.CharField(required=False, help_text="not_steady and not_checked: the reason, in words.")
+    at_s = serializers.IntegerField(
+        required=False, allow_null=True, help_text="fio, steady: seconds into the job (ramp included) when it held."
+    )
+    metric = serializers.CharField(required=False, help_text="fio: the criterion, iops, iops_slope, bw or bw_slope.")
+    limit = serializers.CharField(required=False, help_text='fio: the limit as it printed it ("0.300000%").')
+    criterion = serializers.CharField(
+        required=False, help_text='fio: what the last window measured, as printed ("0.000000%").'
+    )
+    window_s = serializers.FloatField(
+        required=False, allow_null=True, help_text="The window judged, seconds (fio: ss_dur; benchweb: last half)."
+    )
+    rule = serializers.CharField(required=False, help_text="benchweb: the rule applied, in words.")
+    rounds = serializers.IntegerField(required=False, help_text="benchweb: how many rounds the window is cut into.")
+    average_iops = serializers.FloatField(required=False, help_text="benchweb: the rounds' average total IOPS.")
+    range_percent = serializers.FloatField(
+        required=False, help_text="benchweb: the rounds' max - min, % of their average (steady: at most 20)."
+    )
+    slope_percent = serializers.FloatField(
+        required=False, help_text="benchweb: the fitted line's change across the window, % of the average (at most 10)."
+    )
+
+
 class RunSerializer(serializers.ModelSerializer):
     host = serializers.IntegerField(source="disk.host_id", read_only=True)
     created_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
     final = serializers.BooleanField(source="is_final", read_only=True)
+    steady_state = serializers.SerializerMethodField(
+        help_text="Was the run measured in steady state? null for runs without a result and for those stored "
+        "before benchweb stamped it (read as not checked). The list filters on it with ?steady=."
+    )
 
     class Meta:
         model = Run
         fields = [
             "id", "uuid", "disk", "host", "profile", "profile_name", "schedule", "fire_time", "trigger", "state",
             "final", "explanation", "created_by", "created_at", "not_before", "queued_at", "started_at",
-            "finished_at", "progress", "destructive", "warnings",
+            "finished_at", "progress", "destructive", "warnings", "steady_state",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(SteadyStateSerializer(allow_null=True))
+    def get_steady_state(self, run: Run) -> dict[str, Any] | None:
+        return run.steady_state
 
 
 # The runs list reads these columns as plain values (no model instances, no joined rows) and builds each
@@ -49,6 +91,7 @@ RUN_LIST_COLUMNS = {
     "state": "state", "explanation": "explanation", "created_by": "created_by__username",
     "created_at": "created_at", "not_before": "not_before", "queued_at": "queued_at", "started_at": "started_at",
     "finished_at": "finished_at", "progress": "progress", "destructive": "destructive", "warnings": "warnings",
+    "steady_state": "steady_state",
 }  # fmt: skip
 
 
@@ -98,39 +141,6 @@ class RunResultSerializer(serializers.Serializer):
         allow_null=True,
         help_text="What the output says the job was: rw, block_size (as printed), iodepth, numjobs, read_percent, "
         "ioengine; each null when the output does not say. null for runs stored before benchweb kept it.",
-    )
-
-
-class SteadyStateSerializer(serializers.Serializer):
-    """A run's steady-state stamp (jobs/analysis/steady.py): fio's verdict when the profile set ss, else
-    benchweb's SNIA PTS check of the per-second samples. Keys a verdict does not have are left out."""
-
-    state = serializers.ChoiceField(
-        choices=["steady", "not_steady", "not_checked"],
-        help_text="steady: the criterion held; not_steady: it did not (why says how); not_checked: it could not be "
-        "judged (why says why).",
-    )
-    by = serializers.ChoiceField(choices=["fio", "benchweb"], help_text="Who judged: fio (ss) or benchweb.")
-    why = serializers.CharField(required=False, help_text="not_steady and not_checked: the reason, in words.")
-    at_s = serializers.IntegerField(
-        required=False, allow_null=True, help_text="fio, steady: seconds into the job (ramp included) when it held."
-    )
-    metric = serializers.CharField(required=False, help_text="fio: the criterion, iops, iops_slope, bw or bw_slope.")
-    limit = serializers.CharField(required=False, help_text='fio: the limit as it printed it ("0.300000%").')
-    criterion = serializers.CharField(
-        required=False, help_text='fio: what the last window measured, as printed ("0.000000%").'
-    )
-    window_s = serializers.FloatField(
-        required=False, allow_null=True, help_text="The window judged, seconds (fio: ss_dur; benchweb: last half)."
-    )
-    rule = serializers.CharField(required=False, help_text="benchweb: the rule applied, in words.")
-    rounds = serializers.IntegerField(required=False, help_text="benchweb: how many rounds the window is cut into.")
-    average_iops = serializers.FloatField(required=False, help_text="benchweb: the rounds' average total IOPS.")
-    range_percent = serializers.FloatField(
-        required=False, help_text="benchweb: the rounds' max - min, % of their average (steady: at most 20)."
-    )
-    slope_percent = serializers.FloatField(
-        required=False, help_text="benchweb: the fitted line's change across the window, % of the average (at most 10)."
     )
 
 
@@ -203,10 +213,6 @@ class RunDetailSerializer(RunSerializer):
         "before the measured job: phase 'precondition' and precondition_bytes written so far.",
     )
     result = serializers.SerializerMethodField(help_text="null until the run has a result.")
-    steady_state = serializers.SerializerMethodField(
-        help_text="Was the run measured in steady state? null for runs without a result and for those stored "
-        "before benchweb stamped it (read as not checked)."
-    )
     burst = serializers.SerializerMethodField(
         help_text="Burst credits, predicted from the disk's runs: the balance at the run's start, whether burst "
         "served it and the limit it is judged against, the knee of its series. null when the disk has no credit "
@@ -220,14 +226,10 @@ class RunDetailSerializer(RunSerializer):
 
     class Meta(RunSerializer.Meta):
         fields = [
-            *RunSerializer.Meta.fields, "parameters", "summary", "result", "steady_state", "limits_snapshot",
+            *RunSerializer.Meta.fields, "parameters", "summary", "result", "limits_snapshot",
             "command", "exit_status", "cancel_requested", "burst", "environment",
         ]  # fmt: skip
         read_only_fields = fields
-
-    @extend_schema_field(SteadyStateSerializer(allow_null=True))
-    def get_steady_state(self, run: Run) -> dict[str, Any] | None:
-        return run.steady_state
 
     @extend_schema_field(RunResultSerializer(allow_null=True))
     def get_result(self, run: Run) -> dict[str, Any] | None:
@@ -268,6 +270,12 @@ class RunFilter(serializers.Serializer):
     created_before = serializers.DateTimeField(required=False)
     finished_after = serializers.DateTimeField(required=False)
     finished_before = serializers.DateTimeField(required=False)
+    steady = serializers.ChoiceField(
+        choices=[STEADY, NOT_STEADY, NOT_CHECKED],
+        required=False,
+        help_text="The steady-state stamp: not_checked also takes the runs without one (no result yet, or stored "
+        "before benchweb stamped steady state).",
+    )
 
     LOOKUPS = {
         "disk": "disk_id",
@@ -284,7 +292,15 @@ class RunFilter(serializers.Serializer):
     def apply(self, runs: QuerySet) -> QuerySet:
         # An absent multiple-choice parameter validates as an empty set: no filter, not "no state at all".
         given = {name: value for name, value in self.validated_data.items() if value not in (None, set(), [])}
-        return runs.filter(**{self.LOOKUPS[name]: value for name, value in given.items()})
+        stamp = given.pop("steady", None)
+        runs = runs.filter(**{self.LOOKUPS[name]: value for name, value in given.items()})
+        return runs.filter(self.steady_lookup(stamp)) if stamp else runs
+
+    @staticmethod
+    def steady_lookup(stamp: str) -> Q:
+        if stamp == NOT_CHECKED:
+            return Q(steady_state__isnull=True) | Q(steady_state__state=stamp)
+        return Q(steady_state__state=stamp)
 
 
 @extend_schema_view(

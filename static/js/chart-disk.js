@@ -168,7 +168,8 @@
   function points(series, extra) {
     const out = new Array(series.x.length);
     for (let i = 0; i < series.x.length; i++) {
-      const p = { x: series.x[i], y: series.y[i], run: series.run[i], steady: series.steady ? series.steady[i] : null };
+      const p = { x: series.x[i], y: series.y[i], run: series.run[i], steady: series.steady ? series.steady[i] : null,
+                  warnings: series.warnings ? series.warnings[i] : 0 };
       if (extra) {
         p.efficiency = series.efficiency[i];
         p.limit = series.limit[i];
@@ -182,7 +183,38 @@
     return Boolean(ctx.raw && ctx.raw.steady === false);
   }
 
+  // The runs served from burst and the words of each run's warnings come with the page (the series never read
+  // the runs table): {"burst": {run: words}, "warnings": {run: [heads]}}.
+  const runMarks = (() => {
+    const found = document.getElementById("run-marks");
+    return found ? JSON.parse(found.textContent) : { burst: {}, warnings: {} };
+  })();
+  const WARNED = "#b54708";
+
+  function fromBurst(p) {
+    return Boolean(p && p.run && runMarks.burst[p.run]);
+  }
+
+  function warned(p) {
+    return Boolean(p && p.warnings);
+  }
+
+  // What the point's run was measured under: burst and warnings, a line each for the tooltip. A tooltip does
+  // not wrap: on a narrow chart the balance gets a line of its own and a long warning is cut short.
+  function flagLines(p, chart) {
+    const narrow = chart.width < 500;
+    const words = fromBurst(p) ? runMarks.burst[p.run] : "";
+    const lines = narrow ? words.split(/ (?=\()/) : [words];
+    if (warned(p)) {
+      const heads = runMarks.warnings[p.run];
+      if (heads) heads.forEach((head) => lines.push("⚠ " + (narrow && head.length > 40 ? head.slice(0, 39) + "…" : head)));
+      else lines.push("⚠ " + p.warnings + (p.warnings === 1 ? " warning" : " warnings") + ": see the run's page");
+    }
+    return lines.filter(Boolean);
+  }
+
   function line(label, data, colour, dash, width, meta) {
+    const marked = (ctx) => notSteady(ctx) || fromBurst(ctx.raw) || warned(ctx.raw);
     return {
       label,
       data,
@@ -190,10 +222,13 @@
       backgroundColor: colour,
       borderWidth: width,
       borderDash: dash,
-      // A run not in steady state is a hollow point, drawn even where a long series hides the others.
-      pointRadius: (ctx) => (notSteady(ctx) ? 3.5 : data.length > 150 ? 0 : 2.5),
+      // A run not in steady state is a hollow point, one served from burst a triangle, one with warnings has an
+      // amber ring: drawn even where a long series hides the others.
+      pointRadius: (ctx) => (fromBurst(ctx.raw) ? 4.5 : marked(ctx) ? 3.5 : data.length > 150 ? 0 : 2.5),
+      pointStyle: (ctx) => (fromBurst(ctx.raw) ? "triangle" : "circle"),
       pointBackgroundColor: (ctx) => (notSteady(ctx) ? "#fff" : colour),
-      pointBorderWidth: (ctx) => (notSteady(ctx) ? 1.5 : 1),
+      pointBorderColor: (ctx) => (warned(ctx.raw) ? WARNED : colour),
+      pointBorderWidth: (ctx) => (warned(ctx.raw) ? 2.5 : notSteady(ctx) ? 1.5 : 1),
       pointHoverRadius: 5,
       pointHitRadius: 6,
       tension: 0,
@@ -292,7 +327,29 @@
   // ------------------------------------------------------------------ charts
 
   function steadyWords(p) {
-    return p.steady === false ? " · not steady" : p.steady === true ? " · steady" : "";
+    return p.steady === false ? " · not steady" : p.steady === true ? " · steady" : " · steady state not checked";
+  }
+
+  // A tooltip line on a narrow chart, cut where it would run past the screen: at each " · " and ", ".
+  function narrowed(text, chart) {
+    return chart && chart.width < 500 ? text.split(/ · |, /) : text;
+  }
+
+  // Legend entries for the point marks in use (the datasets' own entries name the profiles).
+  function withMarkLegend(options, data) {
+    const drawnPoints = data.series.flatMap((s) => points(s.iops.total));
+    const marks = [];
+    if (drawnPoints.some(fromBurst)) marks.push("▲ served from burst (fully or partly)");
+    if (drawnPoints.some(warned)) marks.push("◯ amber ring: run with warnings");
+    if (drawnPoints.some((p) => p.steady === false)) marks.push("○ hollow: not steady");
+    const legend = options.plugins.legend;
+    const profiles = legend.labels.generateLabels;
+    legend.labels.generateLabels = (chart) =>
+      profiles(chart).concat(marks.map((text) => ({ text, fillStyle: "transparent", strokeStyle: "transparent", lineWidth: 0, hidden: false })));
+    legend.onClick = (event, item, legendBox) => {
+      if (item.datasetIndex !== undefined) Chart.defaults.plugins.legend.onClick.call(legendBox, event, item, legendBox);
+    };
+    return marks.length;
   }
 
   function drawIops(data) {
@@ -318,11 +375,12 @@
         const meta = ctx.dataset.meta;
         let text = ctx.dataset.label + ": " + fmt.iops(p.y);
         if (meta.kind === "total" && p.limit) text += " · " + fmt.efficiency(p.y, p.limit, p.limit === meta.baseline ? meta.burst : null);
-        return text + steadyWords(p);
+        return narrowed(text + steadyWords(p), ctx.chart);
       },
       afterLabel(ctx) {
         const meta = ctx.dataset.meta;
-        return meta.blockSize ? fmt.bytesPerS(ctx.raw.y * meta.blockSize) + " at " + fmt.bytes(meta.blockSize) + " blocks" : "";
+        const moved = meta.blockSize ? fmt.bytesPerS(ctx.raw.y * meta.blockSize) + " at " + fmt.bytes(meta.blockSize) + " blocks" : "";
+        return [moved, ...flagLines(ctx.raw, ctx.chart)].filter(Boolean);
       },
       footer(items) {
         return items.length && items[0].raw.run ? "run #" + items[0].raw.run + " · click to open" : "";
@@ -332,8 +390,9 @@
     options.onHover = (event, elements) => {
       event.native.target.style.cursor = elements.length ? "pointer" : "default";
     };
+    const legendMarks = withMarkLegend(options, data);
     const canvas = document.getElementById("iops-chart");
-    fitHeight(canvas, 360, datasets.length);
+    fitHeight(canvas, 360, datasets.length + legendMarks);
     return replace("iops", canvas, { type: "line", data: { datasets }, options });
   }
 
@@ -377,7 +436,8 @@
     };
     options.plugins.zoom = zoomOptions();
     options.plugins.tooltip.callbacks = {
-      label: (ctx) => ctx.dataset.label + ": " + fmt.micros(ctx.raw.y),
+      label: (ctx) => narrowed(ctx.dataset.label + ": " + fmt.micros(ctx.raw.y) + steadyWords(ctx.raw), ctx.chart),
+      afterLabel: (ctx) => flagLines(ctx.raw, ctx.chart),
       footer: (items) => (items.length && items[0].raw.run ? "run #" + items[0].raw.run + " · click to open" : ""),
     };
     options.onClick = openRun;
@@ -446,7 +506,10 @@
     const steady = data.steady === "only"
       ? " Steady runs only."
       : " Hollow points are runs not in steady state.";
-    return runs + (summary ? " — latest " + summary + "." : ".") + range + steady + thinned;
+    const totals = data.series.flatMap((s) => points(s.iops.total));
+    const marks = (totals.some(fromBurst) ? " Triangles are runs served from burst credits." : "") +
+      (totals.some(warned) ? " Amber rings are runs with warnings." : "");
+    return runs + (summary ? " — latest " + summary + "." : ".") + range + steady + marks + thinned;
   }
 
   function latest(s) {
