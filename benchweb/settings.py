@@ -255,6 +255,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Fields named "state" with different choices (a run's state, its steady-state stamp) get names of their own.
+    "ENUM_NAME_OVERRIDES": {
+        "RunStateEnum": "jobs.models.Run.State",
+        "SteadyStateEnum": ["steady", "not_steady", "not_checked"],
+    },
 }
 
 # With no REDIS_URL the run command starts an embedded redis-server on this socket.
