@@ -18,7 +18,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from jobs import clock, units
 from jobs.analysis import stats
-from jobs.models import Disk, RunResult, Team
+from jobs.models import Disk, RunResult, RunResultDay, Team
 
 # Each metric: the RunResult column, its words, its unit, and whether a higher value is faster.
 METRICS: dict[str, tuple[str, str, str, bool]] = {
@@ -100,6 +100,8 @@ def parse(params: Mapping[str, str], team: Team) -> Query:
             raise StatsError("b_disk", "b_disk is a_disk; to compare one disk with itself, give disk and split.")
         split = None
     else:
+        # A moment for now; an annotation's (issue 17's Annotation model, once merged) can be passed as its
+        # ISO date-time, or resolved here from an `annotation=<id>` parameter.
         a, b, split = _disk(params, "disk", team), None, _moment(params.get("split") or "")
     disks = [a] if b is None else [a, b]
     profile = choose_profile(disks, params.get("profile") or "")
@@ -112,11 +114,7 @@ def choose_profile(disks: Iterable[Disk], given: str) -> str:
     if given:
         return given
     disks = list(disks)
-    names = Counter(
-        name
-        for disk in disks
-        for name in set(RunResult.objects.filter(disk=disk).values_list("profile_name", flat=True).distinct())
-    )
+    names = Counter(name for disk in disks for name in profiles_of(disk))
     shared = sorted(name for name, count in names.items() if count == len(disks)) or sorted(names)
     if len(shared) == 1:
         return shared[0]
@@ -244,8 +242,10 @@ def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str
 
 
 def _shared_profiles(disk_ids: list[int], team: Team) -> list[str]:
-    disks = list(Disk.objects.filter(team=team, pk__in=disk_ids))
-    names = [
-        set(RunResult.objects.filter(disk=disk).values_list("profile_name", flat=True).distinct()) for disk in disks
-    ]
+    names = [profiles_of(disk) for disk in Disk.objects.filter(team=team, pk__in=disk_ids)]
     return sorted(set.intersection(*names)) if names else []
+
+
+def profiles_of(disk: Disk) -> set[str]:
+    """The profile names of the disk's results, from its days: a disk with 100,000 runs has a few hundred."""
+    return set(RunResultDay.objects.filter(disk=disk).values_list("profile_name", flat=True).distinct())
