@@ -242,8 +242,9 @@ def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str
 
 
 def _shared_profiles(disk_ids: list[int], team: Team) -> list[str]:
+    """The profiles the disks share or, when they share none, any of them has (as choose_profile picks)."""
     names = [profiles_of(disk) for disk in Disk.objects.filter(team=team, pk__in=disk_ids)]
-    return sorted(set.intersection(*names)) if names else []
+    return sorted(set.intersection(*names) or set.union(*names)) if names else []
 
 
 def profiles_of(disk: Disk) -> set[str]:
