@@ -9,7 +9,7 @@ from jobs.disks import pages as disks
 from jobs.hosts import pages as hosts
 from jobs.imports import pages as imports
 from jobs.profiles import pages as profiles
-from jobs.results import compare, overview
+from jobs.results import compare, distribution_pages, overview
 from jobs.results import pages as results
 from jobs.runs import pages as runs
 from jobs.schedules import pages as schedules
@@ -70,6 +70,7 @@ urlpatterns = [
     # results
     path("overview/", overview.overview, name="overview"),
     path("compare/", compare.compare, name="compare"),
+    path("compare/distributions.json", distribution_pages.distributions_json, name="compare_distributions"),
     path("disks/<int:pk>/series.json", results.disk_series, name="disk_series"),
     path("runs/<int:pk>/series.json", results.run_series, name="run_series"),
     # imports

@@ -8,6 +8,7 @@ from jobs.disks.api import DiskTypeViewSet, DiskViewSet
 from jobs.hosts.api import HostViewSet
 from jobs.imports.api import ImportViewSet
 from jobs.profiles.api import ProfileViewSet
+from jobs.results.api import CompareStatsView, DistributionsView
 from jobs.runs.api import RunViewSet
 from jobs.schedules.api import ScheduleViewSet
 from jobs.teams.api import MemberViewSet, TeamListViewSet, TokenViewSet
@@ -25,6 +26,8 @@ router.register("runs", RunViewSet, basename="api-run")
 router.register("import", ImportViewSet, basename="api-import")
 
 urlpatterns = [
+    path("v1/compare/stats/", CompareStatsView.as_view(), name="api-compare-stats"),
+    path("v1/distributions/", DistributionsView.as_view(), name="api-distributions"),
     path("v1/", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file and the template has no inline style, so the docs

@@ -20,7 +20,7 @@ from django.utils import timezone
 from jobs import access, clock, environment, limits, units
 from jobs.analysis import steady
 from jobs.models import Disk, Run
-from jobs.results import validity
+from jobs.results import stats, validity
 from jobs.tools.summary import PERCENTILES
 
 COMPARE_MIN, COMPARE_MAX = 2, 8
@@ -292,5 +292,8 @@ def compare(request: HttpRequest) -> HttpResponse:
         .select_related("disk__host")
         .defer(*Run.BULKY_FIELDS, "summary", "parameters")
         .order_by("-finished_at")[:50],
+        # Statistics and latency distributions (templates/jobs/manage/_compare_stats.html).
+        "stats": stats.card(request.GET, team, disk_ids),
+        "distributions": "runs=" + ",".join(map(str, run_ids)) if run_ids else "disks=" + ",".join(map(str, disk_ids)),
     }
     return render(request, "jobs/manage/compare.html", context)

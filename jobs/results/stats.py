@@ -1,0 +1,252 @@
+"""Two sets of a team's runs compared with statistics (jobs/analysis/stats.py): disk A against disk B under one
+profile, or one disk before against after a moment. The numbers are the RunResult columns the disk chart draws,
+so what is tested is what the charts show.
+
+Both the Compare page and GET /api/v1/compare/stats/ read their query here, so the parameters, their defaults
+and their errors are the same in both: a StatsError names the parameter and says what it takes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, time
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils.dateparse import parse_date, parse_datetime
+
+from jobs import clock, units
+from jobs.analysis import stats
+from jobs.models import Disk, RunResult, RunResultDay, Team
+
+# Each metric: the RunResult column, its words, its unit, and whether a higher value is faster.
+METRICS: dict[str, tuple[str, str, str, bool]] = {
+    "iops": ("total_iops", "total IOPS", "IO/s", True),
+    "bandwidth": ("bw_bytes_per_s", "bandwidth", "bytes/s", True),
+    "read_p99": ("read_p99_us", "read p99 latency", "µs", False),
+    "write_p99": ("write_p99_us", "write p99 latency", "µs", False),
+}
+# The newest runs of a set that are compared: the Hodges-Lehmann CI sorts every pairwise difference (n x m).
+MAX_RUNS = 500
+
+
+class StatsError(ValueError):
+    """A parameter that cannot be used: `field` names it, the message says what it takes."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Query:
+    """What to compare: disks (a, b) or one disk split at `split`; the rest as given or defaulted."""
+
+    a: Disk
+    b: Disk | None
+    split: datetime | None
+    profile: str
+    metric: str
+    test: str
+    skip_unsteady: bool
+
+
+@dataclass(frozen=True)
+class RunSet:
+    label: str
+    disk: Disk
+    start: datetime | None
+    end: datetime | None  # exclusive
+    runs: list[int]
+    values: list[float]
+    left_out_unsteady: int
+
+    def as_dict(self, summary: stats.SetSummary) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "disk": self.disk.pk,
+            "from": self.start,
+            "to": self.end,
+            "runs": self.runs,
+            "left_out_unsteady": self.left_out_unsteady,
+            "n": summary.n,
+            "median": summary.median,
+            "mean": summary.mean,
+        }
+
+
+def parse(params: Mapping[str, str], team: Team) -> Query:
+    """The query from ?a_disk=&b_disk= or ?disk=&split=, with profile, metric, test and skip_unsteady."""
+    metric = params.get("metric") or "iops"
+    if metric not in METRICS:
+        raise StatsError("metric", f"{metric!r} is not a metric; choose one of {', '.join(METRICS)}.")
+    test = params.get("test") or stats.MANN_WHITNEY
+    if test not in stats.TESTS:
+        raise StatsError("test", f"{test!r} is not a test; choose {' or '.join(stats.TESTS)}.")
+    skip = (params.get("skip_unsteady") or "true").lower()
+    if skip not in ("true", "false", "1", "0"):
+        raise StatsError("skip_unsteady", f"{skip!r} is not true or false.")
+    pair, single = params.get("a_disk") or params.get("b_disk"), params.get("disk") or params.get("split")
+    if bool(pair) == bool(single):
+        raise StatsError(
+            "disk",
+            "Give either a_disk and b_disk (disk A against disk B) or disk and split (one disk before and after "
+            "an ISO date such as 2026-11-20).",
+        )
+    if pair:
+        a, b = _disk(params, "a_disk", team), _disk(params, "b_disk", team)
+        if a.pk == b.pk:
+            raise StatsError("b_disk", "b_disk is a_disk; to compare one disk with itself, give disk and split.")
+        split = None
+    else:
+        # A moment for now; an annotation's (issue 17's Annotation model, once merged) can be passed as its
+        # ISO date-time, or resolved here from an `annotation=<id>` parameter.
+        a, b, split = _disk(params, "disk", team), None, _moment(params.get("split") or "")
+    disks = [a] if b is None else [a, b]
+    profile = choose_profile(disks, params.get("profile") or "")
+    return Query(a, b, split, profile, metric, test, skip in ("true", "1"))
+
+
+def choose_profile(disks: Iterable[Disk], given: str) -> str:
+    """The profile given, else the one profile every disk has results of, else the one profile any has (a disk
+    without runs of it has none to show); an error naming the choices when that is not one."""
+    if given:
+        return given
+    disks = list(disks)
+    names = Counter(name for disk in disks for name in profiles_of(disk))
+    shared = sorted(name for name, count in names.items() if count == len(disks)) or sorted(names)
+    if len(shared) == 1:
+        return shared[0]
+    if not shared:
+        raise StatsError("profile", "None of these disks has a run yet: give profile=<name> (a profile's name).")
+    raise StatsError("profile", f"Runs of several profiles: give profile=<name>, one of {', '.join(shared)}.")
+
+
+def run_set(query: Query, disk: Disk, label: str, start: datetime | None, end: datetime | None) -> RunSet:
+    """The newest MAX_RUNS results of the disk under the query's profile between start and end that measured the
+    metric; runs judged not steady are left out (and counted) when the query says so."""
+    column = METRICS[query.metric][0]
+    found: QuerySet[RunResult] = RunResult.objects.filter(
+        disk=disk, profile_name=query.profile, **{f"{column}__isnull": False}
+    )
+    if start is not None:
+        found = found.filter(finished_at__gte=start)
+    if end is not None:
+        found = found.filter(finished_at__lt=end)
+    unsteady = 0
+    if query.skip_unsteady:
+        unsteady = found.filter(steady=False).count()
+        found = found.exclude(steady=False)
+    rows = list(found.order_by("-finished_at").values_list("run_id", column)[:MAX_RUNS])
+    return RunSet(label, disk, start, end, [run for run, _ in rows], [float(v) for _, v in rows], unsteady)
+
+
+def sets(query: Query) -> tuple[RunSet, RunSet]:
+    if query.b is not None:
+        return (
+            run_set(query, query.a, f"A: {query.a.label}", None, None),
+            run_set(query, query.b, f"B: {query.b.label}", None, None),
+        )
+    assert query.split is not None  # parse gives a split to a one-disk query
+    when = clock.utc_text(query.split, clock.MINUTES)
+    return (
+        run_set(query, query.a, f"before {when}", None, query.split),
+        run_set(query, query.a, f"after {when}", query.split, None),
+    )
+
+
+def compare(query: Query) -> dict[str, Any]:
+    """The comparison as the API answers it and the Compare page's card shows it."""
+    a, b = sets(query)
+    _, words, unit, higher_is_faster = METRICS[query.metric]
+    found = stats.compare(
+        a.values, b.values, test=query.test, higher_is_faster=higher_is_faster, names=(a.label, b.label)
+    )
+    answer = found.as_dict()
+    answer |= {
+        "metric": query.metric,
+        "metric_label": words,
+        "unit": unit,
+        "profile": query.profile,
+        "skip_unsteady": query.skip_unsteady,
+        "split": query.split,
+        "min_runs": stats.MIN_RUNS,
+        "a": a.as_dict(found.a),
+        "b": b.as_dict(found.b),
+    }
+    return answer
+
+
+def shown(value: float | None, metric: str) -> str:
+    """A metric's value as the tables print it."""
+    if metric == "iops":
+        return units.format_iops(value)
+    if metric == "bandwidth":
+        return units.format_bytes_per_s(value)
+    return units.format_micros(value)
+
+
+def _disk(params: Mapping[str, str], field: str, team: Team) -> Disk:
+    value = params.get(field) or ""
+    if not (value.isascii() and value.isdigit()) or int(value) > 2**63 - 1:
+        raise StatsError(field, f"{field} takes a disk's id, a whole number such as 3; got {value!r}.")
+    found = Disk.objects.filter(team=team, pk=int(value)).first()
+    if found is None:
+        raise StatsError(field, f"No disk {value} in your team.")
+    return found
+
+
+def _moment(value: str) -> datetime:
+    """An ISO date (its midnight, UTC) or date-time (UTC when it names no zone)."""
+    try:
+        moment = parse_datetime(value)
+        day = None if moment else parse_date(value)
+    except ValueError:
+        moment = day = None
+    if day is not None:
+        moment = datetime.combine(day, time(), tzinfo=UTC)
+    if moment is None:
+        raise StatsError("split", f"split takes an ISO date or date-time such as 2026-11-20; got {value!r}.")
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str, Any] | None:
+    """The Compare page's Statistics card: the first two disks compared (or those picked in the card), or one
+    disk before/after `split`; the comparison or the error, and what the card's forms offer. None: no card."""
+    split_asked = bool(params.get("disk") or params.get("split"))
+    if not split_asked and len(disk_ids) < 2:
+        return None
+    asked = {key: params.get(key) or "" for key in ("metric", "test", "profile", "skip_unsteady")}
+    if split_asked:
+        asked |= {"disk": params.get("disk") or "", "split": params.get("split") or ""}
+    else:
+        a, b = params.get("a_disk") or str(disk_ids[0]), params.get("b_disk") or str(disk_ids[1])
+        asked |= {"a_disk": a, "b_disk": b}
+    chosen = Disk.objects.filter(team=team, pk__in=disk_ids).order_by("label")
+    found: dict[str, Any] = {"asked": asked, "metrics": METRICS, "tests": stats.TESTS, "chosen_disks": chosen}
+    ids = [asked[key] for key in ("disk", "a_disk", "b_disk") if key in asked]
+    found["profiles"] = _shared_profiles([int(v) for v in ids if v.isascii() and v.isdigit() and len(v) < 19], team)
+    if not asked["profile"] and found["profiles"]:
+        # The page starts with the first profile the disks share; the API asks for one when there are several.
+        asked["profile"] = found["profiles"][0]
+    try:
+        query = parse(asked, team)
+    except StatsError as exc:
+        return found | {"error": f"{exc.field}: {exc}"}
+    result = compare(query)
+    for side in ("a", "b"):
+        result[side]["median_text"] = shown(result[side]["median"], query.metric)
+        result[side]["mean_text"] = shown(result[side]["mean"], query.metric)
+    return found | {"result": result, "query": query}
+
+
+def _shared_profiles(disk_ids: list[int], team: Team) -> list[str]:
+    """The profiles the disks share or, when they share none, any of them has (as choose_profile picks)."""
+    names = [profiles_of(disk) for disk in Disk.objects.filter(team=team, pk__in=disk_ids)]
+    return sorted(set.intersection(*names) or set.union(*names)) if names else []
+
+
+def profiles_of(disk: Disk) -> set[str]:
+    """The profile names of the disk's results, from its days: a disk with 100,000 runs has a few hundred."""
+    return set(RunResultDay.objects.filter(disk=disk).values_list("profile_name", flat=True).distinct())
