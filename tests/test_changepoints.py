@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 
 from jobs.analysis.changepoints import Point, detect
 from jobs.api.models import ApiToken
@@ -238,3 +239,24 @@ def test_an_annotation_names_the_field_to_fix(world):
     assert foreign.status_code == 400 and "disk" in foreign.json()
     no_time = api.post("/api/v1/annotations/", {"text": "kernel upgrade"}, "application/json")
     assert no_time.status_code == 400 and "at" in no_time.json()
+
+
+# --- the charts ------------------------------------------------------------------------------------------------------
+
+
+def test_the_disk_chart_data_marks_its_change_points_and_the_annotations_that_concern_it(world):
+    w, _ = world
+    rng = random.Random(18)
+    runs = nightly(w.disk, w.profile, noisy(4000, 18, rng) + noisy(2800, 12, rng))
+    other_host = make_world("elsewhere")[0].host
+    Annotation.objects.create(team=w.team, host=w.host, at=NIGHT_ONE + timedelta(days=5), text="kernel upgrade")
+    Annotation.objects.create(team=w.team, at=NIGHT_ONE + timedelta(days=6), text="DC move")
+    Annotation.objects.create(team=other_host.team, host=other_host, at=NIGHT_ONE, text="not ours")
+    browser = Client()
+    browser.force_login(w.owner)
+    marks = browser.get(f"/disks/{w.disk.pk}/series.json?range=all").json()["marks"]
+    assert {(c["metric"], c["run"]) for c in marks["changes"]} == {("iops", runs[18].pk), ("bandwidth", runs[18].pk)}
+    assert {c["x"] for c in marks["changes"]} == {round(runs[18].finished_at.timestamp() * 1000)}
+    assert [a["text"] for a in marks["annotations"]] == ["DC move", "kernel upgrade"]
+    before = browser.get(f"/disks/{w.disk.pk}/series.json?range=custom&from=2026-03-01&to=2026-03-10").json()
+    assert before["marks"]["changes"] == [] and len(before["marks"]["annotations"]) == 2

@@ -1,7 +1,8 @@
 """What changed: level shifts found in a disk's results (ChangePoint) and the events people note (Annotation).
 
 Change points are detected on stored results and kept, so a page or the API reads them in one query however
-long the history: `ChangePoint.refresh` runs when a result is recorded (RunResult.record) and looks at the last
+long the history: `ChangePoint.refresh` runs when a result row is saved (RunResult.record, inside its lock; a
+signal, because the results module cannot import this one, which reads it) and looks at the last
 WINDOW runs of the series after its baseline. A change point marked expected becomes an annotation and the
 series' new baseline: detection looks only at the runs from its first run on."""
 
@@ -12,6 +13,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
+from django.db.models.signals import post_save
+from django.dispatch import receiver
 
 from jobs.analysis import changepoints
 from jobs.models.disks import Disk
@@ -218,3 +221,34 @@ def _point(metric: str, row: tuple[Any, ...]) -> changepoints.Point | None:
     run_id, finished_ms, iops, bw, read_p99, write_p99 = row
     value = {"iops": iops, "bandwidth": bw, "p99_latency": read_p99 if read_p99 is not None else write_p99}[metric]
     return None if value is None else changepoints.Point(run_id, finished_ms, float(value))
+
+
+@receiver(post_save, sender=RunResult, dispatch_uid="change_points_of_a_recorded_result")
+def _result_saved(sender: type[RunResult], instance: RunResult, **kwargs: Any) -> None:
+    """Results written in bulk send no signal: their writer calls ChangePoint.refresh_disk."""
+    ChangePoint.refresh(instance.disk, instance.profile_id, instance.profile_name)
+
+
+# Markers a chart draws at most of each kind, newest first: a chart cannot show more apart anyway.
+CHART_MARKS = 100
+
+
+def chart_marks(disk: Disk, start: Any, end: Any) -> dict[str, list[dict[str, Any]]]:
+    """The change points and annotations a disk's charts mark between start and end (None: unbounded), x in ms
+    since the epoch as the chart's points."""
+    within = {key: moment for key, moment in (("at__gte", start), ("at__lte", end)) if moment is not None}
+    changes = ChangePoint.objects.filter(disk=disk, **within)[:CHART_MARKS]
+    notes = Annotation.for_disk(disk).filter(**within)[:CHART_MARKS]
+    return {
+        "changes": [
+            {
+                "id": c.pk, "x": c.at_ms, "run": c.run_id, "metric": c.metric, "profile": c.profile_name,
+                "before": c.before, "after": c.after, "change_percent": c.change_percent, "p_value": c.p_value,
+                "direction": c.direction, "expected": c.expected,
+            }
+            for c in changes
+        ],
+        "annotations": [
+            {"id": a.pk, "x": round(a.at.timestamp() * 1000), "text": a.text, "kind": a.kind} for a in notes
+        ],
+    }  # fmt: skip

@@ -65,10 +65,6 @@ class RunResult(models.Model):
             result = cls.of(run)
             result.save()
             RunResultDay.refresh(result)
-            # Imported here: jobs.models.changes reads this module's RunResult.
-            from jobs.models.changes import ChangePoint
-
-            ChangePoint.refresh(run.disk, result.profile_id, result.profile_name)
 
     @classmethod
     def of(cls, run: Run) -> RunResult:
