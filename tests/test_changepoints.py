@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from jobs import units
 from jobs.analysis.changepoints import Point, detect
 from jobs.api.models import ApiToken
 from jobs.models import Annotation, ChangePoint, Disk, Membership, Profile, Run
@@ -260,3 +261,65 @@ def test_the_disk_chart_data_marks_its_change_points_and_the_annotations_that_co
     assert [a["text"] for a in marks["annotations"]] == ["DC move", "kernel upgrade"]
     before = browser.get(f"/disks/{w.disk.pk}/series.json?range=custom&from=2026-03-01&to=2026-03-10").json()
     assert before["marks"]["changes"] == [] and len(before["marks"]["annotations"]) == 2
+
+
+# --- the pages -------------------------------------------------------------------------------------------------------
+
+
+def signed_in(user: User) -> Client:
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def test_the_changes_page_lists_change_points_newest_first_and_marks_one_expected(world):
+    w, _ = world
+    rng = random.Random(19)
+    runs = nightly(w.disk, w.profile, noisy(4000, 10, rng) + noisy(3000, 12, rng) + noisy(2100, 10, rng))
+    browser = signed_in(w.owner)
+    page = browser.get("/changes/").content.decode()
+    assert page.index(f"run #{runs[22].pk}") < page.index(f"run #{runs[10].pk}")
+    newest = ChangePoint.objects.filter(metric="iops").order_by("-at").first()
+    assert f"{newest.change_percent:.1f} %" in page and units.format_iops_exact(newest.before) in page
+    assert f"/disks/{w.disk.pk}/?range=custom" in page and "Mark expected" in page and "p &lt; 0.001" in page
+    answer = browser.post(f"/changes/{newest.pk}/expected", {"next": f"/disks/{w.disk.pk}/"})
+    assert answer.status_code == 302 and answer["Location"] == f"/disks/{w.disk.pk}/"
+    assert Annotation.objects.get().kind == "expected" and ChangePoint.objects.get(pk=newest.pk).expected
+    assert browser.post(f"/changes/{newest.pk}/expected", {"next": "https://evil.example/"})["Location"] == "/changes/"
+
+
+def test_a_note_added_on_the_disk_page_shows_there_and_on_the_changes_page(world):
+    w, _ = world
+    browser = signed_in(w.owner)
+    disk_page = browser.get(f"/disks/{w.disk.pk}/").content.decode()
+    assert 'id="disk-changes"' in disk_page and 'id="annotation-form"' in disk_page
+    added = browser.post(
+        "/changes/",
+        {"at": "2026-03-10T12:00", "text": "kernel upgrade", "disk": w.disk.pk, "next": f"/disks/{w.disk.pk}/"},
+    )
+    assert added.status_code == 302 and added["Location"] == f"/disks/{w.disk.pk}/"
+    note = Annotation.objects.get()
+    assert (note.disk, note.created_by, note.team) == (w.disk, w.owner, w.team)
+    assert "kernel upgrade" in browser.get(f"/disks/{w.disk.pk}/").content.decode()
+    assert "kernel upgrade" in browser.get("/changes/").content.decode()
+    refused = browser.post("/changes/", {"at": "", "text": "", "disk": w.disk.pk})
+    assert refused.status_code == 200 and "This field is required" in refused.content.decode()
+    assert browser.post(f"/annotations/{note.pk}/delete").status_code == 302
+    assert not Annotation.objects.exists()
+
+
+def test_a_viewer_sees_the_changes_page_without_forms_and_cannot_post(world):
+    w, _ = world
+    rng = random.Random(20)
+    nightly(w.disk, w.profile, noisy(4000, 18, rng) + noisy(2800, 12, rng))
+    viewer = User.objects.create_user("looker")
+    Membership.objects.create(user=viewer, team=w.team, role=Membership.Role.VIEWER)
+    browser = signed_in(viewer)
+    page = browser.get("/changes/").content.decode()
+    assert "Mark expected" not in page and 'id="annotation-form"' not in page and 'id="change-points"' in page
+    change = ChangePoint.objects.first()
+    assert browser.post(f"/changes/{change.pk}/expected").status_code == 403
+    assert browser.post("/changes/", {"at": "2026-03-10T12:00", "text": "x"}).status_code == 403
+    stranger = make_world("theirs", password="their-canary-password")[0].owner
+    assert signed_in(stranger).post(f"/changes/{change.pk}/expected").status_code == 404
+    assert not ChangePoint.objects.filter(expected=True).exists() and not Annotation.objects.exists()

@@ -15,9 +15,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs import access, limits, presets, safety, units
+from jobs.changes.forms import AnnotationForm
 from jobs.disks import identity
 from jobs.disks.forms import DiskForm, size_range
-from jobs.models import SPEC_FIELDS, Disk, Profile, Run
+from jobs.models import SPEC_FIELDS, Annotation, Disk, Profile, Run
 from jobs.results import burst
 from jobs.runs import queueing
 
@@ -101,6 +102,11 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "breakdown": _breakdown(disk_limits),
             "runs": runs,
             "burst": credits,
+            "change_points": disk.change_points.all()[:10],
+            "disk_annotations": Annotation.for_disk(disk).select_related("disk__host", "host")[:10],
+            "annotation_form": AnnotationForm(team=disk.team, disk=disk)
+            if access.can_change(request, disk.team)
+            else None,
         },
     )
 

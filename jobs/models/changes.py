@@ -133,6 +133,11 @@ class ChangePoint(models.Model):
         return f"{self.get_metric_display()} {self.change_percent:+.0f} % on {self.disk_id} at {self.at}"
 
     @property
+    def significance(self) -> str:
+        """The p-value as a person reads it: 'p < 0.001' or 'p = 0.004'."""
+        return "p < 0.001" if self.p_value < 0.001 else f"p = {self.p_value:.3f}"
+
+    @property
     def unit(self) -> str:
         return {"iops": "IOPS", "bandwidth": "B/s", "p99_latency": "µs"}[self.metric]
 
