@@ -6,12 +6,14 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
+import ruptures
 from django.contrib.auth.models import User
 from django.test import Client
 
 from jobs import units
-from jobs.analysis.changepoints import Point, detect
+from jobs.analysis.changepoints import CumulativeL2, Point, detect
 from jobs.api.models import ApiToken
 from jobs.models import Annotation, ChangePoint, Disk, Membership, Profile, Run
 from tests.factories import ProfileFactory, RunFactory, fio_summary
@@ -75,6 +77,15 @@ def test_two_steps_are_two_change_points_and_a_short_series_none():
 def test_a_shift_smaller_than_5_percent_is_not_reported_however_significant():
     values = [4000.0] * 15 + [3900.0] * 15  # -2.5 %, perfectly separated
     assert detect(series(values)) == []
+
+
+@pytest.mark.parametrize("penalty", [0.005, 0.05, 0.5])
+def test_the_running_sum_cost_segments_as_ruptures_own_l2_does(penalty):
+    rng = random.Random(21)
+    values = np.array(noisy(1.0, 150, rng, spread=0.1) + noisy(0.7, 100, rng, spread=0.1)).reshape(-1, 1)
+    ours = ruptures.Binseg(custom_cost=CumulativeL2(), min_size=3, jump=1).fit(values).predict(pen=penalty)
+    theirs = ruptures.Binseg(model="l2", min_size=3, jump=1).fit(values).predict(pen=penalty)
+    assert ours == theirs
 
 
 # --- stored change points on recorded runs ---------------------------------------------------------------------------
