@@ -101,6 +101,7 @@ def site(db) -> dict[str, str]:
         "schedule form": "/schedules/new/",
         "calendar": "/schedules/calendar/",
         "compare": f"/compare/?disks={ultra.pk},{gp2.pk}",
+        "changes": "/changes/",
         "import": f"/import/?disk={gp2.pk}",
         "profiles": "/profiles/",
         "profile form": "/profiles/new/",
