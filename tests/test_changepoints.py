@@ -184,6 +184,26 @@ def test_marking_expected_makes_an_annotation_and_a_new_baseline(world):
     assert ChangePoint.objects.filter(disk=w.disk, metric="bandwidth", run=runs[10]).exists()
 
 
+def test_runs_an_admin_fails_or_deletes_leave_the_change_points_in_step(world, rf):
+    from django.contrib import admin
+
+    from jobs.admin import RunAdmin
+
+    w, _ = world
+    rng = random.Random(22)
+    runs = nightly(w.disk, w.profile, noisy(4000, 18, rng) + noisy(2800, 12, rng))
+    run_admin, request = RunAdmin(Run, admin.site), rf.post("/admin/")
+    request.user = w.owner
+    for run in runs[18:26]:  # the slower nights were a broken setup: marked failed, they leave the series
+        run.state = Run.State.FAILED
+        run_admin.save_model(request, run, form=None, change=True)
+    # Four slow runs are left: still a change, now at the 27th run.
+    assert list(ChangePoint.objects.filter(metric="iops").values_list("run_id", flat=True)) == [runs[26].pk]
+    # The faster nights deleted: nothing is left to compare the slow ones with (the change point's own run stays).
+    run_admin.delete_queryset(request, Run.objects.filter(pk__in=[r.pk for r in runs[:18]]))
+    assert Run.objects.filter(pk=runs[26].pk).exists() and not ChangePoint.objects.exists()
+
+
 # --- the API ---------------------------------------------------------------------------------------------------------
 
 
