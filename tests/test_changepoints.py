@@ -354,3 +354,18 @@ def test_a_viewer_sees_the_changes_page_without_forms_and_cannot_post(world):
     stranger = make_world("theirs", password="their-canary-password")[0].owner
     assert signed_in(stranger).post(f"/changes/{change.pk}/expected").status_code == 404
     assert not ChangePoint.objects.filter(expected=True).exists() and not Annotation.objects.exists()
+
+
+def test_a_note_added_on_the_host_page_concerns_every_disk_of_the_host(world):
+    w, _ = world
+    browser = signed_in(w.owner)
+    host_page = browser.get(f"/hosts/{w.host.pk}/").content.decode()
+    assert 'id="host-notes"' in host_page and f'<option value="{w.host.pk}" selected>' in host_page
+    added = browser.post(
+        "/changes/",
+        {"at": "2026-03-10T12:00", "text": "firmware 2.1", "host": w.host.pk, "next": f"/hosts/{w.host.pk}/"},
+    )
+    assert added["Location"] == f"/hosts/{w.host.pk}/"
+    assert "firmware 2.1" in browser.get(f"/hosts/{w.host.pk}/").content.decode()
+    marks = browser.get(f"/disks/{w.disk.pk}/series.json?range=all").json()["marks"]
+    assert [a["text"] for a in marks["annotations"]] == ["firmware 2.1"]

@@ -17,7 +17,9 @@ class AnnotationForm(forms.ModelForm):
         labels = {"at": "When", "text": "What happened", "disk": "Disk", "host": "Host"}
         widgets = {"at": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")}
 
-    def __init__(self, *args: Any, team: Team, disk: Disk | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, team: Team, disk: Disk | None = None, host: Host | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.instance.team = team
         disks = cast("forms.ModelChoiceField[Disk]", self.fields["disk"])
@@ -31,4 +33,6 @@ class AnnotationForm(forms.ModelForm):
         self.fields["at"].help_text = f"In your time zone, {timezone.get_current_timezone()}."
         if disk is not None:
             self.initial.setdefault("disk", disk.pk)
+        if host is not None:
+            self.initial.setdefault("host", host.pk)
         self.initial.setdefault("at", timezone.localtime().replace(second=0, microsecond=0))
