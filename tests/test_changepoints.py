@@ -184,6 +184,18 @@ def test_marking_expected_makes_an_annotation_and_a_new_baseline(world):
     assert ChangePoint.objects.filter(disk=w.disk, metric="bandwidth", run=runs[10]).exists()
 
 
+def test_a_change_point_older_than_the_window_stays_as_it_was_found(world, monkeypatch):
+    from jobs.models import changes
+
+    monkeypatch.setattr(changes, "WINDOW", 20)  # detection reads the last 20 runs of a series, not 1,000
+    w, _ = world
+    rng = random.Random(23)
+    runs = nightly(w.disk, w.profile, noisy(4000, 18, rng) + noisy(2800, 32, rng))
+    # By the 50th night the step at the 19th is 31 runs back, out of the window: kept, not forgotten.
+    (change,) = ChangePoint.objects.filter(disk=w.disk, metric="iops")
+    assert change.run_id == runs[18].pk and -33 < change.change_percent < -27
+
+
 def test_runs_an_admin_fails_or_deletes_leave_the_change_points_in_step(world, rf):
     from django.contrib import admin
 

@@ -162,21 +162,26 @@ class ChangePoint(models.Model):
         columns = ("run_id", "finished_ms", "total_iops", "bw_bytes_per_s", "read_p99_us", "write_p99_us")
         rows = list(results.order_by("-finished_ms", "-run_id").values_list(*columns, "finished_at")[:WINDOW])
         finished = {row[0]: row[-1] for row in rows}
+        # A window cut short of the history sees little before its first runs: change points in its older half
+        # stay as an earlier, longer look found them; those in its newer half are judged again.
+        judged_from = rows[len(rows) // 2][1] if len(rows) == WINDOW else 0
         for metric in changepoints.METRICS:
             since = baselines.get(metric, 0)
             points = [point for row in reversed(rows) if row[1] >= since and (point := _point(metric, row[:-1]))]
-            cls._store(disk, series, metric, points, finished, steady_only=steady_only)
+            cls._store(disk, series, metric, points, finished, judged_from, steady_only=steady_only)
 
     @classmethod
     def _store(
         cls, disk: Disk, series: dict[str, Any], metric: str, points: list[changepoints.Point],
-        finished: dict[int, Any], *, steady_only: bool,
+        finished: dict[int, Any], judged_from: int, *, steady_only: bool,
     ) -> None:  # fmt: skip
-        found = {change.first.run_id: change for change in changepoints.detect(points)}
-        stale = cls.objects.filter(**series, metric=metric, expected=False).exclude(run_id__in=found)
-        if len(points) == WINDOW:  # older change points were found in an earlier window: kept
-            stale = stale.filter(at_ms__gte=points[0].finished_ms)
-        stale.delete()
+        found = {
+            change.first.run_id: change
+            for change in changepoints.detect(points)
+            if change.first.finished_ms >= judged_from
+        }
+        stale = cls.objects.filter(**series, metric=metric, expected=False, at_ms__gte=judged_from)
+        stale.exclude(run_id__in=found).delete()
         for run_id, change in found.items():
             cls.objects.update_or_create(
                 disk=disk, profile_name=series["profile_name"], metric=metric, run_id=run_id,
