@@ -205,6 +205,8 @@ class ChangePoint(models.Model):
         """Make this change the series' new baseline and note it as an annotation on the disk: detection
         then looks only from its first run on, so the change points before it go."""
         with transaction.atomic():
+            # The lock RunResult.record holds while it refreshes: a run recorded meanwhile waits for the baseline.
+            list(Disk.objects.select_for_update(no_key=True).filter(pk=self.disk_id).values_list("pk"))
             annotation = Annotation.objects.create(
                 team_id=self.team_id, disk_id=self.disk_id, at=self.at, kind=Annotation.Kind.EXPECTED,
                 created_by=user if getattr(user, "is_authenticated", False) else None,
