@@ -12,6 +12,7 @@ from jobs import ssh
 from jobs.hosts import connecting
 from jobs.hosts.forms import CredentialForm
 from jobs.models import (
+    ChangePoint,
     Credential,
     Disk,
     Host,
@@ -134,6 +135,7 @@ class RunAdmin(admin.ModelAdmin):
         if before:  # out of the day it was counted in (its time or state may have changed)
             before.delete()
             RunResultDay.refresh(before)
+            ChangePoint.refresh(obj.disk, before.profile_id, before.profile_name)
         RunResult.record(obj)  # succeeded runs only: the row and its day
 
     def delete_model(self, request: HttpRequest, obj: Run) -> None:
@@ -141,12 +143,14 @@ class RunAdmin(admin.ModelAdmin):
         super().delete_model(request, obj)
         if result:
             RunResultDay.refresh(result)
+            ChangePoint.refresh(obj.disk, result.profile_id, result.profile_name)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         disks = set(queryset.values_list("disk_id", flat=True))
         super().delete_queryset(request, queryset)
         for disk in Disk.objects.filter(pk__in=disks):
             RunResultDay.rebuild(disk)
+            ChangePoint.refresh_disk(disk)
 
 
 @admin.register(RunSample)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from jobs import home
+from jobs.changes import pages as changes
 from jobs.disks import pages as disks
 from jobs.hosts import pages as hosts
 from jobs.imports import pages as imports
@@ -73,6 +74,10 @@ urlpatterns = [
     path("compare/distributions.json", distribution_pages.distributions_json, name="compare_distributions"),
     path("disks/<int:pk>/series.json", results.disk_series, name="disk_series"),
     path("runs/<int:pk>/series.json", results.run_series, name="run_series"),
+    # changes: change points and annotations
+    path("changes/", changes.changes, name="changes"),
+    path("changes/<int:pk>/expected", changes.change_point_expected, name="change_point_expected"),
+    path("annotations/<int:pk>/delete", changes.annotation_delete, name="annotation_delete"),
     # imports
     path("import/", imports.import_results, name="import_results"),
 ]

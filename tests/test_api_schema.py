@@ -17,7 +17,7 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from jobs.api.models import ApiToken
-from jobs.models import Disk, Host, Membership, Profile, Run, Schedule, Team
+from jobs.models import Annotation, ChangePoint, Disk, Host, Membership, Profile, Run, Schedule, Team
 from tests.test_api import CANARY_PASSWORD, make_world
 
 pytestmark = pytest.mark.django_db
@@ -42,6 +42,7 @@ NAMES_OTHER_OBJECTS = {
     for path, methods in {
         "hosts/": ["POST"], "hosts/{id}/": ["PUT", "PATCH"], "disks/": ["POST"], "disks/{id}/": ["PUT", "PATCH"],
         "schedules/": ["POST"], "schedules/{id}/": ["PUT", "PATCH"], "runs/": ["POST"], "import/": ["POST"],
+        "annotations/": ["POST"], "annotations/{id}/": ["PUT", "PATCH"],
     }.items()
     for method in methods
 }  # fmt: skip
@@ -78,6 +79,8 @@ def snapshot(team: Team) -> list[object]:
         list(Run.objects.filter(team=team).values_list("pk", "state", "cancel_requested")),
         list(Membership.objects.filter(team=team).values_list("pk", "user_id", "role")),
         list(ApiToken.objects.filter(team=team).values_list("pk", "revoked_at")),
+        list(Annotation.objects.filter(team=team).values_list("pk", "text", "at")),
+        list(ChangePoint.objects.filter(team=team).values_list("pk", "expected")),
     ]
 
 
@@ -86,6 +89,13 @@ def fuzzed() -> tuple[str, Team]:
     """A member's token for a team with a few objects, and a bystander team beside it."""
     world, _ = make_world("fuzzed")
     bystander, _ = make_world("bystander", password="bystander-canary-password")
+    for team_world in (world, bystander):
+        Annotation.objects.create(team=team_world.team, at=team_world.run.finished_at, text="kernel upgrade")
+        ChangePoint.objects.create(
+            team=team_world.team, disk=team_world.disk, metric="iops", run=team_world.run,
+            at=team_world.run.finished_at, at_ms=1, before=4000, after=2800, change_percent=-30, p_value=0.001,
+            runs_before=18, runs_after=12, direction="worse",
+        )  # fmt: skip
     # An account without an email address: the members list shows "" for it, which the schema must allow.
     Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.

@@ -19,7 +19,7 @@ from tests.builders import rerun_of
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-phone-password-3"
 FIXTURES = Path(__file__).parent / "fixtures"
-NAV = ["Overview", "Hosts", "Profiles", "Schedules", "Calendar", "Compare", "Import", "Disk types"]
+NAV = ["Overview", "Hosts", "Profiles", "Schedules", "Calendar", "Compare", "Changes", "Import", "Disk types"]
 
 # Controls a person types into or picks from; buttons name themselves by their text.
 UNLABELLED_CONTROLS = """() => {
@@ -101,6 +101,7 @@ def site(db) -> dict[str, str]:
         "schedule form": "/schedules/new/",
         "calendar": "/schedules/calendar/",
         "compare": f"/compare/?disks={ultra.pk},{gp2.pk}",
+        "changes": "/changes/",
         "import": f"/import/?disk={gp2.pk}",
         "profiles": "/profiles/",
         "profile form": "/profiles/new/",

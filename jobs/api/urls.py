@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
+from jobs.changes.api import AnnotationViewSet, ChangePointViewSet
 from jobs.disks.api import DiskTypeViewSet, DiskViewSet
 from jobs.hosts.api import HostViewSet
 from jobs.imports.api import ImportViewSet
@@ -24,6 +25,8 @@ router.register("profiles", ProfileViewSet, basename="api-profile")
 router.register("schedules", ScheduleViewSet, basename="api-schedule")
 router.register("runs", RunViewSet, basename="api-run")
 router.register("import", ImportViewSet, basename="api-import")
+router.register("change-points", ChangePointViewSet, basename="api-change-point")
+router.register("annotations", AnnotationViewSet, basename="api-annotation")
 
 urlpatterns = [
     path("v1/compare/stats/", CompareStatsView.as_view(), name="api-compare-stats"),

@@ -16,9 +16,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs import access, environment, limits, presets, safety, units
+from jobs.changes.forms import AnnotationForm
 from jobs.disks import identity, precondition
 from jobs.disks.forms import DiskForm, size_range
-from jobs.models import SPEC_FIELDS, Disk, Profile, Run
+from jobs.models import SPEC_FIELDS, Annotation, Disk, Profile, Run
 from jobs.results import burst, validity
 from jobs.runs import queueing
 
@@ -124,6 +125,11 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "precondition_stale": precondition.stale_reason(disk),
             "environment_changes": _environment_changes(disk),
             "chart_marks": validity.chart_marks(disk, credits),
+            "change_points": disk.change_points.all()[:10],
+            "disk_annotations": Annotation.for_disk(disk).select_related("disk__host", "host")[:10],
+            "annotation_form": AnnotationForm(team=disk.team, disk=disk)
+            if access.can_change(request, disk.team)
+            else None,
         },
     )
 

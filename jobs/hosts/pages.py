@@ -6,15 +6,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import (
     Count,
+    Q,
 )
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from jobs import access, ssh
+from jobs.changes.forms import AnnotationForm
 from jobs.hosts import connecting
 from jobs.hosts.forms import HostForm
-from jobs.models import Host
+from jobs.models import Annotation, Host
 from jobs.runs import queueing
 
 
@@ -49,7 +51,10 @@ def host_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
 @login_required
 def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
     host = access.host(request, pk)
-    return render(request, "jobs/host_detail.html", {"host": host, "disks": host.disks.all()})
+    notes = Annotation.objects.filter(Q(host=host) | Q(disk__host=host), team=host.team).select_related("disk", "host")
+    form = AnnotationForm(team=host.team, host=host) if access.can_change(request, host.team) else None
+    context = {"host": host, "disks": host.disks.all(), "host_annotations": notes[:20], "annotation_form": form}
+    return render(request, "jobs/host_detail.html", context)
 
 
 @login_required

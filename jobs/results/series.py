@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from jobs import figures, limits, timeseries
-from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample
+from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample, changes
 from jobs.timeseries import CHART_PERCENTILES, DIRECTIONS, SERIES
 
 # Shortest first: without a range asked for, the first that fits the runs is drawn (timeseries.fitting_range).
@@ -95,6 +95,8 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
         "profiles": profiles,
         "runs": runs,
         "series": series,
+        # Vertical markers: level shifts found in the disk's results, and events people noted.
+        "marks": changes.chart_marks(disk, start, end),
     }
 
 

@@ -293,6 +293,42 @@
     return lines;
   }
 
+  // Vertical markers: change points of the chart's metrics (solid, red when worse, green when better; grey once
+  // marked expected) and annotations (dotted blue), labelled at the top.
+  function markLines(data, metrics) {
+    const marks = data.marks || { changes: [], annotations: [] };
+    const out = {};
+    const line = (x, color, dash, text) => ({
+      type: "line",
+      drawTime: "beforeDatasetsDraw",
+      xMin: x,
+      xMax: x,
+      borderColor: color,
+      borderWidth: 2,
+      borderDash: dash,
+      label: {
+        display: true,
+        content: text,
+        position: "start",
+        backgroundColor: "rgba(255,255,255,.85)",
+        color: "#1d2939",
+        font: { size: 11 },
+        padding: 3,
+      },
+    });
+    marks.changes
+      .filter((c) => metrics.includes(c.metric))
+      .forEach((c, i) => {
+        const color = c.expected ? "#667085" : c.direction === "worse" ? "#b42318" : "#067647";
+        const sign = c.change_percent > 0 ? "+" : "";
+        out["change" + i] = line(c.x, color, [], (c.expected ? "expected " : "") + sign + Math.round(c.change_percent) + " % " + c.profile);
+      });
+    marks.annotations.forEach((a, i) => {
+      out["note" + i] = line(a.x, "#1570ef", [2, 3], a.text.length > 40 ? a.text.slice(0, 39) + "…" : a.text);
+    });
+    return out;
+  }
+
   function runUrl(id) {
     return root.dataset.runUrl.replace(/0\/$/, id + "/");
   }
@@ -367,7 +403,7 @@
         ticks: { callback: fmt.iopsTick },
       },
     };
-    options.plugins.annotation = { annotations: Object.assign(lines, environmentMarks()) };
+    options.plugins.annotation = { annotations: { ...lines, ...environmentMarks(), ...markLines(data, ["iops"]) } };
     options.plugins.zoom = zoomOptions();
     options.plugins.tooltip.callbacks = {
       label(ctx) {
@@ -434,6 +470,7 @@
         },
       },
     };
+    options.plugins.annotation = { annotations: markLines(data, ["p99_latency"]) };
     options.plugins.zoom = zoomOptions();
     options.plugins.tooltip.callbacks = {
       label: (ctx) => narrowed(ctx.dataset.label + ": " + fmt.micros(ctx.raw.y) + steadyWords(ctx.raw), ctx.chart),
