@@ -1,0 +1,290 @@
+"""Is the disk getting what it was promised, and how often not: a disk's runs over a period held against the
+limit each run was measured under (GET /api/v1/disks/{id}/compliance/ and the disk page's Compliance card).
+
+The promise is a run's baseline IOPS at its block size (RunResult.limit_iops, from the run's limits snapshot). A
+run served from burst credits is held against the baseline too: the baseline is what the provider promises all
+the time (AWS: gp2 delivers its baseline 99 % of the time), burst is a bonus above it, so a run is a miss when it
+measured below the baseline less the tolerance (5 % by default), whether credits were left or not.
+
+Everything over the runs is one SQL aggregate over RunResult (a disk with 100,000 runs answers within the chart's
+budget); the per-second share reads the RunSample rows of the period's newest SAMPLED_RUNS promised runs only,
+and says how many runs it covered. Runs whose snapshot and disk had no IOPS limit are counted apart ("no promise").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import Avg, Case, Count, F, FloatField, Max, Min, Q, QuerySet, Value, When
+from django.db.models.functions import Cast, Coalesce, ExtractHour
+from django.utils import timezone
+
+from jobs.models import Disk, Run, RunResult, RunSample
+
+PERIODS = {"7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90), "all": None}
+DEFAULT_PERIOD = "30d"
+DEFAULT_TOLERANCE = 5.0
+SAMPLED_RUNS = 1_000
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?")
+
+
+class BadRequest(ValueError):
+    """A query parameter that cannot be used: `parameter` names it, the message says how to fix it."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
+@dataclass(frozen=True)
+class Query:
+    """What was asked: the period (its name, or 'custom' for since/until), a profile, and the tolerance."""
+
+    period: str
+    since: datetime | None
+    until: datetime | None
+    profile: str
+    tolerance: float
+
+    @property
+    def threshold(self) -> float:
+        """The share of the promise a run must reach."""
+        return 1 - self.tolerance / 100
+
+    def results(self, disk: Disk) -> QuerySet[RunResult]:
+        return self._narrow(RunResult.objects.filter(disk=disk))
+
+    def results_on(self, disks: QuerySet[Disk]) -> QuerySet[RunResult]:
+        return self._narrow(RunResult.objects.filter(disk__in=disks))
+
+    def _narrow(self, found: QuerySet[RunResult]) -> QuerySet[RunResult]:
+        """The rows of the period and profile."""
+        if self.since is not None:
+            found = found.filter(finished_at__gte=self.since)
+        if self.until is not None:
+            found = found.filter(finished_at__lt=self.until)
+        if self.profile:
+            value = self.profile
+            found = found.filter(profile_id=int(value)) if _whole(value) else found.filter(profile_name=value)
+        return found
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "period": self.period,
+            "since": _iso(self.since),
+            "until": _iso(self.until),
+            "profile": self.profile,
+            "tolerance_percent": self.tolerance,
+            "threshold_percent": round(100 * self.threshold, 2),
+        }
+
+
+def parse(params: Mapping[str, str], now: datetime | None = None) -> Query:
+    """The query of `params` (period: 7d, 30d, 90d or all, or since/until as ISO dates or times; profile: an id
+    or a name; tolerance: percent below the promise still counted as kept, 0-99, default 5). BadRequest names
+    the parameter."""
+    now = now or timezone.now()
+    since, until = _moment(params, "since"), _moment(params, "until", end_of_day=True)
+    period = params.get("period", "").strip()
+    if since or until:
+        if period:
+            raise BadRequest("period", "Give either period or since/until, not both.")
+        if since and until and until <= since:
+            raise BadRequest("until", "until is not after since; swap them.")
+        period = "custom"
+    else:
+        period = period or DEFAULT_PERIOD
+        if period not in PERIODS:
+            raise BadRequest("period", f"Unknown period {period!r}; use 7d, 30d, 90d, all, or since/until.")
+        span = PERIODS[period]
+        since = now - span if span else None
+    return Query(period, since, until, params.get("profile", "").strip(), _tolerance(params.get("tolerance")))
+
+
+def _tolerance(text: str | None) -> float:
+    if text is None or not text.strip():
+        return DEFAULT_TOLERANCE
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 100:
+        raise BadRequest("tolerance", "tolerance is a percent from 0 to 99 (5 counts runs below 95 % as misses).")
+    return value
+
+
+def _moment(params: Mapping[str, str], name: str, end_of_day: bool = False) -> datetime | None:
+    text = params.get(name, "").strip()
+    if not text:
+        return None
+    if not _ISO.fullmatch(text):
+        raise BadRequest(name, f"Give {name} as an ISO date or date-time, e.g. 2026-05-01 or 2026-05-01T08:00Z.")
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    # A bare date as `until` includes that day.
+    return moment + timedelta(days=1) if end_of_day and len(text) == 10 else moment
+
+
+def _whole(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else None
+
+
+# ----------------------------------------------------------------------------- the answer
+
+
+def disk_compliance(disk: Disk, query: Query) -> dict[str, Any]:
+    """The disk's compliance over the query's period (see the module's docstring)."""
+    results = query.results(disk)
+    promised = results.filter(limit_iops__gt=0, total_iops__isnull=False)
+    miss = Q(total_iops__lt=F("limit_iops") * query.threshold)
+    totals = results.aggregate(
+        runs=Count("pk", filter=Q(limit_iops__gt=0, total_iops__isnull=False)),
+        below=Count("pk", filter=Q(limit_iops__gt=0) & miss),
+        no_promise=Count("pk", filter=Q(limit_iops__isnull=True) | Q(limit_iops__lte=0)),
+        mean_efficiency=Avg(_efficiency(), filter=Q(limit_iops__gt=0)),
+        limits=Count("limit_iops", distinct=True),
+        first=Min("finished_at"),
+        last=Max("finished_at"),
+    )
+    runs, below = totals["runs"], totals["below"]
+    return {
+        **query.as_dict(),
+        "runs": runs,
+        "below": below,
+        "below_share": below / runs if runs else None,
+        "no_promise": totals["no_promise"],
+        "mean_efficiency": totals["mean_efficiency"],
+        "first_run_at": _iso(totals["first"]),
+        "last_run_at": _iso(totals["last"]),
+        "seconds": _seconds(promised, query.threshold),
+        "worst_hour": _worst_hour(promised),
+        "longest_streak": _longest_streak(promised, query.threshold),
+        "limit": _limit(promised, totals["limits"]),
+        "by_profile": _by_profile(results, miss),
+        "judged_against": "baseline",
+    }
+
+
+def _efficiency() -> Any:
+    return F("total_iops") / Cast("limit_iops", FloatField())
+
+
+def _seconds(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
+    """The per-second samples of the period's newest SAMPLED_RUNS promised runs below the threshold."""
+    newest = promised.order_by("-finished_at", "-run_id").values("run_id")[:SAMPLED_RUNS]
+    ran = list(newest)
+    level = Coalesce("read_iops", Value(0.0)) + Coalesce("write_iops", Value(0.0))
+    samples = RunSample.objects.filter(run_id__in=[row["run_id"] for row in ran]).filter(
+        Q(read_iops__isnull=False) | Q(write_iops__isnull=False)
+    )
+    counted = samples.annotate(level=level, floor=F("run__result__limit_iops") * threshold).aggregate(
+        seconds=Count("pk"), below=Count("pk", filter=Q(level__lt=F("floor")))
+    )
+    sampled = samples.values("run_id").distinct().count() if counted["seconds"] else 0
+    seconds, below = counted["seconds"], counted["below"]
+    return {
+        "seconds": seconds,
+        "below": below,
+        "below_share": below / seconds if seconds else None,
+        "runs": sampled,
+        "newest_runs_read": len(ran),
+    }
+
+
+def _worst_hour(promised: QuerySet[RunResult]) -> dict[str, Any] | None:
+    """The hour of the day (UTC, by each run's finish) whose runs had the lowest mean efficiency."""
+    hours = (
+        promised.annotate(hour=ExtractHour("finished_at", tzinfo=UTC))
+        .values("hour")
+        .annotate(efficiency=Avg(_efficiency()), runs=Count("pk"))
+        .order_by("efficiency", "hour")
+    )
+    worst = hours.first()
+    if worst is None:
+        return None
+    return {"hour": worst["hour"], "zone": "UTC", "mean_efficiency": worst["efficiency"], "runs": worst["runs"]}
+
+
+def _longest_streak(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
+    """The longest run of consecutive misses in time order (gaps and islands in SQL: never every row in Python),
+    the latest of equal lengths."""
+    flagged = promised.annotate(
+        t=F("finished_ms"),
+        r=F("run_id"),
+        miss=Case(When(total_iops__lt=F("limit_iops") * threshold, then=Value(1)), default=Value(0)),
+    ).values_list("t", "r", "miss")
+    inner, params = flagged.query.sql_with_params()
+    sql = f"""
+        SELECT COUNT(*) AS n, MIN(t), MAX(t), MIN(r) FROM (
+            SELECT t, r, miss,
+                   ROW_NUMBER() OVER (ORDER BY t, r) - ROW_NUMBER() OVER (PARTITION BY miss ORDER BY t, r) AS grp
+            FROM ({inner}) AS flagged
+        ) AS islands WHERE miss = 1 GROUP BY grp ORDER BY n DESC, MAX(t) DESC LIMIT 1
+    """  # noqa: S608  (the inner query is Django's, its values are parameters)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return {"runs": 0, "from": None, "to": None}
+    n, first_ms, last_ms, _ = row
+    return {"runs": n, "from": _iso_ms(first_ms), "to": _iso_ms(last_ms)}
+
+
+def _iso_ms(ms: int) -> str | None:
+    return _iso(datetime.fromtimestamp(ms / 1000, UTC))
+
+
+def _limit(promised: QuerySet[RunResult], distinct: int) -> dict[str, Any] | None:
+    """The promise of the period's newest promised run and where it came from (its limits snapshot); `limits`
+    says how many different promises the period held (a resize, a new catalog record)."""
+    newest = promised.order_by("-finished_at", "-run_id").values_list("run_id", "limit_iops", "block_size_bytes")
+    row = newest.first()
+    if row is None:
+        return None
+    run_id, iops, block_size = row
+    snapshot = Run.objects.filter(pk=run_id).values_list("limits_snapshot", flat=True).first() or {}
+    source = snapshot.get("source") or {}
+    return {
+        "iops": iops,
+        "block_size_bytes": block_size,
+        "record_id": snapshot.get("record_id") or "",
+        "disk_type": snapshot.get("disk_type") or "",
+        "source_url": source.get("url") or "",
+        "source_date": source.get("date") or "",
+        "verified": bool(source.get("verified")),
+        "effective_from": snapshot.get("effective_from"),
+        "from_run": run_id,
+        "limits": distinct,
+    }
+
+
+def _by_profile(results: QuerySet[RunResult], miss: Q) -> list[dict[str, Any]]:
+    rows = (
+        results.values("profile_name")
+        .annotate(
+            runs=Count("pk", filter=Q(limit_iops__gt=0, total_iops__isnull=False)),
+            below=Count("pk", filter=Q(limit_iops__gt=0) & miss),
+            no_promise=Count("pk", filter=Q(limit_iops__isnull=True) | Q(limit_iops__lte=0)),
+        )
+        .order_by("profile_name")
+    )
+    return [
+        {
+            "profile": row["profile_name"] or "(no profile)",
+            "runs": row["runs"],
+            "below": row["below"],
+            "below_share": row["below"] / row["runs"] if row["runs"] else None,
+            "no_promise": row["no_promise"],
+        }
+        for row in rows
+    ]
