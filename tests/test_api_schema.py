@@ -52,6 +52,8 @@ POSITIVE_DATA_NOT_CHECKED = dict.fromkeys(NAMES_OTHER_OBJECTS, "names other obje
     "PUT /api/v1/profiles/{id}/": "a name must be new, and an ndisk64 profile takes no extra_options",
     "PATCH /api/v1/profiles/{id}/": "a name must be new, and an ndisk64 profile takes no extra_options",
     "GET /api/v1/disks/{id}/series/": "from and to go only with range=custom, and 2024-02-30 fits the pattern",
+    "GET /api/v1/disks/{id}/compliance/": "period goes without since/until, until after since, 2024-02-30 fits",
+    "GET /api/v1/disks/{id}/stability/": "period goes without since/until, until after since, 2024-02-30 fits",
 }
 
 

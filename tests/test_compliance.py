@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.core import signals
+from django.db import close_old_connections
 from django.test import Client
 
 from jobs.analysis import stability
@@ -13,6 +15,7 @@ from jobs.api.models import ApiToken
 from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.results import compliance
 from jobs.results import stability as disk_stability
+from tests import test_api_schema as api_schema
 from tests.factories import RunFactory, fio_summary
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)  # a Wednesday
@@ -237,3 +240,60 @@ def test_a_host_without_a_site_says_why(disk):
 @pytest.fixture
 def api(owner, team) -> Client:
     return Client(headers={"Authorization": f"Bearer {ApiToken.issue(owner, team, 'compliance')[1]}"})
+
+
+def test_the_api_answers_runs_and_below_share_and_names_a_bad_parameter(disk, api):
+    now = datetime.now(UTC)
+    for night in range(20):
+        measured(disk, at=now - timedelta(days=20 - night, hours=1), iops=2000.0 if night < 5 else 4000.0)
+    found = api.get(f"/api/v1/disks/{disk.pk}/compliance/").json()
+    assert (found["runs"], found["below_share"], found["period"]) == (20, 0.25, "30d")
+    assert found["longest_streak"]["runs"] == 5 and found["judged_against"] == "baseline"
+    assert api.get(f"/api/v1/disks/{disk.pk}/compliance/?period=7d").json()["runs"] == 6
+    refused = api.get(f"/api/v1/disks/{disk.pk}/compliance/?tolerance=150")
+    assert refused.status_code == 400 and "tolerance" in refused.json()
+    refused = api.get(f"/api/v1/disks/{disk.pk}/stability/?period=fortnight")
+    assert refused.status_code == 400 and "period" in refused.json()
+
+
+def test_the_api_gives_the_heatmap_and_shared_drops_and_a_runs_stability(neighbours, api):
+    a, b, _ = neighbours
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    a_runs = [measured(a, at=now - timedelta(days=5 - d), iops=1000.0 if d == 2 else 4000.0) for d in range(5)]
+    [measured(b, at=now - timedelta(days=5 - d, minutes=-10), iops=900.0 if d == 2 else 3000.0) for d in range(5)]
+    found = api.get(f"/api/v1/disks/{a.pk}/stability/").json()
+    assert found["heatmap"]["runs"] == 5 and len(found["heatmap"]["days"]) == 7
+    (group,) = found["shared_drops"]["groups"]
+    assert group["hosts"] == 2 and a_runs[2].pk in {d["run"] for d in group["drops"]}
+    detail = api.get(f"/api/v1/runs/{a_runs[0].pk}/").json()
+    assert detail["stability"]["read_p99_p50"] == 3.6 and detail["stability"]["cv"] is None
+
+
+@pytest.fixture
+def keep_the_test_connection():
+    """As tests/test_api_schema.py: a request through the WSGI handler must not close the test's connection."""
+    for signal in (signals.request_started, signals.request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (signals.request_started, signals.request_finished):
+        signal.connect(close_old_connections)
+
+
+def test_the_compliance_and_stability_answers_match_their_schema(neighbours, owner, team, keep_the_test_connection):
+    a, b, _ = neighbours
+    now = datetime.now(UTC)
+    runs = [
+        measured(a, at=now - timedelta(days=d), iops=1000.0 if d == 2 else 4000.0, seconds=[4000.0, 3000.0])
+        for d in range(1, 5)
+    ]
+    [measured(b, at=now - timedelta(days=d, minutes=-5), iops=900.0 if d == 2 else 3000.0) for d in range(1, 5)]
+    headers = {"Authorization": f"Bearer {ApiToken.issue(owner, team, 'schema')[1]}"}
+    for path, id_ in (
+        ("/api/v1/disks/{id}/compliance/", a.pk),
+        ("/api/v1/disks/{id}/stability/", a.pk),
+        ("/api/v1/runs/{id}/", runs[0].pk),
+    ):
+        case = api_schema.schema[path]["GET"].Case(path_parameters={"id": id_})
+        response = case.call_and_validate(headers=headers)
+        assert response.status_code == 200
+    assert response.json()["stability"]["seconds"] == 2

@@ -113,7 +113,7 @@ def _tolerance(text: str | None) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 <= value < 100:
+    if not 0 <= value <= 99:
         raise BadRequest("tolerance", "tolerance is a percent from 0 to 99 (5 counts runs below 95 % as misses).")
     return value
 
@@ -124,7 +124,10 @@ def _moment(params: Mapping[str, str], name: str, end_of_day: bool = False) -> d
         return None
     if not _ISO.fullmatch(text):
         raise BadRequest(name, f"Give {name} as an ISO date or date-time, e.g. 2026-05-01 or 2026-05-01T08:00Z.")
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest(name, f"{name} {text!r} is not a real date or time; check the day and the hour.") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     # A bare date as `until` includes that day.

@@ -16,9 +16,10 @@ from rest_framework.response import Response
 
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
 from jobs.api.burst import RunBurstSerializer
+from jobs.api.compliance import RunStabilitySerializer
 from jobs.api.pagination import NewestFirst, Pagination
 from jobs.models import Disk, Profile, Run, RunSample
-from jobs.results import burst, series
+from jobs.results import burst, series, stability
 from jobs.runs import lifecycle, queueing
 
 
@@ -152,11 +153,15 @@ class RunDetailSerializer(RunSerializer):
         "served it and the limit it is judged against, the knee of its series. null when the disk has no credit "
         "bucket or the run has not started."
     )
+    stability = serializers.SerializerMethodField(
+        help_text="How steady the run was inside itself (CV of per-second IOPS, p99/p50, seconds below 80 % of its "
+        "median); null for a run without a result."
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "result", "steady_state", "limits_snapshot",
-            "command", "exit_status", "cancel_requested", "burst",
+            "command", "exit_status", "cancel_requested", "burst", "stability",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -180,6 +185,10 @@ class RunDetailSerializer(RunSerializer):
     @extend_schema_field(RunBurstSerializer(allow_null=True))
     def get_burst(self, run: Run) -> dict[str, Any] | None:
         return burst.run_burst(run)
+
+    @extend_schema_field(RunStabilitySerializer(allow_null=True))
+    def get_stability(self, run: Run) -> dict[str, Any] | None:
+        return stability.run_stability(run) if run.state == Run.State.SUCCEEDED else None
 
 
 class RunRequestSerializer(serializers.Serializer):
