@@ -297,3 +297,39 @@ def test_the_compliance_and_stability_answers_match_their_schema(neighbours, own
         response = case.call_and_validate(headers=headers)
         assert response.status_code == 200
     assert response.json()["stability"]["seconds"] == 2
+
+
+# ----------------------------------------------------------------------------- pages
+
+
+def test_the_disk_page_shows_the_compliance_card_the_heatmap_and_a_shared_drop(neighbours, owner_client):
+    a, b, _ = neighbours
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    for d in range(8):
+        measured(a, at=now - timedelta(days=8 - d), iops=1000.0 if d in (2, 3) else 4000.0)
+        measured(b, at=now - timedelta(days=8 - d, minutes=-10), iops=900.0 if d == 2 else 3000.0)
+    page = owner_client.get(f"/disks/{a.pk}/").content.decode()
+    assert 'id="disk-compliance"' in page and 'id="disk-stability"' in page
+    assert "<strong>25 %</strong> of runs (2 of 8)" in page and "2 misses in a row" in page
+    assert "4,000 IOPS at 4 KiB blocks · typed by hand in the disk's spec" in page
+    assert page.count('class="shared-drop"') == 1 and "vm2 / b" in page
+    assert page.count('class="heat heat-') == 2 * 7 * 24
+    # The last 7 days hold six of the runs (the oldest of them finished a little over 7 days ago).
+    looser = owner_client.get(f"/disks/{a.pk}/?period=7d&tolerance=50").content.decode()
+    assert "<strong>33 %</strong> of runs (2 of 6)" in looser and "below 50 % of their baseline" in looser
+    loosest = owner_client.get(f"/disks/{a.pk}/?period=7d&tolerance=80").content.decode()
+    assert "<strong>0 %</strong> of runs (0 of 6)" in loosest
+
+
+def test_the_disk_page_names_a_bad_parameter_and_keeps_its_form(disk, owner_client):
+    page = owner_client.get(f"/disks/{disk.pk}/?tolerance=-3").content.decode()
+    assert 'id="compliance-error"' in page and "tolerance is a percent" in page
+    assert 'id="compliance-tolerance"' in page and 'id="disk-charts"' in page
+
+
+def test_the_run_page_shows_the_runs_stability(disk, owner_client):
+    run = measured(disk, at=NOW, iops=4000.0, seconds=[4000.0, 4000.0, 2000.0, 6000.0])
+    page = owner_client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="run-stability"' in page
+    assert "35 %" in page  # CV: sqrt(2,000,000) / 4,000
+    assert "read 3.6×" in page

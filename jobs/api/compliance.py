@@ -83,7 +83,7 @@ class LimitSerializer(serializers.Serializer):
     verified = serializers.BooleanField()
     effective_from = serializers.CharField(allow_null=True)
     from_run = serializers.IntegerField(help_text="The newest promised run of the period, whose snapshot this is.")
-    limits = serializers.IntegerField(help_text="How many different limits the period's runs had.")
+    changed = serializers.BooleanField(help_text="A profile's runs had different limits within the period.")
 
 
 class ProfileComplianceSerializer(serializers.Serializer):

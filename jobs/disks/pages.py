@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, cast
 
 from django import forms
@@ -17,8 +18,8 @@ from django.views.decorators.http import require_GET, require_POST
 from jobs import access, limits, presets, safety, units
 from jobs.disks import identity
 from jobs.disks.forms import DiskForm, size_range
-from jobs.models import SPEC_FIELDS, Disk, Profile, Run
-from jobs.results import burst
+from jobs.models import SPEC_FIELDS, Disk, Profile, Run, RunResultDay
+from jobs.results import burst, compliance, stability
 from jobs.runs import queueing
 
 
@@ -101,8 +102,50 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "breakdown": _breakdown(disk_limits),
             "runs": runs,
             "burst": credits,
+            **_compliance(disk, request.GET),
         },
     )
+
+
+def _compliance(disk: Disk, params: Any) -> dict[str, Any]:
+    """The Compliance and Stability cards: the period, profile and tolerance asked in the page's query string,
+    or the refusal naming the one to fix (the cards then show their form only)."""
+    profiles = RunResultDay.objects.filter(disk=disk).values_list("profile_name", flat=True).distinct()
+    form = {
+        "compliance_profiles": sorted({name for name in profiles if name}),
+        "compliance_query": params,
+        "compliance_periods": COMPLIANCE_PERIODS,
+    }
+    try:
+        query = compliance.parse(params)
+    except compliance.BadRequest as exc:
+        return form | {"compliance_error": str(exc)}
+    found = compliance.disk_compliance(disk, query)
+    streak = found["longest_streak"]
+    streak["first"], streak["last"] = _moment(streak["from"]), _moment(streak["to"])
+    drops = stability.shared_drops(disk, query)
+    for group in drops["groups"]:
+        for drop in group["drops"]:
+            drop["finished"] = _moment(drop["finished_at"])
+    heatmap = stability.heatmap(disk, query)
+    metrics = [
+        {"key": "iops", "caption": "Median IOPS", "usual": units.format_iops(heatmap["median_iops"])},
+        {"key": "p99", "caption": "Median p99 latency", "usual": units.format_micros(heatmap["median_p99_us"])},
+    ]
+    return form | {
+        "compliance": found,
+        "heatmap": heatmap if heatmap["runs"] else None,
+        "heatmap_metrics": metrics,
+        "hours": range(24),
+        "shared_drops": drops,
+    }
+
+
+COMPLIANCE_PERIODS = [("7d", "Last 7 days"), ("30d", "Last 30 days"), ("90d", "Last 90 days"), ("all", "All time")]
+
+
+def _moment(iso: str | None) -> datetime | None:
+    return datetime.fromisoformat(iso) if iso else None
 
 
 def _breakdown(found: limits.Limits | None) -> dict[str, Any] | None:

@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Avg, Case, Count, F, FloatField, Max, Min, Q, QuerySet, Value, When
-from django.db.models.functions import Cast, Coalesce, ExtractHour
+from django.db.models import Case, Count, F, FloatField, Max, Min, Q, QuerySet, Sum, Value, When
+from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
 from jobs.models import Disk, Run, RunResult, RunSample
@@ -149,37 +149,50 @@ def disk_compliance(disk: Disk, query: Query) -> dict[str, Any]:
     """The disk's compliance over the query's period (see the module's docstring)."""
     results = query.results(disk)
     promised = results.filter(limit_iops__gt=0, total_iops__isnull=False)
-    miss = Q(total_iops__lt=F("limit_iops") * query.threshold)
-    totals = results.aggregate(
-        runs=Count("pk", filter=Q(limit_iops__gt=0, total_iops__isnull=False)),
-        below=Count("pk", filter=Q(limit_iops__gt=0) & miss),
-        no_promise=Count("pk", filter=Q(limit_iops__isnull=True) | Q(limit_iops__lte=0)),
-        mean_efficiency=Avg(_efficiency(), filter=Q(limit_iops__gt=0)),
-        limits=Count("limit_iops", distinct=True),
-        first=Min("finished_at"),
-        last=Max("finished_at"),
-    )
-    runs, below = totals["runs"], totals["below"]
+    groups = _groups(results, query.threshold)
+    runs, below = sum(g["runs"] for g in groups), sum(g["below"] for g in groups)
+    efficiency = sum(g["efficiency_sum"] or 0.0 for g in groups)
+    first = min((g["first"] for g in groups), default=None)
+    last = max((g["last"] for g in groups), default=None)
     return {
         **query.as_dict(),
         "runs": runs,
         "below": below,
         "below_share": below / runs if runs else None,
-        "no_promise": totals["no_promise"],
-        "mean_efficiency": totals["mean_efficiency"],
-        "first_run_at": _iso(totals["first"]),
-        "last_run_at": _iso(totals["last"]),
+        "no_promise": sum(g["no_promise"] for g in groups),
+        "mean_efficiency": efficiency / runs if runs else None,
+        "first_run_at": _iso(first),
+        "last_run_at": _iso(last),
         "seconds": _seconds(promised, query.threshold),
-        "worst_hour": _worst_hour(promised),
+        "worst_hour": _worst_hour(groups),
         "longest_streak": _longest_streak(promised, query.threshold),
-        "limit": _limit(promised, totals["limits"]),
-        "by_profile": _by_profile(results, miss),
+        "limit": _limit(promised, changed=any(g["limit_min"] != g["limit_max"] for g in groups if g["runs"])),
+        "by_profile": _by_profile(groups),
         "judged_against": "baseline",
     }
 
 
-def _efficiency() -> Any:
-    return F("total_iops") / Cast("limit_iops", FloatField())
+def _groups(results: QuerySet[RunResult], threshold: float) -> list[dict[str, Any]]:
+    """One scan of the period's rows, grouped by profile and UTC hour of the finish (the hour from the epoch
+    milliseconds: integer arithmetic in SQL, the same on SQLite and PostgreSQL). The answer's totals, its profiles
+    and its worst hour are sums of these few rows."""
+    promise = Q(limit_iops__gt=0, total_iops__isnull=False)
+    rows = (
+        results.annotate(hour=F("finished_ms") / 3_600_000 % 24)
+        .values("profile_name", "hour")
+        .annotate(
+            runs=Count("pk", filter=promise),
+            below=Count("pk", filter=promise & Q(total_iops__lt=F("limit_iops") * threshold)),
+            no_promise=Count("pk", filter=Q(limit_iops__isnull=True) | Q(limit_iops__lte=0)),
+            efficiency_sum=Sum(F("total_iops") / Cast("limit_iops", FloatField()), filter=promise),
+            limit_min=Min("limit_iops", filter=promise),
+            limit_max=Max("limit_iops", filter=promise),
+            first=Min("finished_at"),
+            last=Max("finished_at"),
+        )
+        .order_by()
+    )
+    return [dict(row) for row in rows]
 
 
 def _seconds(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
@@ -204,18 +217,18 @@ def _seconds(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
     }
 
 
-def _worst_hour(promised: QuerySet[RunResult]) -> dict[str, Any] | None:
+def _worst_hour(groups: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The hour of the day (UTC, by each run's finish) whose runs had the lowest mean efficiency."""
-    hours = (
-        promised.annotate(hour=ExtractHour("finished_at", tzinfo=UTC))
-        .values("hour")
-        .annotate(efficiency=Avg(_efficiency()), runs=Count("pk"))
-        .order_by("efficiency", "hour")
-    )
-    worst = hours.first()
-    if worst is None:
+    hours: dict[int, list[float]] = {}
+    for group in groups:
+        if group["runs"]:
+            summed = hours.setdefault(group["hour"], [0.0, 0])
+            summed[0] += group["efficiency_sum"]
+            summed[1] += group["runs"]
+    if not hours:
         return None
-    return {"hour": worst["hour"], "zone": "UTC", "mean_efficiency": worst["efficiency"], "runs": worst["runs"]}
+    hour, (total, runs) = min(hours.items(), key=lambda item: (item[1][0] / item[1][1], item[0]))
+    return {"hour": hour, "zone": "UTC", "mean_efficiency": total / runs, "runs": int(runs)}
 
 
 def _longest_streak(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
@@ -223,23 +236,25 @@ def _longest_streak(promised: QuerySet[RunResult], threshold: float) -> dict[str
     the latest of equal lengths."""
     flagged = promised.annotate(
         t=F("finished_ms"),
+        f=F("finished_at"),
         r=F("run_id"),
         miss=Case(When(total_iops__lt=F("limit_iops") * threshold, then=Value(1)), default=Value(0)),
-    ).values_list("t", "r", "miss")
+    ).values_list("t", "f", "r", "miss")
     inner, params = flagged.query.sql_with_params()
+    # Each miss's island is the number of kept runs before it: one running sum, in the order of the (disk,
+    # finished_at) index, which holds the run id too.
     sql = f"""
-        SELECT COUNT(*) AS n, MIN(t), MAX(t), MIN(r) FROM (
-            SELECT t, r, miss,
-                   ROW_NUMBER() OVER (ORDER BY t, r) - ROW_NUMBER() OVER (PARTITION BY miss ORDER BY t, r) AS grp
+        SELECT COUNT(*) AS n, MIN(t), MAX(t) FROM (
+            SELECT t, miss, SUM(1 - miss) OVER (ORDER BY f, r ROWS UNBOUNDED PRECEDING) AS island
             FROM ({inner}) AS flagged
-        ) AS islands WHERE miss = 1 GROUP BY grp ORDER BY n DESC, MAX(t) DESC LIMIT 1
+        ) AS islands WHERE miss = 1 GROUP BY island ORDER BY n DESC, MAX(t) DESC LIMIT 1
     """  # noqa: S608  (the inner query is Django's, its values are parameters)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return {"runs": 0, "from": None, "to": None}
-    n, first_ms, last_ms, _ = row
+    n, first_ms, last_ms = row
     return {"runs": n, "from": _iso_ms(first_ms), "to": _iso_ms(last_ms)}
 
 
@@ -247,9 +262,9 @@ def _iso_ms(ms: int) -> str | None:
     return _iso(datetime.fromtimestamp(ms / 1000, UTC))
 
 
-def _limit(promised: QuerySet[RunResult], distinct: int) -> dict[str, Any] | None:
-    """The promise of the period's newest promised run and where it came from (its limits snapshot); `limits`
-    says how many different promises the period held (a resize, a new catalog record)."""
+def _limit(promised: QuerySet[RunResult], *, changed: bool) -> dict[str, Any] | None:
+    """The promise of the period's newest promised run and where it came from (its limits snapshot); `changed`
+    says a profile's runs had different limits within the period (a resize, a new catalog record)."""
     newest = promised.order_by("-finished_at", "-run_id").values_list("run_id", "limit_iops", "block_size_bytes")
     row = newest.first()
     if row is None:
@@ -267,27 +282,21 @@ def _limit(promised: QuerySet[RunResult], distinct: int) -> dict[str, Any] | Non
         "verified": bool(source.get("verified")),
         "effective_from": snapshot.get("effective_from"),
         "from_run": run_id,
-        "limits": distinct,
+        "changed": changed,
     }
 
 
-def _by_profile(results: QuerySet[RunResult], miss: Q) -> list[dict[str, Any]]:
-    rows = (
-        results.values("profile_name")
-        .annotate(
-            runs=Count("pk", filter=Q(limit_iops__gt=0, total_iops__isnull=False)),
-            below=Count("pk", filter=Q(limit_iops__gt=0) & miss),
-            no_promise=Count("pk", filter=Q(limit_iops__isnull=True) | Q(limit_iops__lte=0)),
-        )
-        .order_by("profile_name")
-    )
+def _by_profile(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    profiles: dict[str, dict[str, int]] = {}
+    for group in groups:
+        summed = profiles.setdefault(group["profile_name"], {"runs": 0, "below": 0, "no_promise": 0})
+        for key in summed:
+            summed[key] += group[key]
     return [
         {
-            "profile": row["profile_name"] or "(no profile)",
-            "runs": row["runs"],
-            "below": row["below"],
-            "below_share": row["below"] / row["runs"] if row["runs"] else None,
-            "no_promise": row["no_promise"],
+            "profile": name or "(no profile)",
+            **counts,
+            "below_share": counts["below"] / counts["runs"] if counts["runs"] else None,
         }
-        for row in rows
+        for name, counts in sorted(profiles.items())
     ]

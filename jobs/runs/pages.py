@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from jobs import access, clock, figures, limits
 from jobs.analysis import steady
 from jobs.models import Run
-from jobs.results import burst, compare
+from jobs.results import burst, compare, stability
 from jobs.runs import lifecycle
 
 
@@ -32,6 +32,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "burst": credits,
         **_against_limits(run, summary, credits["limit_applied"] if credits else None),
         "steady": _steady(run),
+        "stability": stability.run_stability(run) if run.state == Run.State.SUCCEEDED else None,
     }
     return render(request, "jobs/run_detail.html", context)
 
