@@ -15,7 +15,10 @@ from jobs.api.models import ApiToken
 from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.results import compliance
 from jobs.results import stability as disk_stability
+from jobs.runs import queueing
 from tests import test_api_schema as api_schema
+from tests import test_phone as phone
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 from tests.factories import RunFactory, fio_summary
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)  # a Wednesday
@@ -333,3 +336,89 @@ def test_the_run_page_shows_the_runs_stability(disk, owner_client):
     assert 'id="run-stability"' in page
     assert "35 %" in page  # CV: sqrt(2,000,000) / 4,000
     assert "read 3.6×" in page
+
+
+# ----------------------------------------------------------------------------- in a real browser
+
+
+@pytest.mark.parametrize("screen", ["phone_page", "page"])
+def test_the_compliance_cards_fit_a_phone_and_a_desktop_screen(
+    screen, neighbours, owner, request, live_server, screenshot
+):
+    a, b, _ = neighbours
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    for d in range(20):
+        measured(a, at=now - timedelta(days=20 - d, hours=d % 5), iops=1800.0 if d % 7 == 3 else 4000.0)
+        measured(b, at=now - timedelta(days=20 - d, hours=d % 5, minutes=-10), iops=900.0 if d == 3 else 3000.0)
+    run = measured(a, at=now - timedelta(hours=2), iops=3500.0, seconds=[4000.0, 3900.0, 2500.0, 4100.0, 3000.0])
+    page = request.getfixturevalue(screen)
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(owner.username)
+    page.get_by_label("Password").fill("a-long-test-password-1")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/disks/{a.pk}/")
+    phone._settle(page)
+    page.get_by_label("Period").select_option("90d")
+    page.get_by_label("Tolerance").fill("10")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url("**tolerance=10**")
+    phone._settle(page)
+    assert "below 90 % of their baseline" in page.locator("#compliance-below").inner_text()
+    assert page.locator("#shared-drops li").count() == 1
+    screenshot("disk", on=page)
+    phone._assert_fits(page, "disk")
+    assert not page.evaluate(phone.UNLABELLED_CONTROLS)
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    phone._settle(page)
+    screenshot("run", on=page)
+    phone._assert_fits(page, "run")
+    assert page.locator("#run-stability").is_visible()
+    assert not page.js_errors
+
+
+# ----------------------------------------------------------------------------- real runs
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_two_real_fio_runs_over_ssh_one_above_and_one_below_its_promise(fio_installed, sshd, worker, tmp_path):
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(
+        host=host,
+        label="tmpfs",
+        target_path=target_dir(tmp_path),
+        disk_type="custom",
+        spec_iops=10,
+        spec_bytes_per_s=10**12,
+    )
+    profile = quick_profile(team)
+    kept = wait_final(queueing.request_run(disk, profile))
+    # The same disk promised a billion IOPS: the next run is held against that.
+    Disk.objects.filter(pk=disk.pk).update(spec_iops=10**9)
+    disk.refresh_from_db()
+    missed = wait_final(queueing.request_run(disk, profile))
+    assert (kept.state, missed.state) == (Run.State.SUCCEEDED, Run.State.SUCCEEDED), missed.explanation
+
+    found = compliance.disk_compliance(disk, compliance.parse({"period": "7d"}))
+    assert (found["runs"], found["below"], found["below_share"]) == (2, 1, 0.5)
+    # At 4 KiB the 10^12 B/s throughput binds first: the promise at the run's block size is 10^12 / 4,096 IOPS.
+    assert found["limit"]["iops"] == 10**12 / 4096 and found["limit"]["block_size_bytes"] == 4096
+    assert found["limit"]["from_run"] == missed.pk and found["limit"]["changed"]
+    streak = found["longest_streak"]
+    to_ms = missed.finished_at.replace(microsecond=missed.finished_at.microsecond // 1000 * 1000)  # as charted
+    assert streak["runs"] == 1 and streak["to"] == to_ms.isoformat().replace("+00:00", "Z")
+    kept_seconds, missed_seconds = (
+        RunSample.objects.filter(run=kept).count(),
+        RunSample.objects.filter(run=missed).count(),
+    )
+    assert kept_seconds and missed_seconds
+    assert (found["seconds"]["seconds"], found["seconds"]["below"]) == (kept_seconds + missed_seconds, missed_seconds)
+
+    levels = [(s.read_iops or 0) + (s.write_iops or 0) for s in RunSample.objects.filter(run=missed)]
+    facts = disk_stability.run_stability(missed)
+    assert facts is not None and facts["seconds"] == len(levels)
+    expected_cv = stability.coefficient_of_variation(levels)
+    assert facts["cv"] == (None if expected_cv is None else round(expected_cv, 4))
+    clat = missed.summary["read"]["clat_us"]
+    assert facts["read_p99_p50"] == round(clat["p99"] / clat["p50"], 2)
