@@ -183,6 +183,16 @@ def test_a_3_am_dip_on_wednesdays_lands_in_its_heatmap_cell(disk):
     assert found["zone"] == "UTC" and found["days"][0]["hours"][3]["runs"] == 0
 
 
+def test_a_slower_profile_does_not_paint_the_hours_it_runs_in(disk):
+    for day in range(1, 8):
+        midnight = datetime(2026, 11, 25, tzinfo=UTC) - timedelta(days=day)
+        measured(disk, at=midnight + timedelta(hours=1), iops=4000.0, profile_name="4k randread")
+        measured(disk, at=midnight + timedelta(hours=5), iops=250.0, profile_name="1M read")
+    found = disk_stability.heatmap(disk, compliance.parse({}, now=NOW))
+    levels = {cell["iops_level"] for day in found["days"] for cell in day["hours"] if cell["runs"]}
+    assert levels == {0}
+
+
 # ----------------------------------------------------------------------------- shared causes
 
 

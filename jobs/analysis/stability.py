@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,26 +58,51 @@ def hour_of_week(epoch_s: float) -> tuple[int, int]:
     return (hours // 24 + 3) % 7, hours % 24
 
 
-def week_grid(points: Iterable[tuple[float, float | None, float | None]]) -> list[list[dict[str, float | None]]]:
-    """7 x 24 cells (Monday first, hour 0 first) of (epoch seconds, IOPS, p99 µs) points: per cell the number of
-    points and the medians of the IOPS and the p99 latency that were reported (None where none was)."""
-    iops: list[list[list[float]]] = [[[] for _ in range(24)] for _ in range(7)]
-    p99: list[list[list[float]]] = [[[] for _ in range(24)] for _ in range(7)]
+def week_grid(points: Iterable[tuple[float, float | None, float | None, str]]) -> list[list[dict[str, Any]]]:
+    """7 x 24 cells (Monday first, hour 0 first) of (epoch seconds, IOPS, p99 µs, profile) points: per cell the
+    number of points, the medians of the IOPS and the p99 latency reported (None where none was), and the
+    median of each point's IOPS and p99 over its profile's median over every point (`iops_ratio`, `p99_ratio`):
+    a 1M sequential profile beside a 4k random one does not paint the hours it runs in as fast or slow."""
+    rows = list(points)
+    usual_iops = _medians((profile, level) for _, level, _, profile in rows)
+    usual_p99 = _medians((profile, tail) for _, _, tail, profile in rows)
+    cells: list[list[dict[str, list[float]]]] = [
+        [{"iops": [], "p99": [], "iops_ratio": [], "p99_ratio": []} for _ in range(24)] for _ in range(7)
+    ]
     runs = [[0] * 24 for _ in range(7)]
-    for at, level, tail in points:
+    for at, level, tail, profile in rows:
         day, hour = hour_of_week(at)
         runs[day][hour] += 1
+        cell = cells[day][hour]
         if level is not None:
-            iops[day][hour].append(level)
+            cell["iops"].append(level)
+            if usual_iops.get(profile):
+                cell["iops_ratio"].append(level / usual_iops[profile])
         if tail is not None:
-            p99[day][hour].append(tail)
+            cell["p99"].append(tail)
+            if usual_p99.get(profile):
+                cell["p99_ratio"].append(tail / usual_p99[profile])
     return [
         [
-            {"runs": runs[d][h], "median_iops": _median(iops[d][h]), "median_p99_us": _median(p99[d][h])}
+            {
+                "runs": runs[d][h],
+                "median_iops": _median(cells[d][h]["iops"]),
+                "median_p99_us": _median(cells[d][h]["p99"]),
+                "iops_ratio": _median(cells[d][h]["iops_ratio"]),
+                "p99_ratio": _median(cells[d][h]["p99_ratio"]),
+            }
             for h in range(24)
         ]
         for d in range(7)
     ]
+
+
+def _medians(pairs: Iterable[tuple[str, float | None]]) -> dict[str, float]:
+    grouped: dict[str, list[float]] = {}
+    for key, value in pairs:
+        if value is not None:
+            grouped.setdefault(key, []).append(value)
+    return {key: statistics.median(values) for key, values in grouped.items()}
 
 
 def _median(values: list[float]) -> float | None:

@@ -117,8 +117,13 @@ class HeatCellSerializer(serializers.Serializer):
     runs = serializers.IntegerField()
     median_iops = serializers.FloatField(allow_null=True)
     median_p99_us = serializers.FloatField(allow_null=True, help_text="The worse of read and write p99.")
-    iops_level = serializers.IntegerField(allow_null=True, help_text="0: as usual or better ... 4: half or less.")
-    p99_level = serializers.IntegerField(allow_null=True, help_text="0: as usual or better ... 4: double or more.")
+    iops_level = serializers.IntegerField(
+        allow_null=True,
+        help_text="The cell's runs against their profile's median: 0 as usual or better ... 4 half or less.",
+    )
+    p99_level = serializers.IntegerField(
+        allow_null=True, help_text="The same for p99 latency: 0 as usual or better ... 4 double or more."
+    )
 
 
 class HeatDaySerializer(serializers.Serializer):

@@ -128,10 +128,7 @@ def _compliance(disk: Disk, params: Any) -> dict[str, Any]:
         for drop in group["drops"]:
             drop["finished"] = _moment(drop["finished_at"])
     heatmap = stability.heatmap(disk, query)
-    metrics = [
-        {"key": "iops", "caption": "Median IOPS", "usual": units.format_iops(heatmap["median_iops"])},
-        {"key": "p99", "caption": "Median p99 latency", "usual": units.format_micros(heatmap["median_p99_us"])},
-    ]
+    metrics = [{"key": "iops", "caption": "Median IOPS"}, {"key": "p99", "caption": "Median p99 latency"}]
     return form | {
         "compliance": found,
         "heatmap": heatmap if heatmap["runs"] else None,

@@ -48,20 +48,22 @@ def _number(value: Any) -> float | None:
 
 def heatmap(disk: Disk, query: Query) -> dict[str, Any]:
     """The disk's runs of the period by UTC hour of the week: per cell the runs, the median IOPS and the median
-    p99 latency (the worse of read and write), and a level 0-4 of each against the period's median (for colour:
-    0 is at or above it, 4 is below half of it for IOPS; for latency 4 is more than double)."""
-    rows = query.results(disk).values_list("finished_ms", "total_iops", "read_p99_us", "write_p99_us")
-    points = [(ms / 1000, iops, _worse(read, write)) for ms, iops, read, write in rows.iterator(chunk_size=5000)]
-    grid = stability.week_grid(points)
-    iops_all = [p[1] for p in points if p[1] is not None]
-    p99_all = [p[2] for p in points if p[2] is not None]
-    overall = {"median_iops": _median(iops_all), "median_p99_us": _median(p99_all)}
+    p99 latency (the worse of read and write), and a level 0-4 of each for colour, from how the cell's runs did
+    against their own profile's median (0: as usual or better; 4: half the IOPS or less, twice the latency or
+    more)."""
+    rows = query.results(disk).values_list("finished_ms", "total_iops", "read_p99_us", "write_p99_us", "profile_name")
+    points = [(ms / 1000, iops, _worse(read, write), name) for ms, iops, read, write, name in rows.iterator(2000)]
     days = []
-    for day, cells in zip(stability.WEEK_DAYS, grid, strict=True):
+    for day, cells in zip(stability.WEEK_DAYS, stability.week_grid(points), strict=True):
         for cell in cells:
-            cell["iops_level"] = _level(overall["median_iops"], cell["median_iops"], lower_is_worse=True)
-            cell["p99_level"] = _level(overall["median_p99_us"], cell["median_p99_us"], lower_is_worse=False)
+            cell["iops_level"] = _level(cell.pop("iops_ratio"))
+            ratio = cell.pop("p99_ratio")
+            cell["p99_level"] = _level(1 / ratio if ratio else None)
         days.append({"day": day, "hours": cells})
+    overall = {
+        "median_iops": _median([p[1] for p in points if p[1] is not None]),
+        "median_p99_us": _median([p[2] for p in points if p[2] is not None]),
+    }
     return {**query.as_dict(), "zone": "UTC", "runs": len(points), **overall, "days": days}
 
 
@@ -74,11 +76,10 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _level(overall: float | None, value: float | None, *, lower_is_worse: bool) -> int | None:
-    """0 (as usual or better) to 4 (half or less of the usual IOPS; twice or more the usual latency)."""
-    if overall is None or value is None or overall <= 0 or value < 0:
+def _level(ratio: float | None) -> int | None:
+    """0 (as usual or better: 95 % of the profile's median or more) to 4 (half or less)."""
+    if ratio is None:
         return None
-    ratio = value / overall if lower_is_worse else (overall / value if value > 0 else 1.0)
     return next((level for level, floor in enumerate((0.95, 0.8, 0.65, 0.5)) if ratio >= floor), 4)
 
 
