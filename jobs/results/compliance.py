@@ -6,9 +6,11 @@ run served from burst credits is held against the baseline too: the baseline is 
 the time (AWS: gp2 delivers its baseline 99 % of the time), burst is a bonus above it, so a run is a miss when it
 measured below the baseline less the tolerance (5 % by default), whether credits were left or not.
 
-Everything over the runs is one SQL aggregate over RunResult (a disk with 100,000 runs answers within the chart's
-budget); the per-second share reads the RunSample rows of the period's newest SAMPLED_RUNS promised runs only,
-and says how many runs it covered. Runs whose snapshot and disk had no IOPS limit are counted apart ("no promise").
+Nothing loads every run: the counts, the profiles and the worst hour come from one scan of the result rows
+grouped by profile and UTC hour, the longest streak from one window query in index order, and the per-second
+share from the RunSample rows of the period's newest SAMPLED_RUNS promised runs only (the answer says how many
+runs it covered). bench/compliance.py measures it on a disk with 100,000 runs. Runs whose snapshot and disk had
+no IOPS limit are counted apart ("no promise").
 """
 
 from __future__ import annotations
