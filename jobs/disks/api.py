@@ -19,9 +19,11 @@ from rest_framework.response import Response
 from jobs import limits, timeseries
 from jobs.api.base import ID_SCHEMA, ModelSerializer, TeamScoped, TeamViewSet, checked_path, django_errors, parse_id
 from jobs.api.burst import DiskBurstSerializer
+from jobs.api.compliance import PARAMETERS as COMPLIANCE_PARAMETERS
+from jobs.api.compliance import DiskComplianceSerializer, DiskStabilitySerializer
 from jobs.disks import identity, precondition
 from jobs.models import Disk, Host
-from jobs.results import burst, series
+from jobs.results import burst, compliance, series, stability
 
 
 class DiskSerializer(ModelSerializer):
@@ -193,6 +195,13 @@ def _custom_range_only(request: Request) -> None:
         raise ValidationError(problems)
 
 
+def _compliance_query(request: Request) -> compliance.Query:
+    try:
+        return compliance.parse(request.query_params)
+    except compliance.BadRequest as exc:
+        raise ValidationError({exc.parameter: [str(exc)]}) from None
+
+
 class DiskViewSet(viewsets.ModelViewSet, TeamViewSet):
     """Disks with their spec and the theoretical limits it gives (Disk.limits())."""
 
@@ -268,6 +277,31 @@ class DiskViewSet(viewsets.ModelViewSet, TeamViewSet):
         except precondition.RecordError as exc:
             raise ValidationError({exc.field: [str(exc)]}) from exc
         return Response(self.get_serializer(disk).data)
+
+    @extend_schema(
+        parameters=COMPLIANCE_PARAMETERS, responses={200: DiskComplianceSerializer, 400: OpenApiTypes.OBJECT}
+    )
+    @action(detail=True, methods=["get"])
+    def compliance(self, request: Request, pk: str) -> Response:
+        """Promise compliance over a period: the runs measured against their baseline limit at their block size,
+        the share below it (below_share, 0-1) at the tolerance, the share of per-second samples below it, the
+        worst hour, the longest streak of misses and the limit's source. Runs with no limit count as no_promise.
+        400 names the parameter to fix."""
+        disk = self.get_object()
+        query = _compliance_query(request)
+        return Response(compliance.disk_compliance(disk, query))
+
+    @extend_schema(parameters=COMPLIANCE_PARAMETERS, responses={200: DiskStabilitySerializer, 400: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def stability(self, request: Request, pk: str) -> Response:
+        """Noisy neighbours: the hour-of-week heatmap (UTC) of the period's median IOPS and p99 latency, and the
+        drops (runs below 80 % of their disk x profile median) that disks on other hosts of the site shared in
+        time. The tolerance does not apply here."""
+        disk = self.get_object()
+        query = _compliance_query(request)
+        return Response(
+            {"heatmap": stability.heatmap(disk, query), "shared_drops": stability.shared_drops(disk, query)}
+        )
 
     @extend_schema(parameters=SERIES_PARAMETERS, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])

@@ -19,8 +19,8 @@ from jobs import access, environment, limits, presets, safety, units
 from jobs.changes.forms import AnnotationForm
 from jobs.disks import identity, precondition
 from jobs.disks.forms import DiskForm, size_range
-from jobs.models import SPEC_FIELDS, Annotation, Disk, Profile, Run
-from jobs.results import burst, validity
+from jobs.models import SPEC_FIELDS, Annotation, Disk, Profile, Run, RunResultDay
+from jobs.results import burst, compliance, stability, validity
 from jobs.runs import queueing
 
 
@@ -130,6 +130,7 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "annotation_form": AnnotationForm(team=disk.team, disk=disk)
             if access.can_change(request, disk.team)
             else None,
+            **_compliance(disk, request.GET),
         },
     )
 
@@ -185,6 +186,44 @@ def _environment_changes(disk: Disk) -> list[dict[str, Any]]:
 
 def _epoch_ms(moment: datetime | None) -> int | None:
     return int(moment.timestamp() * 1000) if moment else None
+
+
+def _compliance(disk: Disk, params: Any) -> dict[str, Any]:
+    """The Compliance and Stability cards: the period, profile and tolerance asked in the page's query string,
+    or the refusal naming the one to fix (the cards then show their form only)."""
+    profiles = RunResultDay.objects.filter(disk=disk).values_list("profile_name", flat=True).distinct()
+    form = {
+        "compliance_profiles": sorted({name for name in profiles if name}),
+        "compliance_query": params,
+        "compliance_periods": COMPLIANCE_PERIODS,
+    }
+    try:
+        query = compliance.parse(params)
+    except compliance.BadRequest as exc:
+        return form | {"compliance_error": str(exc)}
+    found = compliance.disk_compliance(disk, query)
+    streak = found["longest_streak"]
+    streak["first"], streak["last"] = _moment(streak["from"]), _moment(streak["to"])
+    drops = stability.shared_drops(disk, query)
+    for group in drops["groups"]:
+        for drop in group["drops"]:
+            drop["finished"] = _moment(drop["finished_at"])
+    heatmap = stability.heatmap(disk, query)
+    metrics = [{"key": "iops", "caption": "Median IOPS"}, {"key": "p99", "caption": "Median p99 latency"}]
+    return form | {
+        "compliance": found,
+        "heatmap": heatmap if heatmap["runs"] else None,
+        "heatmap_metrics": metrics,
+        "hours": range(24),
+        "shared_drops": drops,
+    }
+
+
+COMPLIANCE_PERIODS = [("7d", "Last 7 days"), ("30d", "Last 30 days"), ("90d", "Last 90 days"), ("all", "All time")]
+
+
+def _moment(iso: str | None) -> datetime | None:
+    return datetime.fromisoformat(iso) if iso else None
 
 
 def _breakdown(found: limits.Limits | None) -> dict[str, Any] | None:

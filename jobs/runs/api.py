@@ -17,9 +17,10 @@ from rest_framework.response import Response
 from jobs.analysis.steady import NOT_CHECKED, NOT_STEADY, STEADY
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
 from jobs.api.burst import RunBurstSerializer
+from jobs.api.compliance import RunStabilitySerializer
 from jobs.api.pagination import NewestFirst, Pagination
 from jobs.models import Disk, Profile, Run, RunSample
-from jobs.results import burst, series
+from jobs.results import burst, series, stability
 from jobs.runs import lifecycle, queueing
 
 
@@ -223,11 +224,15 @@ class RunDetailSerializer(RunSerializer):
         help_text="What the read-only probe found on the host before the launch; null: not probed (imports, runs "
         "from before benchweb recorded it). A fact the host did not report is absent.",
     )
+    stability = serializers.SerializerMethodField(
+        help_text="How steady the run was inside itself (CV of per-second IOPS, p99/p50, seconds below 80 % of its "
+        "median); null for a run without a result."
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "result", "limits_snapshot",
-            "command", "exit_status", "cancel_requested", "burst", "environment",
+            "command", "exit_status", "cancel_requested", "burst", "environment", "stability",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -247,6 +252,10 @@ class RunDetailSerializer(RunSerializer):
     @extend_schema_field(RunBurstSerializer(allow_null=True))
     def get_burst(self, run: Run) -> dict[str, Any] | None:
         return burst.run_burst(run)
+
+    @extend_schema_field(RunStabilitySerializer(allow_null=True))
+    def get_stability(self, run: Run) -> dict[str, Any] | None:
+        return stability.run_stability(run) if run.state == Run.State.SUCCEEDED else None
 
 
 class RunRequestSerializer(serializers.Serializer):

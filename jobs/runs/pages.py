@@ -14,7 +14,7 @@ from jobs import access, clock, environment, figures, limits
 from jobs.analysis import steady
 from jobs.disks import precondition
 from jobs.models import Run
-from jobs.results import burst, compare
+from jobs.results import burst, compare, stability
 from jobs.runs import lifecycle
 
 
@@ -35,6 +35,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         **_against_limits(run, summary, credits["limit_applied"] if credits else None),
         "steady": _steady(run),
         "environment": environment.facts(run.environment),
+        "stability": stability.run_stability(run) if run.state == Run.State.SUCCEEDED else None,
     }
     return render(request, "jobs/run_detail.html", context)
 
