@@ -12,7 +12,7 @@ from django.test import Client
 
 from jobs.analysis import stats as analysis
 from jobs.api.models import ApiToken
-from jobs.models import Disk, Host, Run, RunResult
+from jobs.models import Annotation, Disk, Host, Run, RunResult, Team
 from jobs.results import stats as results_stats
 from jobs.runs import queueing
 from tests import test_api_schema as api_schema
@@ -132,6 +132,34 @@ def test_one_disk_before_and_after_a_30_percent_step_is_slower_after_it(disk, ap
     assert answer["a"]["label"] == f"before {split} 00:00 UTC" and answer["text"].startswith(f"after {split}")
     low, high = answer["percent_ci"]
     assert low <= -30 <= high
+
+
+def test_a_note_splits_a_disks_runs_before_and_after_its_moment(disk, api, team, owner):
+    """Issue 17: "before/after a date or an annotation". The note's moment is the split, its words the label; a
+    note for a host or the team needs the disk named; another team's note, or split and note together, are refused
+    naming the parameter."""
+    rng = np.random.default_rng(31)
+    before = nightly(disk, list(rng.normal(4000, 120, 8)))
+    after = nightly(disk, list(rng.normal(2800, 84, 8)), start=T0 + timedelta(days=8))
+    moment = T0 + timedelta(days=8)
+    note = Annotation.objects.create(team=team, disk=disk, at=moment, text="moved to PL2", created_by=owner)
+    answer = api.get(f"/api/v1/compare/stats/?annotation={note.pk}").json()
+    assert answer["verdict"] == "significant", answer
+    assert answer["a"]["runs"] == [r.pk for r in reversed(before)]
+    assert answer["b"]["runs"] == [r.pk for r in reversed(after)]
+    assert answer["a"]["label"].startswith("before “moved to PL2” (")
+    assert datetime.fromisoformat(answer["split"].replace("Z", "+00:00")) == moment
+    team_note = Annotation.objects.create(team=team, at=moment, text="kernel upgrade", created_by=owner)
+    refused = api.get(f"/api/v1/compare/stats/?annotation={team_note.pk}")
+    assert refused.status_code == 400 and "disk" in refused.json()
+    assert api.get(f"/api/v1/compare/stats/?annotation={team_note.pk}&disk={disk.pk}").json()["verdict"] == (
+        "significant"
+    )
+    both = api.get(f"/api/v1/compare/stats/?annotation={note.pk}&disk={disk.pk}&split=2026-09-01")
+    assert both.status_code == 400 and "split" in both.json()
+    other_team = Annotation.objects.create(team=Team.objects.create(name="others"), at=moment, text="theirs")
+    missing = api.get(f"/api/v1/compare/stats/?annotation={other_team.pk}&disk={disk.pk}")
+    assert missing.status_code == 400 and "annotation" in missing.json()
 
 
 def test_higher_latency_after_the_split_reads_as_slower(disk, api):

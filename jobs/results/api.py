@@ -47,6 +47,12 @@ class CompareStatsView(_TeamView):
             OpenApiParameter("disk", ID, description="One disk before and after `split`; instead of a_disk/b_disk."),
             OpenApiParameter("split", ISO_MOMENT, description="With disk: an ISO date (midnight UTC) or date-time."),
             OpenApiParameter(
+                "annotation",
+                ID,
+                description="Instead of split: a note's id; its moment splits the runs (the note's own disk unless "
+                "disk is given).",
+            ),
+            OpenApiParameter(
                 "profile", str, description="A profile's name. Default: the one profile every disk has runs of."
             ),
             OpenApiParameter("metric", str, enum=list(stats.METRICS), description="Default: iops (total IOPS)."),

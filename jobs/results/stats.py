@@ -18,7 +18,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from jobs import clock, units
 from jobs.analysis import stats
-from jobs.models import Disk, RunResult, RunResultDay, Team
+from jobs.models import Annotation, Disk, RunResult, RunResultDay, Team
 
 # Each metric: the RunResult column, its words, its unit, and whether a higher value is faster.
 METRICS: dict[str, tuple[str, str, str, bool]] = {
@@ -50,6 +50,7 @@ class Query:
     metric: str
     test: str
     skip_unsteady: bool
+    split_label: str = ""  # the note the split comes from ("kernel upgrade"), when it came from one
 
 
 @dataclass(frozen=True)
@@ -87,25 +88,36 @@ def parse(params: Mapping[str, str], team: Team) -> Query:
     skip = (params.get("skip_unsteady") or "true").lower()
     if skip not in ("true", "false", "1", "0"):
         raise StatsError("skip_unsteady", f"{skip!r} is not true or false.")
-    pair, single = params.get("a_disk") or params.get("b_disk"), params.get("disk") or params.get("split")
+    pair = params.get("a_disk") or params.get("b_disk")
+    single = params.get("disk") or params.get("split") or params.get("annotation")
     if bool(pair) == bool(single):
         raise StatsError(
             "disk",
             "Give either a_disk and b_disk (disk A against disk B) or disk and split (one disk before and after "
-            "an ISO date such as 2026-11-20).",
+            "an ISO date such as 2026-11-20) or annotation (before and after a note's moment).",
         )
+    label = ""
     if pair:
         a, b = _disk(params, "a_disk", team), _disk(params, "b_disk", team)
         if a.pk == b.pk:
             raise StatsError("b_disk", "b_disk is a_disk; to compare one disk with itself, give disk and split.")
         split = None
+    elif params.get("annotation"):
+        if params.get("split"):
+            raise StatsError("split", "Give split or annotation, not both: the note's moment is the split.")
+        note = _annotation(params.get("annotation") or "", team)
+        if params.get("disk"):
+            a = _disk(params, "disk", team)
+        elif note.disk is not None:
+            a = note.disk
+        else:
+            raise StatsError("disk", f"The note {note.text!r} is for {note.scope}: give disk, the one to compare.")
+        b, split, label = None, note.at, note.text
     else:
-        # A moment for now; an annotation's (issue 17's Annotation model, once merged) can be passed as its
-        # ISO date-time, or resolved here from an `annotation=<id>` parameter.
         a, b, split = _disk(params, "disk", team), None, _moment(params.get("split") or "")
     disks = [a] if b is None else [a, b]
     profile = choose_profile(disks, params.get("profile") or "")
-    return Query(a, b, split, profile, metric, test, skip in ("true", "1"))
+    return Query(a, b, split, profile, metric, test, skip in ("true", "1"), label)
 
 
 def choose_profile(disks: Iterable[Disk], given: str) -> str:
@@ -150,6 +162,8 @@ def sets(query: Query) -> tuple[RunSet, RunSet]:
         )
     assert query.split is not None  # parse gives a split to a one-disk query
     when = clock.utc_text(query.split, clock.MINUTES)
+    if query.split_label:
+        when = f"“{query.split_label}” ({when})"
     return (
         run_set(query, query.a, f"before {when}", None, query.split),
         run_set(query, query.a, f"after {when}", query.split, None),
@@ -197,6 +211,16 @@ def _disk(params: Mapping[str, str], field: str, team: Team) -> Disk:
     return found
 
 
+def _annotation(value: str, team: Team) -> Annotation:
+    """The team's note with this id, whose moment splits the disk's runs."""
+    found = None
+    if value.isascii() and value.isdigit() and len(value) < 19:
+        found = Annotation.objects.filter(team=team, pk=int(value)).select_related("disk", "host").first()
+    if found is None:
+        raise StatsError("annotation", f"No note {value} in your team; the Changes page lists them with their ids.")
+    return found
+
+
 def _moment(value: str) -> datetime:
     """An ISO date (its midnight, UTC) or date-time (UTC when it names no zone)."""
     try:
@@ -214,12 +238,12 @@ def _moment(value: str) -> datetime:
 def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str, Any] | None:
     """The Compare page's Statistics card: the first two disks compared (or those picked in the card), or one
     disk before/after `split`; the comparison or the error, and what the card's forms offer. None: no card."""
-    split_asked = bool(params.get("disk") or params.get("split"))
+    split_asked = bool(params.get("disk") or params.get("split") or params.get("annotation"))
     if not split_asked and len(disk_ids) < 2:
         return None
     asked = {key: params.get(key) or "" for key in ("metric", "test", "profile", "skip_unsteady")}
     if split_asked:
-        asked |= {"disk": params.get("disk") or "", "split": params.get("split") or ""}
+        asked |= {key: params.get(key) or "" for key in ("disk", "split", "annotation")}
     else:
         a, b = params.get("a_disk") or str(disk_ids[0]), params.get("b_disk") or str(disk_ids[1])
         asked |= {"a_disk": a, "b_disk": b}
