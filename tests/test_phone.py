@@ -160,6 +160,13 @@ def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_
         unlabelled = page.evaluate(UNLABELLED_CONTROLS)
         if unlabelled:
             problems.append(f"{name}: controls without a label: {unlabelled}")
+        # Two forms on one page with the same field names must not share ids (a label then names only one).
+        twice = page.evaluate(
+            "() => { const seen = {}; for (const el of document.querySelectorAll('[id]')) seen[el.id] = (seen[el.id] "
+            "|| 0) + 1; return Object.keys(seen).filter((id) => seen[id] > 1); }"
+        )
+        if twice:
+            problems.append(f"{name}: ids used twice: {twice}")
     assert not problems, "\n".join(problems)
     assert page.js_errors == []
 

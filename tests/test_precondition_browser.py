@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import pytest
 from django.contrib.auth.models import User
 
@@ -71,7 +72,7 @@ def test_the_fill_the_record_and_the_warning_are_shown_on_a_phone_and_a_desktop(
     shown = page.locator("#disk-precondition").inner_text()
     assert "sequential write of the whole device ×2" in shown and f"#{filled.pk}" in shown
     page.locator("#disk-precondition-form summary").click()
-    page.get_by_label("How").fill("dd if=/dev/zero of=/dev/nvme1n1 bs=1M")
+    page.get_by_label(re.compile(r"^How:?$")).fill("dd if=/dev/zero of=/dev/nvme1n1 bs=1M")
     _fits(page, "disk page, form open")
     screenshot("disk-form-open", page)
     page.get_by_role("button", name="Record", exact=True).click()

@@ -74,7 +74,11 @@ def default_profile(disk: Disk, runnable: list[int]) -> int | None:
 
 
 class PreconditionForm(forms.Form):
-    """A preconditioning done outside benchweb (dd, a fill by another tool), recorded by hand."""
+    """A preconditioning done outside benchweb (dd, a fill by another tool), recorded by hand. Its ids have a
+    prefix of their own: the disk page also holds the note form, whose fields have the same names."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, auto_id="precondition_%s", **kwargs)
 
     at = forms.DateTimeField(
         label="When",
