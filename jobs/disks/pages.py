@@ -78,7 +78,8 @@ class PreconditionForm(forms.Form):
     prefix of their own: the disk page also holds the note form, whose fields have the same names."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, auto_id="precondition_%s", **kwargs)
+        kwargs.setdefault("auto_id", "precondition_%s")
+        super().__init__(*args, **kwargs)
 
     at = forms.DateTimeField(
         label="When",
