@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs import paths
+from jobs.probe_report import report_pairs
 
 PROBE_PATH = Path(__file__).with_name("probe.sh")
 KINDS = ("directory", "block")
@@ -61,20 +62,7 @@ def probe_script(target_path: str, kind: str, *, cloud_metadata: bool = False) -
 
 def report_lines(text: str) -> tuple[list[tuple[str, str]], bool]:
     """(key, value) pairs in order, and whether the report was complete (header and end marker seen)."""
-    pairs: list[tuple[str, str]] = []
-    started = ended = False
-    # Only "\n" ends a line, as for sh and printf: str.splitlines() also breaks at U+0085, U+2028 and U+2029.
-    for line in text.split("\n"):
-        if not started:
-            started = line == "benchweb_environment=1"
-            continue
-        if line == "end=1":
-            ended = True
-            break
-        key, sep, value = line.partition("=")
-        if sep:
-            pairs.append((key, value))
-    return pairs, started and ended
+    return report_pairs(text, "benchweb_environment=1")
 
 
 _TEXT_KEYS = ("kernel", "kernel_build", "os", "fio", "cpu_model", "cpus_online", "target", "queue_unreadable",

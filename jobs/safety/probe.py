@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 
 from jobs import paths
+from jobs.probe_report import report_pairs
 
 KINDS = ("directory", "block")
 
@@ -54,21 +55,11 @@ def _path_problem(target_path: str) -> str:
 
 def parse_report(text: str) -> tuple[dict[str, list[str]], bool]:
     """Values by key, in order, and whether the report was complete (header and end marker seen)."""
+    pairs, complete = report_pairs(text, "benchweb_safety=1")
     values: dict[str, list[str]] = {}
-    started = ended = False
-    # Only "\n" ends a line, as for sh and printf: str.splitlines() also breaks at U+0085, U+2028 and U+2029,
-    # so a value holding one could forge a line of the report.
-    for line in text.split("\n"):
-        if not started:
-            started = line == "benchweb_safety=1"
-            continue
-        if line == "end=1":
-            ended = True
-            break
-        key, sep, value = line.partition("=")
-        if sep:
-            values.setdefault(key, []).append(value)
-    return values, started and ended
+    for key, value in pairs:
+        values.setdefault(key, []).append(value)
+    return values, complete
 
 
 def _one(values: dict[str, list[str]], key: str) -> str:
