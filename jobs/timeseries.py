@@ -27,6 +27,7 @@ from typing import Any
 
 MAX_POINTS = 2000
 DAY_MS = 86_400_000
+HOUR_MS = 3_600_000
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Point = tuple[Any, ...]
@@ -195,6 +196,47 @@ def day_extremes(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
             if name == "total":
                 out[f"total_{end}_limit"] = None if i is None else limits[i]
     return out
+
+
+def day_promise(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """What one day's rows (as `day_extremes` takes them) hold for a disk's compliance that no tolerance changes:
+    the first finish, the runs with a promise (a limit above 0 and a measured total) and those without a limit,
+    the sum of the promised runs' efficiencies (total / limit), their lowest and highest limit, and for each UTC
+    hour of the finish the promised runs and their efficiency sum (`hour_field`: h00_runs, h00_efficiency, ...,
+    one pair of plain columns an hour, so that the database sums a long period's days). Whether a
+    run missed depends on the tolerance asked, so that is counted from the runs themselves
+    (jobs/results/compliance.py)."""
+    promised, no_promise, efficiency_sum = 0, 0, 0.0
+    limits: list[float] = []
+    hours = {hour_field(hour, what): 0 for hour in range(24) for what in ("runs", "efficiency")}
+    for row in rows:
+        ms, total, limit = row[1], row[2], row[-1]
+        if limit is None or limit <= 0:
+            no_promise += 1
+            continue
+        if total is None:
+            continue
+        efficiency = total / limit
+        promised += 1
+        efficiency_sum += efficiency
+        limits.append(limit)
+        hour = ms // HOUR_MS % 24
+        hours[hour_field(hour, "runs")] += 1
+        hours[hour_field(hour, "efficiency")] += efficiency
+    return {
+        "first_ms": rows[0][1] if rows else None,
+        "promised": promised,
+        "no_promise": no_promise,
+        "efficiency_sum": efficiency_sum if promised else None,
+        "limit_min": min(limits, default=None),
+        "limit_max": max(limits, default=None),
+        **hours,
+    }
+
+
+def hour_field(hour: int, what: str) -> str:
+    """The day rollup's column of an hour's promised runs ("runs") or their efficiency sum ("efficiency")."""
+    return f"h{hour:02d}_{what}"
 
 
 def epoch_ms(moment: datetime) -> int:

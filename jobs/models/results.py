@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Self
+from typing import Any, Self
 
 from django.db import models, transaction
 
@@ -107,6 +107,15 @@ class RunResultDay(models.Model):
     last_ms = models.BigIntegerField()
     total_early_limit = models.FloatField(null=True, blank=True)
     total_late_limit = models.FloatField(null=True, blank=True)
+    # What the day holds for compliance whatever the tolerance (timeseries.day_promise; migration 0016 filled
+    # them in for older days): jobs/results/compliance.py reads these instead of every result of a long period.
+    first_ms = models.BigIntegerField(null=True, blank=True)
+    promised = models.PositiveIntegerField(default=0, help_text="Runs with a limit and a measured total.")
+    no_promise = models.PositiveIntegerField(default=0, help_text="Runs measured with no IOPS limit.")
+    efficiency_sum = models.FloatField(null=True, blank=True)
+    limit_min = models.FloatField(null=True, blank=True)
+    limit_max = models.FloatField(null=True, blank=True)
+    # ... and for each UTC hour: h<hh>_runs (promised runs) and h<hh>_efficiency (their efficiency sum).
     # ... and for each series in timeseries.SERIES: <series>_early, _early_run, _early_ms, and the same _late.
 
     class Meta:
@@ -114,6 +123,11 @@ class RunResultDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.profile_name} on disk {self.disk_id}, {timeseries.midnight(self.day).date()}"
+
+    @staticmethod
+    def summed(rows: list[Any]) -> dict[str, Any]:
+        """A day's columns from its rows (RunResult.DAY_COLUMNS, in time order)."""
+        return timeseries.day_extremes(rows) | timeseries.day_promise(rows)
 
     @classmethod
     def refresh(cls, result: RunResult) -> None:
@@ -125,7 +139,7 @@ class RunResultDay(models.Model):
         rows = list(results.values_list(*RunResult.DAY_COLUMNS))
         cls.objects.filter(**same, day=day).delete()
         if rows:
-            cls.objects.create(**same, day=day, **timeseries.day_extremes(rows))
+            cls.objects.create(**same, day=day, **cls.summed(rows))
 
     @classmethod
     def rebuild(cls: type[Self], disk: Disk) -> None:
@@ -134,7 +148,7 @@ class RunResultDay(models.Model):
         rows = results.values_list("profile_id", "profile_name", *RunResult.DAY_COLUMNS)
         days = [
             cls(disk=disk, profile_id=profile_id, profile_name=name, day=day,
-                **timeseries.day_extremes([row[2:] for row in group]))
+                **cls.summed([row[2:] for row in group]))
             for (profile_id, name, day), group in itertools.groupby(
                 rows.iterator(chunk_size=5000), key=lambda row: (row[0], row[1], timeseries.utc_day(row[3]))
             )
@@ -152,4 +166,11 @@ def _add_day_extremes(model: type[models.Model]) -> None:
             model.add_to_class(f"{name}_{end}_ms", models.BigIntegerField(null=True, blank=True))
 
 
+def _add_day_hours(model: type[models.Model]) -> None:
+    for hour in range(24):
+        model.add_to_class(timeseries.hour_field(hour, "runs"), models.PositiveIntegerField(default=0))
+        model.add_to_class(timeseries.hour_field(hour, "efficiency"), models.FloatField(default=0.0))
+
+
 _add_day_extremes(RunResultDay)
+_add_day_hours(RunResultDay)

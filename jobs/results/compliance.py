@@ -6,27 +6,33 @@ run served from burst credits is held against the baseline too: the baseline is 
 the time (AWS: gp2 delivers its baseline 99 % of the time), burst is a bonus above it, so a run is a miss when it
 measured below the baseline less the tolerance (5 % by default), whether credits were left or not.
 
-Nothing loads every run: the counts, the profiles and the worst hour come from one scan of the result rows
-grouped by profile and UTC hour, the longest streak from one window query in index order, and the per-second
-share from the RunSample rows of the period's newest SAMPLED_RUNS promised runs only (the answer says how many
-runs it covered). bench/compliance.py measures it on a disk with 100,000 runs. Runs whose snapshot and disk had
-no IOPS limit are counted apart ("no promise").
+Nothing loads every run. What no tolerance changes (the runs with and without a promise, their efficiency, limits,
+first and last finish, and per UTC hour of the finish the runs and their efficiency) is summed by the database from
+the day rollup (RunResultDay, a row a profile and day, kept as each result is recorded) for the whole days of the
+period, and from the results themselves for the part days at its ends. The misses depend on the tolerance asked,
+so they come from one scan of the period's promised runs in time order that returns one small integer a run (its
+profile and whether it missed): the counts of each profile and the longest streak are read off those. The
+per-second share comes from the RunSample rows of the period's newest SAMPLED_RUNS promised runs only (the answer
+says how many runs it covered). bench/compliance.py measures it on a disk with 100,000 runs. Runs whose snapshot and
+disk had no IOPS limit are counted apart ("no promise").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection
 from django.db.models import Case, Count, F, FloatField, Max, Min, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
-from jobs.models import Disk, Run, RunResult, RunSample
+from jobs import timeseries
+from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample
 
 PERIODS = {"7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90), "all": None}
 DEFAULT_PERIOD = "30d"
@@ -151,50 +157,220 @@ def disk_compliance(disk: Disk, query: Query) -> dict[str, Any]:
     """The disk's compliance over the query's period (see the module's docstring)."""
     results = query.results(disk)
     promised = results.filter(limit_iops__gt=0, total_iops__isnull=False)
-    groups = _groups(results, query.threshold)
-    runs, below = sum(g["runs"] for g in groups), sum(g["below"] for g in groups)
-    efficiency = sum(g["efficiency_sum"] or 0.0 for g in groups)
-    first = min((g["first"] for g in groups), default=None)
-    last = max((g["last"] for g in groups), default=None)
+    tally = _tally(disk, query)
+    misses = _misses(promised, query.threshold, sorted(tally.profiles))
+    profiles = tally.profiles.values()
+    runs = sum(p.runs for p in profiles)
+    below = sum(misses.below.values())
     return {
         **query.as_dict(),
         "runs": runs,
         "below": below,
         "below_share": below / runs if runs else None,
-        "no_promise": sum(g["no_promise"] for g in groups),
-        "mean_efficiency": efficiency / runs if runs else None,
-        "first_run_at": _iso(first),
-        "last_run_at": _iso(last),
+        "no_promise": sum(p.no_promise for p in profiles),
+        "mean_efficiency": sum(p.efficiency_sum for p in profiles) / runs if runs else None,
+        "first_run_at": _iso_ms(min((p.first_ms for p in profiles if p.first_ms is not None), default=None)),
+        "last_run_at": _iso_ms(max((p.last_ms for p in profiles if p.last_ms is not None), default=None)),
         "seconds": _seconds(promised, query.threshold),
-        "worst_hour": _worst_hour(groups),
-        "longest_streak": _longest_streak(promised, query.threshold),
-        "limit": _limit(promised, changed=any(g["limit_min"] != g["limit_max"] for g in groups if g["runs"])),
-        "by_profile": _by_profile(groups),
+        "worst_hour": _worst_hour(tally.hours),
+        "longest_streak": misses.longest_streak(promised),
+        "limit": _limit(promised, changed=any(p.limit_changed for p in profiles)),
+        "by_profile": _by_profile(tally.profiles, misses.below),
         "judged_against": "baseline",
     }
 
 
-def _groups(results: QuerySet[RunResult], threshold: float) -> list[dict[str, Any]]:
-    """One scan of the period's rows, grouped by profile and UTC hour of the finish (the hour from the epoch
-    milliseconds: integer arithmetic in SQL, the same on SQLite and PostgreSQL). The answer's totals, its profiles
-    and its worst hour are sums of these few rows."""
+# ----------------------------------------------------------------------------- what no tolerance changes
+
+
+@dataclass
+class ProfileTally:
+    """One profile's runs in the period: with a promise, without one, the promised runs' efficiency sum and
+    lowest and highest limit, the first and last finish (ms since the epoch)."""
+
+    runs: int = 0
+    no_promise: int = 0
+    efficiency_sum: float = 0.0
+    limit_min: float | None = None
+    limit_max: float | None = None
+    first_ms: int | None = None
+    last_ms: int | None = None
+
+    @property
+    def limit_changed(self) -> bool:
+        return self.runs > 0 and self.limit_min != self.limit_max
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Add a day's or a group's counts (keys as _groups names them)."""
+        self.runs += row["runs"]
+        self.no_promise += row["no_promise"]
+        self.efficiency_sum += row["efficiency_sum"] or 0.0
+        self.limit_min = _least(self.limit_min, row["limit_min"])
+        self.limit_max = _most(self.limit_max, row["limit_max"])
+        self.first_ms = _least(self.first_ms, row["first"])
+        self.last_ms = _most(self.last_ms, row["last"])
+
+
+def _least(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _most(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else max(a, b)
+
+
+@dataclass
+class Tally:
+    """The period's runs by profile name, and by UTC hour of the finish the promised runs and their efficiency
+    sum (over every profile asked)."""
+
+    profiles: dict[str, ProfileTally]
+    hours: dict[int, list[float]]
+
+    def add(self, name: str, row: Mapping[str, Any], hours: list[list[Any]]) -> None:
+        self.profiles.setdefault(name, ProfileTally()).add(row)
+        for hour, runs, efficiency_sum in hours:
+            summed = self.hours.setdefault(hour, [0, 0.0])
+            summed[0] += runs
+            summed[1] += efficiency_sum or 0.0
+
+
+# What the day rollup's columns sum to over a period, by profile (named apart from the columns: Django refuses an
+# aggregate named as a field).
+DAY_SUMS = {
+    "runs": Sum("promised"), "no_promise": Sum("no_promise"), "efficiency_sum": Sum("efficiency_sum"),
+    "limit_min": Min("limit_min"), "limit_max": Max("limit_max"), "first": Min("first_ms"), "last": Max("last_ms"),
+}  # fmt: skip
+WHATS = ("runs", "efficiency")
+HOUR_SUMS = {
+    f"summed_{timeseries.hour_field(hour, what)}": Sum(timeseries.hour_field(hour, what))
+    for hour in range(24)
+    for what in WHATS
+}
+
+
+def _tally(disk: Disk, query: Query) -> Tally:
+    """The whole UTC days inside the period from the disk's day rollup (RunResultDay: a row a profile and day),
+    the part days at its ends from the results themselves: the sums one scan of every result would give."""
+    tally = Tally({}, {})
+    first_day, end_day = _whole_days(query)
+    results = query.results(disk)
+    if first_day is not None and end_day is not None and first_day >= end_day:
+        edges = results  # the period lies within two days: its results are few
+    else:
+        days = RunResultDay.objects.filter(disk=disk, **_profile_lookup(query.profile))
+        outside = Q()
+        if first_day is not None:
+            days = days.filter(day__gte=first_day)
+            outside |= Q(finished_at__lt=timeseries.midnight(first_day))
+        if end_day is not None:
+            days = days.filter(day__lt=end_day)
+            outside |= Q(finished_at__gte=timeseries.midnight(end_day))
+        for name, counts, hours in _summed_days(days):
+            tally.add(name, counts, hours)
+        if not outside:
+            return tally
+        edges = results.filter(outside)
+    for group in _groups(edges):
+        tally.add(group["profile_name"], group, [[group["hour"], group["runs"], group["efficiency_sum"]]])
+    return tally
+
+
+def _summed_days(days: QuerySet[RunResultDay]) -> Iterator[tuple[str, dict[str, Any], list[list[Any]]]]:
+    """The days' columns summed by the database, a profile at a time: its name, its counts (keys as _groups
+    names them) and its [hour, runs, efficiency sum] for each UTC hour."""
+    sums = {f"summed_{key}": summed for key, summed in DAY_SUMS.items()}
+    rows = cast("Iterable[dict[str, Any]]", days.values("profile_name").annotate(**sums, **HOUR_SUMS).order_by())
+    for row in rows:
+        hours = [[hour, *(row[f"summed_{timeseries.hour_field(hour, what)}"] for what in WHATS)] for hour in range(24)]
+        yield row["profile_name"], {key: row[f"summed_{key}"] for key in DAY_SUMS}, hours
+
+
+def _whole_days(query: Query) -> tuple[int | None, int | None]:
+    """The first UTC day wholly inside the period and the day after its last (None: unbounded)."""
+    first = end = None
+    if query.since is not None:
+        first = -(-timeseries.epoch_ms(query.since) // timeseries.DAY_MS)
+        if timeseries.midnight(first) < query.since:  # less than a millisecond past a midnight
+            first += 1
+    if query.until is not None:
+        end = timeseries.utc_day(timeseries.epoch_ms(query.until))
+    return first, end
+
+
+def _profile_lookup(profile: str) -> dict[str, Any]:
+    if not profile:
+        return {}
+    return {"profile_id": int(profile)} if _whole(profile) else {"profile_name": profile}
+
+
+def _groups(results: QuerySet[RunResult]) -> list[dict[str, Any]]:
+    """Some results' counts grouped by profile and UTC hour of the finish (the hour from the epoch milliseconds:
+    integer arithmetic in SQL, the same on SQLite and PostgreSQL)."""
     promise = Q(limit_iops__gt=0, total_iops__isnull=False)
     rows = (
-        results.annotate(hour=F("finished_ms") / 3_600_000 % 24)
+        results.annotate(hour=F("finished_ms") / timeseries.HOUR_MS % 24)
         .values("profile_name", "hour")
         .annotate(
             runs=Count("pk", filter=promise),
-            below=Count("pk", filter=promise & Q(total_iops__lt=F("limit_iops") * threshold)),
             no_promise=Count("pk", filter=Q(limit_iops__isnull=True) | Q(limit_iops__lte=0)),
             efficiency_sum=Sum(F("total_iops") / Cast("limit_iops", FloatField()), filter=promise),
             limit_min=Min("limit_iops", filter=promise),
             limit_max=Max("limit_iops", filter=promise),
-            first=Min("finished_at"),
-            last=Max("finished_at"),
+            first=Min("finished_ms"),
+            last=Max("finished_ms"),
         )
         .order_by()
     )
     return [dict(row) for row in rows]
+
+
+# ----------------------------------------------------------------------------- the misses
+
+
+@dataclass
+class Misses:
+    """The promised runs below the threshold: how many of each profile, and where the longest unbroken run of
+    them lies in time order (its first place among the period's promised runs, and its length)."""
+
+    below: dict[str, int]
+    streak_start: int
+    streak_length: int
+
+    def longest_streak(self, promised: QuerySet[RunResult]) -> dict[str, Any]:
+        """The longest streak's length and the finish times of its first and last run."""
+        if not self.streak_length:
+            return {"runs": 0, "from": None, "to": None}
+        ordered = promised.order_by("finished_at", "run_id").values_list("finished_ms", flat=True)
+        times = list(ordered[self.streak_start : self.streak_start + self.streak_length])
+        return {"runs": self.streak_length, "from": _iso_ms(times[0]), "to": _iso_ms(times[-1])}
+
+
+def _misses(promised: QuerySet[RunResult], threshold: float, names: list[str]) -> Misses:
+    """One scan of the period's promised runs in time order (the order of the (disk, finished_at) index), one
+    small number a run: its profile's place in `names` times two, plus one for a miss. How often each number
+    comes gives every profile's misses, the ones and zeros in order the longest streak. Only integers cross from
+    the database, and the tolerance can be any: that is why the misses are not in the day rollup."""
+    coded = promised.annotate(
+        code=Case(
+            *(When(profile_name=name, then=Value(2 * i)) for i, name in enumerate(names)),
+            default=Value(2 * len(names)),
+        )
+        + Case(When(total_iops__lt=F("limit_iops") * threshold, then=Value(1)), default=Value(0))
+    )
+    sql, params = coded.order_by("finished_at", "run_id").values_list("code").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        codes = [code for (code,) in cursor.fetchall()]
+    counts = Counter(codes)
+    below = {name: counts[2 * i + 1] for i, name in enumerate(names)}
+    # The streaks are the pieces between kept runs; the latest of the longest is the one told.
+    lengths = [len(piece) for piece in bytes(code & 1 for code in codes).split(b"\x00")]
+    longest = max(lengths, default=0)
+    if not longest:
+        return Misses(below, 0, 0)
+    last = len(lengths) - 1 - lengths[::-1].index(longest)
+    return Misses(below, sum(lengths[:last]) + last, longest)  # each kept run before it takes one place
 
 
 def _seconds(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
@@ -230,49 +406,17 @@ def _seconds(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
     }
 
 
-def _worst_hour(groups: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _worst_hour(hours: dict[int, list[float]]) -> dict[str, Any] | None:
     """The hour of the day (UTC, by each run's finish) whose runs had the lowest mean efficiency."""
-    hours: dict[int, list[float]] = {}
-    for group in groups:
-        if group["runs"]:
-            summed = hours.setdefault(group["hour"], [0.0, 0])
-            summed[0] += group["efficiency_sum"]
-            summed[1] += group["runs"]
-    if not hours:
+    counted = {hour: summed for hour, summed in hours.items() if summed[0]}
+    if not counted:
         return None
-    hour, (total, runs) = min(hours.items(), key=lambda item: (item[1][0] / item[1][1], item[0]))
+    hour, (runs, total) = min(counted.items(), key=lambda item: (item[1][1] / item[1][0], item[0]))
     return {"hour": hour, "zone": "UTC", "mean_efficiency": total / runs, "runs": int(runs)}
 
 
-def _longest_streak(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
-    """The longest run of consecutive misses in time order (gaps and islands in SQL: never every row in Python),
-    the latest of equal lengths."""
-    flagged = promised.annotate(
-        t=F("finished_ms"),
-        f=F("finished_at"),
-        r=F("run_id"),
-        miss=Case(When(total_iops__lt=F("limit_iops") * threshold, then=Value(1)), default=Value(0)),
-    ).values_list("t", "f", "r", "miss")
-    inner, params = flagged.query.sql_with_params()
-    # Each miss's island is the number of kept runs before it: one running sum, in the order of the (disk,
-    # finished_at) index, which holds the run id too.
-    sql = f"""
-        SELECT COUNT(*) AS n, MIN(t), MAX(t) FROM (
-            SELECT t, miss, SUM(1 - miss) OVER (ORDER BY f, r ROWS UNBOUNDED PRECEDING) AS island
-            FROM ({inner}) AS flagged
-        ) AS islands WHERE miss = 1 GROUP BY island ORDER BY n DESC, MAX(t) DESC LIMIT 1
-    """  # noqa: S608  (the inner query is Django's, its values are parameters)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        return {"runs": 0, "from": None, "to": None}
-    n, first_ms, last_ms = row
-    return {"runs": n, "from": _iso_ms(first_ms), "to": _iso_ms(last_ms)}
-
-
-def _iso_ms(ms: int) -> str | None:
-    return _iso(datetime.fromtimestamp(ms / 1000, UTC))
+def _iso_ms(ms: int | None) -> str | None:
+    return None if ms is None else _iso(datetime.fromtimestamp(ms / 1000, UTC))
 
 
 def _limit(promised: QuerySet[RunResult], *, changed: bool) -> dict[str, Any] | None:
@@ -299,17 +443,14 @@ def _limit(promised: QuerySet[RunResult], *, changed: bool) -> dict[str, Any] | 
     }
 
 
-def _by_profile(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    profiles: dict[str, dict[str, int]] = {}
-    for group in groups:
-        summed = profiles.setdefault(group["profile_name"], {"runs": 0, "below": 0, "no_promise": 0})
-        for key in summed:
-            summed[key] += group[key]
+def _by_profile(profiles: dict[str, ProfileTally], below: dict[str, int]) -> list[dict[str, Any]]:
     return [
         {
             "profile": name or "(no profile)",
-            **counts,
-            "below_share": counts["below"] / counts["runs"] if counts["runs"] else None,
+            "runs": tally.runs,
+            "below": below.get(name, 0),
+            "no_promise": tally.no_promise,
+            "below_share": below.get(name, 0) / tally.runs if tally.runs else None,
         }
-        for name, counts in sorted(profiles.items())
+        for name, tally in sorted(profiles.items())
     ]
