@@ -150,7 +150,7 @@ def _iso(moment: datetime | None) -> str | None:
 def disk_compliance(disk: Disk, query: Query) -> dict[str, Any]:
     """The disk's compliance over the query's period (see the module's docstring)."""
     results = query.results(disk)
-    promised = results.filter(limit_iops__gt=0, total_iops__isnull=False)
+    promised = results.filter(PROMISED)
     groups = _groups(results, query.threshold)
     runs, below = sum(g["runs"] for g in groups), sum(g["below"] for g in groups)
     efficiency = sum(g["efficiency_sum"] or 0.0 for g in groups)
@@ -174,17 +174,39 @@ def disk_compliance(disk: Disk, query: Query) -> dict[str, Any]:
     }
 
 
+# A result held against a promise: it has an IOPS limit and a measured total.
+PROMISED = Q(limit_iops__gt=0, total_iops__isnull=False)
+
+
+def missed(threshold: float) -> Q:
+    """A promised result below the promise less the tolerance (threshold: the share it must reach)."""
+    return PROMISED & Q(total_iops__lt=F("limit_iops") * threshold)
+
+
+def by_series(query: Query, disks: QuerySet[Disk]) -> list[dict[str, Any]]:
+    """For every disk of `disks` and profile (by name) with results in the query's period: its promised runs and
+    how many were below (`disk_id`, `profile_name`, `runs`, `below`), in one grouped scan of the result rows,
+    whatever the number of disks. The Prometheus scrape's compliance series (jobs/metrics/scrape.py)."""
+    rows = (
+        query.results_on(disks)
+        .values("disk_id", "profile_name")
+        .annotate(runs=Count("pk", filter=PROMISED), below=Count("pk", filter=missed(query.threshold)))
+        .order_by()
+    )
+    return [dict(row) for row in rows]
+
+
 def _groups(results: QuerySet[RunResult], threshold: float) -> list[dict[str, Any]]:
     """One scan of the period's rows, grouped by profile and UTC hour of the finish (the hour from the epoch
     milliseconds: integer arithmetic in SQL, the same on SQLite and PostgreSQL). The answer's totals, its profiles
     and its worst hour are sums of these few rows."""
-    promise = Q(limit_iops__gt=0, total_iops__isnull=False)
+    promise = PROMISED
     rows = (
         results.annotate(hour=F("finished_ms") / 3_600_000 % 24)
         .values("profile_name", "hour")
         .annotate(
             runs=Count("pk", filter=promise),
-            below=Count("pk", filter=promise & Q(total_iops__lt=F("limit_iops") * threshold)),
+            below=Count("pk", filter=missed(threshold)),
             no_promise=Count("pk", filter=Q(limit_iops__isnull=True) | Q(limit_iops__lte=0)),
             efficiency_sum=Sum(F("total_iops") / Cast("limit_iops", FloatField()), filter=promise),
             limit_min=Min("limit_iops", filter=promise),
