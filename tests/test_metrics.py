@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import requests
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
@@ -16,8 +17,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from benchweb.celery import app
 from jobs.api.models import ApiToken
 from jobs.metrics import workers
-from jobs.models import Membership, Run, RunResult
+from jobs.models import Disk, Membership, Run, RunResult
 from jobs.results import compliance
+from jobs.runs import queueing
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 from tests.factories import DiskFactory, HostFactory, ProfileFactory, RunFactory, TeamFactory, fio_summary
 
 pytestmark = pytest.mark.django_db
@@ -227,9 +230,30 @@ def test_an_unreachable_broker_is_reported_down_and_no_worker_count_is_made_up(t
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_live_worker_answers_the_ping(team, worker):
-    got = scrape(Client(), token_for(team, "prom"))
-    assert got["benchweb_broker_up"][()] == 1
-    assert got["benchweb_workers_answering"][()] >= 1
-    names = [dict(labels)["worker"] for labels in got["benchweb_worker_up"]]
-    assert any(name.startswith("test0-") for name in names), names
+def test_a_live_server_scraped_over_http_reports_a_real_fio_run_and_the_worker_that_ran_it(
+    fio_installed, sshd, worker, live_server, tmp_path
+):
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom",
+                               spec_iops=50000)  # fmt: skip
+    run = wait_final(queueing.request_run(disk, quick_profile(team)))
+    assert run.state == Run.State.SUCCEEDED, run.explanation
+
+    answer = requests.get(f"{live_server.url}/metrics", headers={"Authorization": f"Bearer {token_for(team, 'p')}"},
+                          timeout=30)  # fmt: skip
+    assert answer.status_code == 200 and answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    got = parse(answer.text)
+
+    result = RunResult.objects.get(run=run)
+    labels = series(team, host, disk, "quick randread")
+    assert got["benchweb_latest_run_iops"][labels] == result.total_iops > 100
+    assert got["benchweb_latest_run_bandwidth_bytes_per_second"][labels] == result.bw_bytes_per_s
+    read_p99 = got["benchweb_latest_run_p99_latency_seconds"][
+        series(team, host, disk, "quick randread", direction="read")
+    ]
+    assert read_p99 == pytest.approx(result.read_p99_us / 1e6)
+    assert got["benchweb_latest_run_efficiency_ratio"][labels] == pytest.approx(result.total_iops / 50000)
+    assert got["benchweb_runs"][(("state", "succeeded"), ("team", team.name))] == 1
+    assert got["benchweb_broker_up"][()] == 1 and got["benchweb_workers_answering"][()] >= 1
+    assert any(dict(labels)["worker"].startswith("test0-") for labels in got["benchweb_worker_up"])
+    assert requests.get(f"{live_server.url}/metrics", timeout=30).status_code == 401
