@@ -3,6 +3,7 @@ the numbers of the database's latest runs; no token, a wrong one or another team
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -22,6 +23,7 @@ from jobs.results import compliance
 from jobs.runs import queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 from tests.factories import DiskFactory, HostFactory, ProfileFactory, RunFactory, TeamFactory, fio_summary
+from tests.test_stack import stack  # noqa: F401  (the fixture: ./bw run started for real)
 
 pytestmark = pytest.mark.django_db
 
@@ -257,3 +259,32 @@ def test_a_live_server_scraped_over_http_reports_a_real_fio_run_and_the_worker_t
     assert got["benchweb_broker_up"][()] == 1 and got["benchweb_workers_answering"][()] >= 1
     assert any(dict(labels)["worker"].startswith("test0-") for labels in got["benchweb_worker_up"])
     assert requests.get(f"{live_server.url}/metrics", timeout=30).status_code == 401
+
+
+SERVER_TOKEN = "a-server-wide-token-for-the-stack-test-0123456789"
+
+
+@pytest.fixture
+def server_token(monkeypatch) -> str:
+    """BENCHWEB_METRICS_TOKEN in the environment the `stack` fixture (./bw run) starts with."""
+    monkeypatch.setenv("BENCHWEB_METRICS_TOKEN", SERVER_TOKEN)
+    return SERVER_TOKEN
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_run_command_serves_metrics_to_its_token_and_reports_its_own_worker(server_token, request):
+    _, _, port, _ = request.getfixturevalue("stack")  # ./bw run, started with server_token in its environment
+    url = f"http://127.0.0.1:{port}/metrics"
+    assert requests.get(url, timeout=30).status_code == 401
+    deadline = time.monotonic() + 60
+    while True:  # the stack's worker may still be starting; a web process keeps a ping's answer 15 s
+        answer = requests.get(url, headers={"Authorization": f"Bearer {server_token}"}, timeout=30)
+        assert answer.status_code == 200, answer.text
+        got = parse(answer.text)
+        if got.get("benchweb_workers_answering", {}).get((), 0) >= 1:
+            break
+        assert time.monotonic() < deadline, answer.text
+        time.sleep(2)
+    assert got["benchweb_broker_up"][()] == 1
+    assert 0 < got["benchweb_scrape_duration_seconds"][()] < 5
