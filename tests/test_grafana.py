@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from jobs import checks
 from jobs.metrics import grafana
 from jobs.models import Annotation, ChangePoint
 from tests.factories import ProfileFactory
@@ -165,3 +166,13 @@ def test_change_points_found_as_runs_are_recorded_reach_grafana_through_a_worker
         assert time.monotonic() < deadline, f"missing {wanted - got}; received {receiver.received}"
         time.sleep(0.3)
     assert {p["authorization"] for p in receiver.received} == {f"Bearer {TOKEN}"}
+
+
+def test_half_a_grafana_setting_a_bad_address_and_a_short_metrics_token_are_warned_of(settings):
+    settings.GRAFANA_URL, settings.GRAFANA_TOKEN, settings.METRICS_TOKEN = "grafana.example.com", "", "short"
+    found = {w.id: w.msg for w in checks.prometheus_and_grafana_settings(None)}
+    assert set(found) == {"benchweb.W002", "benchweb.W003", "benchweb.W004"}
+    assert "BENCHWEB_GRAFANA_TOKEN is not set" in found["benchweb.W003"]
+    settings.GRAFANA_URL, settings.GRAFANA_TOKEN = "https://grafana.example.com", TOKEN
+    settings.METRICS_TOKEN = "x" * 64
+    assert checks.prometheus_and_grafana_settings(None) == []

@@ -43,7 +43,7 @@ class Scrape:
 
     def collect(self) -> Iterator[Metric]:
         began = time.perf_counter()
-        disks = Disk.objects.filter(team_id__in=self.teams)
+        disks = Disk.objects.filter(team_id__in=list(self.teams))
         yield from _latest(disks)
         yield from _compliance(disks, self.now)
         yield from _runs(self.teams)
@@ -131,7 +131,7 @@ def _compliance(disks: QuerySet[Disk], now: datetime) -> Iterator[Metric]:
 
 
 def _runs(teams: dict[int, str]) -> Iterator[Metric]:
-    rows = Run.objects.filter(team_id__in=teams).values("team_id", "state").annotate(n=Count("pk")).order_by()
+    rows = Run.objects.filter(team_id__in=list(teams)).values("team_id", "state").annotate(n=Count("pk")).order_by()
     counted = {(row["team_id"], row["state"]): row["n"] for row in rows}
     runs = _gauge("benchweb_runs", "Runs kept in each state (the final states count all runs kept).", ("team", "state"))
     for team_id, name in sorted(teams.items(), key=lambda item: item[1]):
@@ -148,7 +148,7 @@ def _waits(teams: dict[int, str], now: datetime) -> Iterator[Metric]:
         When(state=Run.State.QUEUED, then=Coalesce("queued_at", "created_at")),
         default=Coalesce("not_before", "created_at"),
     )
-    rows = Run.objects.filter(due, team_id__in=teams).values("team_id", "state")
+    rows = Run.objects.filter(due, team_id__in=list(teams)).values("team_id", "state")
     found = {(row["team_id"], row["state"]): row for row in rows.annotate(n=Count("pk"), since=Min(since)).order_by()}
     waiting = _gauge(
         "benchweb_waiting_runs",
