@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import json
 import os
 import pwd
 import re
@@ -123,6 +124,36 @@ def each_database(script: str, argv: list[str], *, capture: bool = True) -> Iter
     for db in DATABASES:
         yield run_child([sys.executable, str(Path(script).resolve()), *rest, "--db", db,
                          *(["--json"] if capture else [])], capture=capture)  # fmt: skip
+
+
+def measure_and_report(script: str, argv: list[str], args: argparse.Namespace, name: str,
+                       measure: Callable[[argparse.Namespace, Stack], dict[str, Any]],
+                       report: Callable[[list[dict[str, Any]]], bool]) -> int:  # fmt: skip
+    """The end of a script's main(): with --db both, the script once per database in a child (each_database) and
+    their results reported together; else measure(args, stack) in a Stack of its own, closed whatever happens.
+    --json prints the results instead of (one database) or as well as (both) the report. The exit status: 0 the
+    report's target met, 1 missed, 2 the measurement failed, 130 interrupted."""
+    if args.db == "both":
+        results = []
+        try:
+            for status, out in each_database(script, argv):
+                if status in (2, 130) or not out.strip():
+                    return status or 2
+                results.extend(json.loads(out))
+        except KeyboardInterrupt:
+            return 130
+    else:
+        stack = Stack(f"benchweb-{name}-{args.db}-")
+        status, result = run_guarded(f"{name} [{args.db}]", stack, lambda: measure(args, stack))
+        if result is None:
+            return status
+        results = [result]
+    if args.json and args.db != "both":
+        print(json.dumps(results))
+        return 0
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0 if report(results) else 1
 
 
 # ----------------------------------------------------------------------------------------- processes
