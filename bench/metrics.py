@@ -11,8 +11,10 @@ the CPU time in this process, the number of SQL queries (which must not grow wit
 asserts that) and the number of samples. No broker runs here: the worker ping fails at once, so this times the
 database part of a scrape; a ping that reaches a broker adds at most 0.5 s, once every 15 s per web process.
 
-Target: median <= 300 ms (the overview page's budget for the same 200 disks). Exit status: 0 met, 1 missed, 2 the
-measurement failed.
+Target: median <= 1 s, a tenth of Prometheus's default scrape_timeout (10 s). The work grows with the disks and
+profiles (the samples, about 8 per disk and profile, and their formatting by prometheus_client) and with the days
+of history (the latest results are ranked over the whole per-day rollup: one row per disk, profile and day), not
+with the runs per day. Exit status: 0 met, 1 missed, 2 the measurement failed.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from benchkit import (
 )
 
 DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_metricsbench"
-TARGET_MEDIAN_MS = 300.0
+TARGET_MEDIAN_MS = 1000.0
 HOSTS = 20
 PROFILE_NAMES = ("randread-4k", "randwrite-4k", "randrw-4k", "seqread-1m", "seqwrite-1m", "randread-64k",
                  "randread-8k", "randwrite-8k")  # fmt: skip

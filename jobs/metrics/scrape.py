@@ -6,6 +6,9 @@ The number of queries does not grow with the disks (bench/metrics.py measures 20
 latest result of every disk and profile comes through the per-day rollup (RunResultDay, ranked newest first in
 SQL), then one read of those results with their disk, host and team; the compliance is one grouped scan of the
 period's results (jobs/results/compliance.by_series); runs by state and the waits are one grouped query each.
+The ranking reads the whole rollup, so it grows with the days of history (not with the runs per day): a pointer
+to each series' latest result, kept by RunResult.record, would make it constant, at the cost of a table to keep
+in step with every writer of results.
 
 What a run did not measure (the write latency of a read-only workload, the efficiency of a disk without a limit)
 is left out, never reported as 0.
