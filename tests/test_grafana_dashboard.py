@@ -30,7 +30,7 @@ def dashboard() -> dict:
 def queries(board: dict) -> list[str]:
     """Every PromQL expression: the panels' targets and the variables' queries."""
     found = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
-    return found + [v["query"]["query"] for v in board["templating"]["list"]]
+    return found + [v["query"] for v in board["templating"]["list"]]
 
 
 def test_every_query_filters_by_the_chosen_team_and_reads_the_datasource_input():
