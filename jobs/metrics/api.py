@@ -21,8 +21,8 @@ from jobs.metrics.scrape import Scrape
 from jobs.models import Team
 
 WHAT_TO_SEND = (
-    "Send 'Authorization: Bearer <token>': an API token of your team (Account > API tokens, or manage.py "
-    "create_api_token <user>), or the BENCHWEB_METRICS_TOKEN of this server. In Prometheus: "
+    "Send 'Authorization: Bearer <token>': an API token of your team (the API tokens page, /account/tokens/, or "
+    "manage.py create_api_token <user>), or the BENCHWEB_METRICS_TOKEN of this server. In Prometheus: "
     "authorization: {credentials_file: /etc/prometheus/benchweb.token}."
 )
 

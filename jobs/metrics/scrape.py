@@ -53,7 +53,8 @@ class Scrape:
         yield from _waits(self.teams, self.now)
         yield from _workers()
         took = GaugeMetricFamily(
-            "benchweb_scrape_duration_seconds", "How long this scrape's database queries and worker ping took."
+            "benchweb_scrape_duration_seconds",
+            "How long this scrape took up to this line: its queries, the worker ping, writing the lines above.",
         )
         took.add_metric([], time.perf_counter() - began)
         yield took
