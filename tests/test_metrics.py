@@ -230,6 +230,13 @@ def test_an_unreachable_broker_is_reported_down_and_no_worker_count_is_made_up(t
     assert "benchweb_workers_answering" not in got
 
 
+def test_one_ping_answers_the_scrapes_of_the_next_15_seconds(monkeypatch):
+    first = workers.seen()
+    assert workers.seen() is first
+    monkeypatch.setattr(workers.time, "time", lambda: first.at + workers.PING_EVERY)
+    assert workers.seen().at == first.at + workers.PING_EVERY
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_live_server_scraped_over_http_reports_a_real_fio_run_and_the_worker_that_ran_it(

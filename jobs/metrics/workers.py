@@ -31,11 +31,11 @@ _lock = threading.Lock()
 _last: Seen | None = None
 
 
-def seen(now: float | None = None) -> Seen:
+def seen() -> Seen:
     """The last ping's answer, pinging afresh when it is PING_EVERY old."""
     global _last
     with _lock:
-        now = time.time() if now is None else now
+        now = time.time()
         if _last is None or now - _last.at >= PING_EVERY:
             _last = _ping(now)
         return _last
