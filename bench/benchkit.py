@@ -156,6 +156,33 @@ def measure_and_report(script: str, argv: list[str], args: argparse.Namespace, n
     return 0 if report(results) else 1
 
 
+def time_gets(client: Any, url: str, warmup: int, requests: int) -> tuple[list[float], list[float], int, bytes]:
+    """GET url through a Django test client: `warmup` untimed requests, `requests` timed ones, and one more that
+    counts the queries. (wall ms of each, CPU ms of each in this process, the queries, the last body); an answer
+    other than 200 is a BenchError."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def ask() -> tuple[float, float, bytes]:
+        began, cpu = time.perf_counter(), time.process_time()
+        response = client.get(url)
+        elapsed, cpu = (time.perf_counter() - began) * 1000, (time.process_time() - cpu) * 1000
+        if response.status_code != 200:
+            raise BenchError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
+        return elapsed, cpu, response.content
+
+    for _ in range(warmup):
+        ask()
+    times, cpu_times = [], []
+    for _ in range(requests):
+        elapsed, cpu, _ = ask()
+        times.append(elapsed)
+        cpu_times.append(cpu)
+    with CaptureQueriesContext(connection) as queries:
+        _, _, body = ask()
+    return times, cpu_times, len(queries), body
+
+
 # ----------------------------------------------------------------------------------------- processes
 
 

@@ -21,13 +21,11 @@ import os
 import random
 import statistics
 import sys
-import time
 from typing import Any
 
 import chart_endpoint
 from benchkit import (
     PG_SERVER,
-    BenchError,
     Stack,
     add_database_options,
     configure_django,
@@ -36,6 +34,7 @@ from benchkit import (
     p95_rounded,
     say,
     server_version,
+    time_gets,
 )
 
 DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_compliancebench"
@@ -79,32 +78,14 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
 
 def _ask(client: Any, url: str, args: argparse.Namespace) -> dict[str, Any]:
     """--warmup untimed requests, --requests timed ones, and one more that counts the queries."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
-    def ask() -> tuple[float, float, bytes]:
-        began, cpu = time.perf_counter(), time.process_time()
-        response = client.get(url)
-        elapsed, cpu = (time.perf_counter() - began) * 1000, (time.process_time() - cpu) * 1000
-        if response.status_code != 200:
-            raise BenchError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
-        return elapsed, cpu, response.content
-
-    for _ in range(args.warmup):
-        ask()
-    times, cpu_times = [], []
-    for _ in range(args.requests):
-        elapsed, cpu, _ = ask()
-        times.append(elapsed)
-        cpu_times.append(cpu)
-    with CaptureQueriesContext(connection) as queries:
-        _, _, body = ask()
+    times, cpu_times, queries, body = time_gets(client, url, args.warmup, args.requests)
     data = json.loads(body)
     return {
         "runs": data["runs"],
         "below_share": data["below_share"],
         "seconds": data["seconds"]["seconds"],
-        "queries": len(queries),
+        "queries": queries,
         "times_ms": times,
         "cpu_ms": cpu_times,
     }

@@ -30,7 +30,6 @@ from typing import Any
 
 from benchkit import (
     PG_SERVER,
-    BenchError,
     Stack,
     add_database_options,
     configure_django,
@@ -39,6 +38,7 @@ from benchkit import (
     p95_rounded,
     say,
     server_version,
+    time_gets,
 )
 
 DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_metricsbench"
@@ -99,7 +99,6 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     configure_django(stack, args.db, args.database_url)
     from django.db import connection
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
     from prometheus_client.parser import text_string_to_metric_families
 
     began = time.perf_counter()
@@ -110,29 +109,12 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
     client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {token}")
-
-    def ask() -> tuple[float, float, bytes]:
-        began, cpu = time.perf_counter(), time.process_time()
-        response = client.get("/metrics")
-        elapsed, cpu = (time.perf_counter() - began) * 1000, (time.process_time() - cpu) * 1000
-        if response.status_code != 200:
-            raise BenchError(f"/metrics answered {response.status_code}: {response.content[:300]!r}")
-        return elapsed, cpu, response.content
-
-    for _ in range(args.warmup):
-        ask()
-    times, cpu_times = [], []
-    for _ in range(args.requests):
-        elapsed, cpu, _ = ask()
-        times.append(elapsed)
-        cpu_times.append(cpu)
-    with CaptureQueriesContext(connection) as queries:
-        _, _, body = ask()
+    times, cpu_times, queries, body = time_gets(client, "/metrics", args.warmup, args.requests)
     families = list(text_string_to_metric_families(body.decode()))
     latest = next(f for f in families if f.name == "benchweb_latest_run_iops")
     return {
         "db": args.db, "server": server_version(), "runs": runs, "disks": args.disks, "profiles": args.profiles,
-        "times_ms": times, "cpu_ms": cpu_times, "queries": len(queries),
+        "times_ms": times, "cpu_ms": cpu_times, "queries": queries,
         "samples": sum(len(f.samples) for f in families), "latest_series": len(latest.samples),
         "bytes": len(body), "load_average": os.getloadavg(), "cpus": os.cpu_count(),
     }  # fmt: skip
