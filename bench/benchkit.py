@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import json
 import os
 import pwd
 import re
@@ -123,6 +124,63 @@ def each_database(script: str, argv: list[str], *, capture: bool = True) -> Iter
     for db in DATABASES:
         yield run_child([sys.executable, str(Path(script).resolve()), *rest, "--db", db,
                          *(["--json"] if capture else [])], capture=capture)  # fmt: skip
+
+
+def measure_and_report(script: str, argv: list[str], args: argparse.Namespace, name: str,
+                       measure: Callable[[argparse.Namespace, Stack], dict[str, Any]],
+                       report: Callable[[list[dict[str, Any]]], bool]) -> int:  # fmt: skip
+    """The end of a script's main(): with --db both, the script once per database in a child (each_database) and
+    their results reported together; else measure(args, stack) in a Stack of its own, closed whatever happens.
+    --json prints the results instead of (one database) or as well as (both) the report. The exit status: 0 the
+    report's target met, 1 missed, 2 the measurement failed, 130 interrupted."""
+    if args.db == "both":
+        results = []
+        try:
+            for status, out in each_database(script, argv):
+                if status in (2, 130) or not out.strip():
+                    return status or 2
+                results.extend(json.loads(out))
+        except KeyboardInterrupt:
+            return 130
+    else:
+        stack = Stack(f"benchweb-{name}-{args.db}-")
+        status, result = run_guarded(f"{name} [{args.db}]", stack, lambda: measure(args, stack))
+        if result is None:
+            return status
+        results = [result]
+    if args.json and args.db != "both":
+        print(json.dumps(results))
+        return 0
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0 if report(results) else 1
+
+
+def time_gets(client: Any, url: str, warmup: int, requests: int) -> tuple[list[float], list[float], int, bytes]:
+    """GET url through a Django test client: `warmup` untimed requests, `requests` timed ones, and one more that
+    counts the queries. (wall ms of each, CPU ms of each in this process, the queries, the last body); an answer
+    other than 200 is a BenchError."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def ask() -> tuple[float, float, bytes]:
+        began, cpu = time.perf_counter(), time.process_time()
+        response = client.get(url)
+        elapsed, cpu = (time.perf_counter() - began) * 1000, (time.process_time() - cpu) * 1000
+        if response.status_code != 200:
+            raise BenchError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
+        return elapsed, cpu, response.content
+
+    for _ in range(warmup):
+        ask()
+    times, cpu_times = [], []
+    for _ in range(requests):
+        elapsed, cpu, _ = ask()
+        times.append(elapsed)
+        cpu_times.append(cpu)
+    with CaptureQueriesContext(connection) as queries:
+        _, _, body = ask()
+    return times, cpu_times, len(queries), body
 
 
 # ----------------------------------------------------------------------------------------- processes

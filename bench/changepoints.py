@@ -24,7 +24,6 @@ Target: both GETs, the marks and one refresh with a median <= 150 ms (the chart 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -37,10 +36,9 @@ from benchkit import (
     Stack,
     add_database_options,
     configure_django,
-    each_database,
     interrupt_on_signals,
+    measure_and_report,
     p95_rounded,
-    run_guarded,
     say,
     server_version,
 )
@@ -167,27 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1 or args.requests < 1 or args.warmup < 0:
         parser.error("need --runs >= 1, --requests >= 1, --warmup >= 0")
     interrupt_on_signals()
-    if args.db == "both":
-        results = []
-        try:
-            for status, out in each_database(__file__, argv):
-                if status in (2, 130) or not out.strip():
-                    return status or 2
-                results.extend(json.loads(out))
-        except KeyboardInterrupt:
-            return 130
-    else:
-        stack = Stack(f"benchweb-changes-{args.db}-")
-        status, result = run_guarded(f"changepoints [{args.db}]", stack, lambda: measure(args, stack))
-        if result is None:
-            return status
-        results = [result]
-    if args.json and args.db != "both":
-        print(json.dumps(results))
-        return 0
-    if args.json:
-        print(json.dumps(results, indent=2))
-    return 0 if report(results) else 1
+    return measure_and_report(__file__, argv, args, "changepoints", measure, report)
 
 
 if __name__ == "__main__":

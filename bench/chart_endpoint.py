@@ -35,16 +35,15 @@ from typing import Any
 
 from benchkit import (
     PG_SERVER,
-    BenchError,
     Stack,
     add_database_options,
     configure_django,
-    each_database,
     interrupt_on_signals,
+    measure_and_report,
     p95_rounded,
-    run_guarded,
     say,
     server_version,
+    time_gets,
 )
 
 DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_chartbench"
@@ -187,26 +186,8 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
 
 def _ask(client: Any, url: str, args: argparse.Namespace) -> dict[str, Any]:
     """--warmup untimed requests, --requests timed ones, and one more that counts the queries."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
-    def ask() -> tuple[float, float, bytes]:
-        began, cpu = time.perf_counter(), time.process_time()
-        response = client.get(url)
-        elapsed, cpu = (time.perf_counter() - began) * 1000, (time.process_time() - cpu) * 1000
-        if response.status_code != 200:
-            raise BenchError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
-        return elapsed, cpu, response.content
-
-    for _ in range(args.warmup):
-        ask()
-    times, cpu_times = [], []
-    for _ in range(args.requests):
-        elapsed, cpu, _ = ask()
-        times.append(elapsed)
-        cpu_times.append(cpu)
-    with CaptureQueriesContext(connection) as queries:
-        _, _, body = ask()
+    times, cpu_times, queries, body = time_gets(client, url, args.warmup, args.requests)
     data = json.loads(body)
     lengths = [
         len(points["x"])
@@ -220,7 +201,7 @@ def _ask(client: Any, url: str, args: argparse.Namespace) -> dict[str, Any]:
         "series": len(lengths),
         "max_points_per_series": max(lengths, default=0),
         "payload_bytes": len(body),
-        "queries": len(queries),
+        "queries": queries,
         "times_ms": times,
         "cpu_ms": cpu_times,
     }
@@ -272,27 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1 or args.requests < 1 or args.warmup < 0:
         parser.error("need --runs >= 1, --requests >= 1, --warmup >= 0")
     interrupt_on_signals()
-    if args.db == "both":
-        results = []
-        try:
-            for status, out in each_database(__file__, argv):
-                if status in (2, 130) or not out.strip():
-                    return status or 2
-                results.extend(json.loads(out))
-        except KeyboardInterrupt:
-            return 130
-    else:
-        stack = Stack(f"benchweb-chart-{args.db}-")
-        status, result = run_guarded(f"chart_endpoint [{args.db}]", stack, lambda: measure(args, stack))
-        if result is None:
-            return status
-        results = [result]
-    if args.json and args.db != "both":
-        print(json.dumps(results))
-        return 0
-    if args.json:
-        print(json.dumps(results, indent=2))
-    return 0 if report(results) else 1
+    return measure_and_report(__file__, argv, args, "chart_endpoint", measure, report)
 
 
 if __name__ == "__main__":

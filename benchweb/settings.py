@@ -294,6 +294,14 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 30},
     },
 }
+# Prometheus: GET /metrics answers a team's API token with that team's series; this token, when set, scrapes
+# every team (give Prometheus a long random value, e.g. from `openssl rand -hex 32`).
+METRICS_TOKEN = os.environ.get("BENCHWEB_METRICS_TOKEN", "").strip()
+# Grafana: with both set, every new change point and annotation is posted to Grafana as an annotation (by a
+# worker, never holding up the run or the page that made it). The token is a service account's, role Editor.
+GRAFANA_URL = os.environ.get("BENCHWEB_GRAFANA_URL", "").strip().rstrip("/")
+GRAFANA_TOKEN = os.environ.get("BENCHWEB_GRAFANA_TOKEN", "").strip()
+
 # Retention: with BENCHWEB_RETENTION_DAYS set, a daily beat entry drops the raw output and per-second samples
 # of runs older than that (manage.py prune_results does the same by hand); summaries and charts stay.
 RETENTION_DAYS = int(os.environ.get("BENCHWEB_RETENTION_DAYS") or 0)

@@ -19,5 +19,6 @@ class JobsConfig(AppConfig):
 
     def ready(self) -> None:
         from jobs import checks  # noqa: F401  (registers the system checks)
+        from jobs.metrics import grafana  # noqa: F401  (connects the push of change points and annotations)
 
         post_migrate.connect(_sync_presets, sender=self)

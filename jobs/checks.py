@@ -21,3 +21,40 @@ def field_keys_are_shared(app_configs: Any, **kwargs: Any) -> list[Warning]:
             )
         ]
     return []
+
+
+# A token Prometheus sends on every scrape, for every team's series: long enough not to be guessed.
+METRICS_TOKEN_MIN_LENGTH = 32
+
+
+@register()
+def prometheus_and_grafana_settings(app_configs: Any, **kwargs: Any) -> list[Warning]:
+    found = []
+    if settings.METRICS_TOKEN and len(settings.METRICS_TOKEN) < METRICS_TOKEN_MIN_LENGTH:
+        found.append(
+            Warning(
+                f"BENCHWEB_METRICS_TOKEN is {len(settings.METRICS_TOKEN)} characters long; it reads every team's "
+                "series from /metrics.",
+                hint=f"Use at least {METRICS_TOKEN_MIN_LENGTH} random characters, e.g. `openssl rand -hex 32`.",
+                id="benchweb.W002",
+            )
+        )
+    if bool(settings.GRAFANA_URL) != bool(settings.GRAFANA_TOKEN):
+        missing = "BENCHWEB_GRAFANA_TOKEN" if settings.GRAFANA_URL else "BENCHWEB_GRAFANA_URL"
+        found.append(
+            Warning(
+                f"{missing} is not set, so change points and notes are not pushed to Grafana.",
+                hint="Set both BENCHWEB_GRAFANA_URL and BENCHWEB_GRAFANA_TOKEN, or neither.",
+                id="benchweb.W003",
+            )
+        )
+    if settings.GRAFANA_URL and not settings.GRAFANA_URL.startswith(("http://", "https://")):
+        found.append(
+            Warning(
+                f"BENCHWEB_GRAFANA_URL {settings.GRAFANA_URL!r} is not an http:// or https:// address; every push "
+                "to Grafana would fail.",
+                hint="Give Grafana's address as a browser reaches it, e.g. https://grafana.example.com.",
+                id="benchweb.W004",
+            )
+        )
+    return found

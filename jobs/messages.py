@@ -17,9 +17,21 @@ POLL_RUN = "jobs.poll_run"
 OBSERVE_HOST = "jobs.observe_host"
 COLLECT_RUN = "jobs.collect_run"
 STOP_RUN = "jobs.stop_run"
-NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN)
+PUSH_TO_GRAFANA = "jobs.push_to_grafana"
+NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN, PUSH_TO_GRAFANA)
 
 
 def send(name: str, *args: object, queue: str, countdown: float = 0) -> None:
     """Publish one task message on `queue`, to run `countdown` seconds from now."""
     current_app.send_task(name, args=list(args), queue=queue, countdown=countdown or None)
+
+
+def ping_workers(timeout: float) -> list[str]:
+    """The names of the workers that answer a broadcast ping within `timeout` seconds (Celery's remote control:
+    every worker answers, whatever queues it listens on). Waits the whole timeout. A broker that cannot be
+    reached raises kombu's OperationalError at once: the connection is tried once, not retried as task
+    messages are (six seconds of retries would hold up whoever asked)."""
+    with current_app.connection_for_write(connect_timeout=timeout) as connection:
+        connection.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
+        replies: list[dict[str, object]] = current_app.control.ping(timeout=timeout, connection=connection)
+    return sorted(name for reply in replies for name in reply)

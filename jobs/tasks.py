@@ -11,6 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import connection
 
+from jobs.metrics import grafana
 from jobs.models import Team
 from jobs.runs import lifecycle, observing, retention
 from jobs.schedules import dispatcher
@@ -68,6 +69,18 @@ def prune_results() -> str:
     """Daily, when BENCHWEB_RETENTION_DAYS is set: see jobs/runs/retention.py."""
     done = retention.prune(settings.RETENTION_DAYS)
     return f"pruned {done.runs} runs, {done.samples} samples"
+
+
+@shared_task(
+    name="jobs.push_to_grafana",
+    autoretry_for=(grafana.Unreachable,),
+    retry_backoff=5,
+    retry_backoff_max=600,
+    max_retries=6,
+)
+def push_to_grafana(kind: str, pk: int) -> str:
+    """A new change point or annotation to Grafana (jobs/metrics/grafana.py); retried for an hour or so."""
+    return grafana.push(kind, pk)
 
 
 @shared_task(name="jobs.tick")

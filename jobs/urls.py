@@ -9,6 +9,7 @@ from jobs.changes import pages as changes
 from jobs.disks import pages as disks
 from jobs.hosts import pages as hosts
 from jobs.imports import pages as imports
+from jobs.metrics import api as metrics
 from jobs.profiles import pages as profiles
 from jobs.results import compare, distribution_pages, overview
 from jobs.results import pages as results
@@ -19,6 +20,8 @@ from jobs.teams import pages as teams
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", home.healthz, name="healthz"),
+    # Prometheus: a team's series for its API token (jobs/metrics/api.py)
+    path("metrics", metrics.metrics, name="metrics"),
     # teams and accounts
     path("signup/", teams.signup, name="signup"),
     path("login/", teams.LoginView.as_view(), name="login"),

@@ -221,8 +221,12 @@ class ChangePoint(models.Model):
 
     def describe(self) -> str:
         """e.g. 'Expected: total IOPS -30 % (4,000 -> 2,800 IOPS) under randread-4k'."""
+        return f"Expected: {self.headline()}"
+
+    def headline(self) -> str:
+        """e.g. 'total IOPS -30 % (4,000 -> 2,800 IOPS) under randread-4k'."""
         return (
-            f"Expected: {changepoints.METRICS[self.metric]} {self.change_percent:+.0f} % "
+            f"{changepoints.METRICS[self.metric]} {self.change_percent:+.0f} % "
             f"({self.before:,.0f} → {self.after:,.0f} {self.unit}) under {self.profile_name or 'no profile'}"
         )
 

@@ -156,7 +156,7 @@ def _iso(moment: datetime | None) -> str | None:
 def disk_compliance(disk: Disk, query: Query) -> dict[str, Any]:
     """The disk's compliance over the query's period (see the module's docstring)."""
     results = query.results(disk)
-    promised = results.filter(limit_iops__gt=0, total_iops__isnull=False)
+    promised = results.filter(PROMISED)
     tally = _tally(disk, query)
     misses = _misses(promised, query.threshold, sorted(tally.profiles))
     profiles = tally.profiles.values()
@@ -178,6 +178,28 @@ def disk_compliance(disk: Disk, query: Query) -> dict[str, Any]:
         "by_profile": _by_profile(tally.profiles, misses.below),
         "judged_against": "baseline",
     }
+
+
+# A result held against a promise: it has an IOPS limit and a measured total.
+PROMISED = Q(limit_iops__gt=0, total_iops__isnull=False)
+
+
+def missed(threshold: float) -> Q:
+    """A promised result below the promise less the tolerance (threshold: the share it must reach)."""
+    return PROMISED & Q(total_iops__lt=F("limit_iops") * threshold)
+
+
+def by_series(query: Query, disks: QuerySet[Disk]) -> list[dict[str, Any]]:
+    """For every disk of `disks` and profile (by name) with results in the query's period: its promised runs and
+    how many were below (`disk_id`, `profile_name`, `runs`, `below`), in one grouped scan of the result rows,
+    whatever the number of disks. The Prometheus scrape's compliance series (jobs/metrics/scrape.py)."""
+    rows = (
+        query.results_on(disks)
+        .values("disk_id", "profile_name")
+        .annotate(runs=Count("pk", filter=PROMISED), below=Count("pk", filter=missed(query.threshold)))
+        .order_by()
+    )
+    return [dict(row) for row in rows]
 
 
 # ----------------------------------------------------------------------------- what no tolerance changes
@@ -307,7 +329,7 @@ def _profile_lookup(profile: str) -> dict[str, Any]:
 def _groups(results: QuerySet[RunResult]) -> list[dict[str, Any]]:
     """Some results' counts grouped by profile and UTC hour of the finish (the hour from the epoch milliseconds:
     integer arithmetic in SQL, the same on SQLite and PostgreSQL)."""
-    promise = Q(limit_iops__gt=0, total_iops__isnull=False)
+    promise = PROMISED
     rows = (
         results.annotate(hour=F("finished_ms") / timeseries.HOUR_MS % 24)
         .values("profile_name", "hour")

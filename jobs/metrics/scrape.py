@@ -1,0 +1,211 @@
+"""What one Prometheus scrape of /metrics reports, as prometheus_client metric families: per disk and workload
+the latest run's numbers and the last 30 days' compliance, runs by state, the waits of the runs that are due, and
+the workers that answer (jobs/metrics/api.py serves it, README "Prometheus and Grafana" lists the series).
+
+The number of queries does not grow with the disks (bench/metrics.py measures 200 disks x 6 profiles): the
+latest result of every disk and profile comes through the per-day rollup (RunResultDay, ranked newest first in
+SQL), then one read of those results with their disk, host and team; the compliance is one grouped scan of the
+period's results (jobs/results/compliance.by_series); runs by state and the waits are one grouped query each.
+The ranking reads the whole rollup, so it grows with the days of history (not with the runs per day): a pointer
+to each series' latest result, kept by RunResult.record, would make it constant, at the cost of a table to keep
+in step with every writer of results.
+
+What a run did not measure (the write latency of a read-only workload, the efficiency of a disk without a limit)
+is left out, never reported as 0.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Case, Count, F, Min, Q, QuerySet, When, Window
+from django.db.models.functions import Coalesce, RowNumber
+from django.utils import timezone
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from jobs.metrics import workers
+from jobs.models import Disk, Run, RunResult, RunResultDay, Team
+from jobs.results import compliance
+
+SERIES = ("team", "host", "disk", "profile")
+COMPLIANCE_PERIOD = "30d"
+NO_PROFILE = "(no profile)"
+MICROSECONDS = 1e-6
+
+
+class Scrape:
+    """The families of one scrape for `teams` (a token's team, or every team for BENCHWEB_METRICS_TOKEN); an
+    object with collect(), which is all prometheus_client.generate_latest asks of a registry."""
+
+    def __init__(self, teams: list[Team], now: datetime | None = None) -> None:
+        self.teams = {team.pk: team.name for team in teams}
+        self.now = now or timezone.now()
+
+    def collect(self) -> Iterator[Metric]:
+        began = time.perf_counter()
+        disks = Disk.objects.filter(team_id__in=list(self.teams))
+        yield from _latest(disks)
+        yield from _compliance(disks, self.now)
+        yield from _runs(self.teams)
+        yield from _waits(self.teams, self.now)
+        yield from _workers()
+        took = GaugeMetricFamily(
+            "benchweb_scrape_duration_seconds",
+            "How long this scrape took up to this line: its queries, the worker ping, writing the lines above.",
+        )
+        took.add_metric([], time.perf_counter() - began)
+        yield took
+
+
+def _gauge(name: str, documentation: str, labels: tuple[str, ...] = SERIES, unit: str = "") -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=list(labels), unit=unit)
+
+
+def latest_results(disks: QuerySet[Disk]) -> QuerySet[RunResult]:
+    """The newest result of every disk of `disks` under every profile (by name) it ran: the last run of each
+    series' newest day in the per-day rollup, ranked in SQL, so no result row is read but these."""
+    newest_first = Window(
+        RowNumber(),
+        partition_by=[F("disk_id"), F("profile_name")],
+        order_by=[F("last_ms").desc(), F("last_run").desc()],
+    )
+    days = RunResultDay.objects.filter(disk__in=disks).annotate(rank=newest_first).filter(rank=1)
+    return RunResult.objects.filter(run_id__in=days.values("last_run"))
+
+
+def _latest(disks: QuerySet[Disk]) -> Iterator[Metric]:
+    iops = _gauge("benchweb_latest_run_iops", "IOPS (read and write) of the latest run of the disk and profile.")
+    bandwidth = _gauge(
+        "benchweb_latest_run_bandwidth_bytes_per_second",
+        "Bandwidth (read and write) of the latest run of the disk and profile, in bytes per second.",
+    )
+    p99 = _gauge(
+        "benchweb_latest_run_p99_latency_seconds",
+        "p99 completion latency of the latest run of the disk and profile, per direction it measured.",
+        (*SERIES, "direction"),
+    )
+    limit = _gauge(
+        "benchweb_latest_run_limit_iops",
+        "The baseline IOPS the disk promised at the latest run's block size (its limits snapshot).",
+    )
+    efficiency = _gauge(
+        "benchweb_latest_run_efficiency_ratio",
+        "The latest run's IOPS divided by the baseline it was promised (1 = the promise; above 1: burst or cache).",
+    )
+    finished = _gauge(
+        "benchweb_latest_run_finished_timestamp_seconds", "When the latest run of the disk and profile finished."
+    )
+    columns = ("total_iops", "bw_bytes_per_s", "read_p99_us", "write_p99_us", "limit_iops", "finished_at")
+    rows = latest_results(disks).values(*columns, "profile_name", **_names("disk__"))
+    for row in rows.order_by("disk__host__name", "disk__label", "profile_name"):
+        labels = _labels(row, row["profile_name"])
+        _add(iops, labels, row["total_iops"])
+        _add(bandwidth, labels, row["bw_bytes_per_s"])
+        for direction in ("read", "write"):
+            _add(p99, [*labels, direction], _seconds(row[f"{direction}_p99_us"]))
+        if row["limit_iops"] and row["limit_iops"] > 0:
+            _add(limit, labels, row["limit_iops"])
+            _add(efficiency, labels, row["total_iops"] / row["limit_iops"] if row["total_iops"] is not None else None)
+        _add(finished, labels, row["finished_at"].timestamp())
+    yield from (iops, bandwidth, p99, limit, efficiency, finished)
+
+
+def _compliance(disks: QuerySet[Disk], now: datetime) -> Iterator[Metric]:
+    query = compliance.parse({"period": COMPLIANCE_PERIOD}, now=now)
+    tolerance = f"{query.tolerance:g} %"
+    runs = _gauge(
+        "benchweb_compliance_runs",
+        "Runs of the disk and profile in the last 30 days that were held against a promise (an IOPS limit).",
+    )
+    below = _gauge(
+        "benchweb_compliance_below_ratio",
+        f"Share of those runs below the promise less {tolerance} (the disk page's Compliance card, 30 days).",
+    )
+    names = {disk["pk"]: disk for disk in disks.values("pk", **_names(""))}  # the labels of every disk, one query
+    for row in sorted(compliance.by_series(query, disks), key=lambda r: (r["disk_id"], r["profile_name"])):
+        if not row["runs"]:
+            continue  # no promise, nothing to be below
+        labels = _labels(names[row["disk_id"]], row["profile_name"])
+        runs.add_metric(labels, row["runs"])
+        below.add_metric(labels, row["below"] / row["runs"])
+    yield from (runs, below)
+
+
+def _runs(teams: dict[int, str]) -> Iterator[Metric]:
+    rows = Run.objects.filter(team_id__in=list(teams)).values("team_id", "state").annotate(n=Count("pk")).order_by()
+    counted = {(row["team_id"], row["state"]): row["n"] for row in rows}
+    runs = _gauge("benchweb_runs", "Runs kept in each state (the final states count all runs kept).", ("team", "state"))
+    for team_id, name in sorted(teams.items(), key=lambda item: item[1]):
+        for state in Run.State.values:
+            runs.add_metric([name, state], counted.get((team_id, state), 0))
+    yield runs
+
+
+def _waits(teams: dict[int, str], now: datetime) -> Iterator[Metric]:
+    """Runs that are due and wait: pending ones (for their disk or host to be free) since they were due, and
+    queued ones (claimed, for a worker to take the launch) since they were queued."""
+    due = Q(state=Run.State.QUEUED) | Q(state=Run.State.PENDING) & (Q(not_before__isnull=True) | Q(not_before__lte=now))
+    since = Case(
+        When(state=Run.State.QUEUED, then=Coalesce("queued_at", "created_at")),
+        default=Coalesce("not_before", "created_at"),
+    )
+    rows = Run.objects.filter(due, team_id__in=list(teams)).values("team_id", "state")
+    found = {(row["team_id"], row["state"]): row for row in rows.annotate(n=Count("pk"), since=Min(since)).order_by()}
+    waiting = _gauge(
+        "benchweb_waiting_runs",
+        "Runs that are due and wait: pending (for their disk or host) or queued (for a worker).",
+        ("team", "state"),
+    )
+    oldest = _gauge(
+        "benchweb_oldest_waiting_run_seconds",
+        "How long the longest-waiting due run has waited: pending since it was due, queued since it was queued.",
+        ("team", "state"),
+    )
+    for team_id, name in sorted(teams.items(), key=lambda item: item[1]):
+        for state in (Run.State.PENDING, Run.State.QUEUED):
+            row: Mapping[str, Any] = found.get((team_id, state), {"n": 0})
+            waiting.add_metric([name, state], row["n"])
+            if row["n"]:
+                oldest.add_metric([name, state], max(0.0, (now - row["since"]).total_seconds()))
+    yield from (waiting, oldest)
+
+
+def _workers() -> Iterator[Metric]:
+    seen = workers.seen()
+    broker = _gauge("benchweb_broker_up", "1 if the Celery broker (Redis) answered the worker ping, else 0.", ())
+    broker.add_metric([], 0 if seen.workers is None else 1)
+    checked = _gauge("benchweb_workers_checked_timestamp_seconds", "When the workers were last pinged.", ())
+    checked.add_metric([], seen.at)
+    yield from (broker, checked)
+    if seen.workers is None:
+        return  # unknown, not none: the ping never went out
+    answering = _gauge(
+        "benchweb_workers_answering", f"Celery workers that answered a ping within {workers.PING_TIMEOUT:g} s.", ()
+    )
+    answering.add_metric([], len(seen.workers))
+    up = _gauge("benchweb_worker_up", "1 for each Celery worker that answered the last ping.", ("worker",))
+    for name in seen.workers:
+        up.add_metric([name], 1)
+    yield from (answering, up)
+
+
+def _names(disk: str) -> dict[str, F]:
+    """The team, host and disk names of a disk reached by the path `disk` ("" from Disk, "disk__" from a result)."""
+    return {"team_name": F(f"{disk}team__name"), "host_name": F(f"{disk}host__name"), "disk_label": F(f"{disk}label")}
+
+
+def _labels(names: Mapping[str, Any], profile_name: str) -> list[str]:
+    """The values of SERIES, in its order."""
+    return [names["team_name"], names["host_name"], names["disk_label"], profile_name or NO_PROFILE]
+
+
+def _add(family: GaugeMetricFamily, labels: list[str], value: float | None) -> None:
+    if value is not None:
+        family.add_metric(labels, value)
+
+
+def _seconds(microseconds: float | None) -> float | None:
+    return None if microseconds is None else microseconds * MICROSECONDS
