@@ -40,6 +40,8 @@ FIELD_KEYS = env_list("BENCHWEB_FIELD_KEYS", "") or read_or_create(FIELD_KEYS_FI
 
 ALLOWED_HOSTS = env_list("BENCHWEB_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("BENCHWEB_CSRF_TRUSTED_ORIGINS", "")
+# Where people reach this site: the links an alert carries to e-mail, webhooks and chat (no request there).
+PUBLIC_URL = os.environ.get("BENCHWEB_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Behind TLS (a reverse proxy or load balancer terminating HTTPS): secure cookies, HSTS, redirect plain HTTP.
 # `manage.py check --deploy` is clean with BENCHWEB_BEHIND_TLS=1 (tests/test_security.py runs it).
@@ -293,6 +295,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")),
         "options": {"expires": 30},
     },
+    # Alerts: stale disks, and a safety net for conditions a hook missed (jobs/alerts/evaluate.py sweep).
+    "alerts": {"task": "jobs.alerts_sweep", "schedule": 60.0, "options": {"expires": 55}},
 }
 # Retention: with BENCHWEB_RETENTION_DAYS set, a daily beat entry drops the raw output and per-second samples
 # of runs older than that (manage.py prune_results does the same by hand); summaries and charts stay.
