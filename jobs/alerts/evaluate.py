@@ -60,10 +60,12 @@ def after_commit(check: Callable[..., Any], *args: Any) -> None:
 
 def run_finished(run_id: int) -> None:
     """After a run reached a final state (and a succeeded one's result and change points were stored)."""
-    run = Run.objects.select_related("disk__host").filter(pk=run_id).first()
+    run = Run.objects.select_related("disk__host", "schedule").filter(pk=run_id).first()
     if run is None or not run.is_final:
         return
     run_failed(run.disk, run.profile_name)
+    if run.schedule and run.trigger == Run.Trigger.SCHEDULE:
+        schedule_skipped(run.schedule)
     if run.state == Run.State.SUCCEEDED:
         below_promise(run.disk, run.profile_name)
         regression(run.disk, run.profile_name)

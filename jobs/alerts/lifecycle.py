@@ -188,8 +188,8 @@ def describe(alert: Alert) -> dict[str, Any]:
     run_ids = list(alert.runs.order_by("-pk").values_list("pk", flat=True)[:20])
     return {
         "id": alert.pk,
-        "kind": alert.kind,
-        "state": alert.state,
+        "kind": str(alert.kind),
+        "state": str(alert.state),
         "title": alert.title,
         "summary": alert.summary,
         "team": alert.team.name,
