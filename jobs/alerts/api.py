@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from jobs.alerts import lifecycle
 from jobs.api.base import ID_SCHEMA, ModelSerializer, TeamViewSet, parse_id
+from jobs.changes.api import ExpectedSerializer
 from jobs.models import Alert, AlertRule
 
 
@@ -55,12 +56,6 @@ class AlertSerializer(serializers.ModelSerializer):
     def get_links(self, alert: Alert) -> dict[str, Any]:
         described = lifecycle.describe(alert)
         return {key: described[key] for key in ("url", "chart_url", "run_urls")}
-
-
-class ExpectedSerializer(serializers.Serializer):
-    text = serializers.CharField(
-        max_length=300, required=False, allow_blank=True, help_text="The annotation's words; empty: the change's."
-    )
 
 
 class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
@@ -135,6 +130,14 @@ class AlertRuleSerializer(ModelSerializer):
         read_only_fields = ["kind"]
 
 
+KIND_PATH = OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=Alert.Kind.values, description="The kind.")
+
+
+@extend_schema_view(
+    retrieve=extend_schema(parameters=[KIND_PATH]),
+    update=extend_schema(parameters=[KIND_PATH]),
+    partial_update=extend_schema(parameters=[KIND_PATH]),
+)
 class AlertRuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin, TeamViewSet):
     """One rule per kind of alert; a kind the team never changed reads as its default (every kind on)."""
 

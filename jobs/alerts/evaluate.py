@@ -180,6 +180,7 @@ def regression(disk: Disk, profile_name: str) -> None:
     for change in ChangePoint.objects.filter(disk=disk, profile_name=profile_name).order_by("metric", "-at_ms"):
         latest.setdefault(change.metric, change)
     worse = [c for c in latest.values() if c.direction == ChangePoint.Direction.WORSE and not c.expected]
+    worse.sort(key=lambda c: ChangePoint.Metric.values.index(c.metric))  # IOPS, bandwidth, latency
     condition = _series(Kind.REGRESSION, disk, profile_name)
     if not worse:
         why = (
