@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 from django.utils import timezone
 
-from jobs import ssh
+from jobs import ssh, tasks
 from jobs.alerts import evaluate, lifecycle
 from jobs.api.models import ApiToken
 from jobs.hosts import connecting
@@ -278,7 +278,7 @@ def test_a_disk_whose_schedule_fired_twice_without_a_success_is_stale_until_a_ru
     Schedule.objects.filter(pk=hourly.pk).update(created_at=now - timedelta(hours=6))
     Schedule.objects.filter(pk=w.schedule.pk).update(enabled=False)  # the world's nightly one
     Run.objects.filter(disk=w.disk).update(finished_at=now - timedelta(hours=5))  # the last success
-    assert evaluate.sweep(now).startswith("judged 1 scheduled disks")
+    assert tasks.alerts_sweep().startswith("judged 1 scheduled disks")  # the beat task of every minute
     alert = Alert.objects.get(kind=Kind.STALE)
     assert alert.state == "open" and alert.schedule == hourly and alert.disk == w.disk
     assert f"its schedule {hourly.name} should have run it by" in alert.summary
