@@ -257,9 +257,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Fields named "state" with different choices (a run's state, its steady-state stamp) get names of their own.
+    # Fields named "state" or "kind" with different choices (a run's state, its steady-state stamp, an alert's kind
+    # beside a credential's or an annotation's) get names of their own.
     "ENUM_NAME_OVERRIDES": {
         "RunStateEnum": "jobs.models.Run.State",
+        "AlertKindEnum": "jobs.models.alerts.Kind",
         "SteadyStateEnum": ["steady", "not_steady", "not_checked"],
     },
 }

@@ -322,6 +322,20 @@ def test_a_fire_missed_while_beat_was_down_opens_schedule_skipped_and_a_started_
     assert alert.state == "resolved" and "started" in alert.resolution
 
 
+def test_a_fire_whose_window_closed_before_it_started_opens_schedule_skipped(world):
+    w, _ = world
+    now = timezone.now()
+    windowed = ScheduleFactory(team=w.team, kind=Schedule.Kind.INTERVAL, interval_minutes=60, targets=[w.disk],
+                               profiles=[w.profile], window_start=now - timedelta(days=2),
+                               window_end=now + timedelta(hours=1))  # fmt: skip
+    waiting = RunFactory(disk=w.disk, profile=w.profile, schedule=windowed, fire_time=now, state=Run.State.PENDING,
+                         trigger=Run.Trigger.SCHEDULE)  # fmt: skip
+    assert dispatcher.expire_outside_window(now + timedelta(hours=2)) == 1
+    alert = Alert.objects.get(kind=Kind.SCHEDULE_SKIPPED)
+    assert alert.schedule == windowed and list(alert.runs.all()) == [waiting]
+    assert "outside the schedule's active window" in alert.summary
+
+
 def test_a_refused_key_opens_host_key_changed_and_an_approval_resolves_it(world):
     w, _ = world
     refusal = ssh.SSHError("host_key_changed", "the host presented another key")

@@ -30,7 +30,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         found = found.filter(state__in=Alert.UNRESOLVED)
     if chosen["kind"] in Alert.Kind.values:
         found = found.filter(kind=chosen["kind"])
-    if chosen["disk"].isdigit():
+    if chosen["disk"].isascii() and chosen["disk"].isdigit() and len(chosen["disk"]) < 19:
         found = found.filter(disk_id=int(chosen["disk"]))
     alerts = list(lifecycle.ordered(found).prefetch_related("runs")[:SHOWN])
     return render(request, "jobs/alerts.html", {
