@@ -16,7 +16,7 @@ from jobs import ssh, tasks
 from jobs.alerts import evaluate, lifecycle
 from jobs.api.models import ApiToken
 from jobs.hosts import connecting
-from jobs.models import Alert, AlertRule, Annotation, ChangePoint, Membership, Run, Schedule
+from jobs.models import Alert, AlertRule, Annotation, ChangePoint, Membership, Preferences, Run, Schedule
 from jobs.runs import lifecycle as runs
 from jobs.schedules import dispatcher
 from tests.factories import ProfileFactory, RunFactory, ScheduleFactory, fio_summary
@@ -416,6 +416,11 @@ def test_the_rules_read_as_defaults_and_change_by_kind_naming_a_bad_value(world)
     assert bad.status_code == 400 and "consecutive_runs" in bad.json()
     off = api.patch("/api/v1/alert-rules/stale/", {"enabled": False}, "application/json")
     assert off.status_code == 200 and off.json()["enabled"] is False
+    viewer = User.objects.create_user("looker")
+    Membership.objects.create(user=viewer, team=w.team, role=Membership.Role.VIEWER)
+    looker = client_for(ApiToken.issue(viewer, w.team, "look")[1])
+    assert looker.get("/api/v1/alert-rules/stale/").json()["enabled"] is False
+    assert looker.patch("/api/v1/alert-rules/stale/", {"enabled": True}, "application/json").status_code == 403
     unknown = api.put("/api/v1/alert-rules/floods/", {"enabled": False}, "application/json")
     assert unknown.status_code == 404 and "regression" in unknown.json()["detail"]
 
@@ -440,6 +445,11 @@ def test_the_alerts_page_shows_open_first_with_buttons_and_the_nav_counts_open_o
     assert Alert.objects.get(pk=alert.pk).state == "acknowledged"
     detail = client.get(f"/alerts/{alert.pk}/").content.decode()
     assert f'href="/runs/{alert.runs.get().pk}/"' in detail and "UTC" in detail
+    # The summary's time, stored in UTC, reads in the reader's own zone.
+    Preferences.objects.create(user=w.owner, time_zone="Asia/Tokyo")
+    detail = client.get(f"/alerts/{alert.pk}/").content.decode()
+    summary = detail.split('id="alert-summary">')[1].split("</p>")[0]
+    assert " JST: fio exited with status 1" in summary and "UTC" not in summary
 
 
 def test_a_viewer_sees_alerts_without_buttons_and_cannot_act_or_change_rules(world):
