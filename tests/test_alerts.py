@@ -445,6 +445,8 @@ def test_the_alerts_page_shows_open_first_with_buttons_and_the_nav_counts_open_o
     assert Alert.objects.get(pk=alert.pk).state == "acknowledged"
     detail = client.get(f"/alerts/{alert.pk}/").content.decode()
     assert f'href="/runs/{alert.runs.get().pk}/"' in detail and "UTC" in detail
+    disk_page = client.get(f"/disks/{w.disk.pk}/").content.decode()
+    assert f'href="/alerts/?disk={w.disk.pk}" id="disk-alerts" class="warn">2 alerts not resolved</a>' in disk_page
     # The summary's time, stored in UTC, reads in the reader's own zone.
     Preferences.objects.create(user=w.owner, time_zone="Asia/Tokyo")
     detail = client.get(f"/alerts/{alert.pk}/").content.decode()
