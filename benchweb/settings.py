@@ -40,6 +40,8 @@ FIELD_KEYS = env_list("BENCHWEB_FIELD_KEYS", "") or read_or_create(FIELD_KEYS_FI
 
 ALLOWED_HOSTS = env_list("BENCHWEB_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("BENCHWEB_CSRF_TRUSTED_ORIGINS", "")
+# Where people reach this site: the links an alert carries to e-mail, webhooks and chat (no request there).
+PUBLIC_URL = os.environ.get("BENCHWEB_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Behind TLS (a reverse proxy or load balancer terminating HTTPS): secure cookies, HSTS, redirect plain HTTP.
 # `manage.py check --deploy` is clean with BENCHWEB_BEHIND_TLS=1 (tests/test_security.py runs it).
@@ -255,9 +257,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Fields named "state" with different choices (a run's state, its steady-state stamp) get names of their own.
+    # Fields named "state" or "kind" with different choices (a run's state, its steady-state stamp, an alert's kind
+    # beside a credential's or an annotation's) get names of their own.
     "ENUM_NAME_OVERRIDES": {
         "RunStateEnum": "jobs.models.Run.State",
+        "AlertKindEnum": "jobs.models.alerts.Kind",
         "SteadyStateEnum": ["steady", "not_steady", "not_checked"],
     },
 }
@@ -293,6 +297,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")),
         "options": {"expires": 30},
     },
+    # Alerts: stale disks, and a safety net for conditions a hook missed (jobs/alerts/evaluate.py sweep).
+    "alerts": {"task": "jobs.alerts_sweep", "schedule": 60.0, "options": {"expires": 55}},
 }
 # Prometheus: GET /metrics answers a team's API token with that team's series; this token, when set, scrapes
 # every team (give Prometheus a long random value, e.g. from `openssl rand -hex 32`).

@@ -6,6 +6,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from jobs import clock as time_zones
+from jobs.alerts import lifecycle as alerts
 from jobs.teams import membership as teams
 
 
@@ -20,6 +21,8 @@ def current_team(request: HttpRequest) -> dict[str, Any]:
         "my_memberships": lambda: list(request.user.memberships.select_related("team").order_by("team__name")),
         # The header's link to the invitations waiting for an answer, with their number.
         "my_invitation_count": lambda: teams.pending_invitations(request.user).count(),
+        # The Alerts link's number: the team's open alerts (acknowledged ones are being looked after).
+        "open_alert_count": lambda: membership and alerts.open_count(membership.team_id),
     }
 
 

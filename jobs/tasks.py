@@ -1,5 +1,6 @@
 """Celery tasks: thin wrappers that take an id, hand the work to a use case (jobs/runs/lifecycle.py,
-jobs/runs/observing.py, jobs/runs/retention.py, jobs/schedules/dispatcher.py) and return a short status."""
+jobs/runs/observing.py, jobs/runs/retention.py, jobs/schedules/dispatcher.py,
+jobs/alerts/evaluate.py) and return a short status."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import connection
 
+from jobs.alerts import evaluate as alerts
 from jobs.metrics import grafana
 from jobs.models import Team
 from jobs.runs import lifecycle, observing, retention
@@ -81,6 +83,12 @@ def prune_results() -> str:
 def push_to_grafana(kind: str, pk: int) -> str:
     """A new change point or annotation to Grafana (jobs/metrics/grafana.py); retried for an hour or so."""
     return grafana.push(kind, pk)
+
+
+@shared_task(name="jobs.alerts_sweep")
+def alerts_sweep() -> str:
+    """Every minute: stale disks, and the safety net for alert checks a hook missed (jobs/alerts/evaluate.py)."""
+    return alerts.sweep()
 
 
 @shared_task(name="jobs.tick")

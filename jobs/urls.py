@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from jobs import home
+from jobs.alerts import pages as alerts
 from jobs.changes import pages as changes
 from jobs.disks import pages as disks
 from jobs.hosts import pages as hosts
@@ -81,6 +82,12 @@ urlpatterns = [
     path("changes/", changes.changes, name="changes"),
     path("changes/<int:pk>/expected", changes.change_point_expected, name="change_point_expected"),
     path("annotations/<int:pk>/delete", changes.annotation_delete, name="annotation_delete"),
+    # alerts
+    path("alerts/", alerts.alert_list, name="alert_list"),
+    path("alerts/rules/", alerts.alert_rules, name="alert_rules"),
+    path("alerts/<int:pk>/", alerts.alert_detail, name="alert_detail"),
+    path("alerts/<int:pk>/acknowledge", alerts.alert_acknowledge, name="alert_acknowledge"),
+    path("alerts/<int:pk>/expected", alerts.alert_expected, name="alert_expected"),
     # imports
     path("import/", imports.import_results, name="import_results"),
 ]

@@ -16,8 +16,21 @@ from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from jobs.alerts import evaluate
 from jobs.api.models import ApiToken
-from jobs.models import Annotation, ChangePoint, Disk, Host, Membership, Profile, Run, Schedule, Team
+from jobs.models import (
+    Alert,
+    AlertRule,
+    Annotation,
+    ChangePoint,
+    Disk,
+    Host,
+    Membership,
+    Profile,
+    Run,
+    Schedule,
+    Team,
+)  # fmt: skip
 from tests.test_api import CANARY_PASSWORD, make_world
 
 pytestmark = pytest.mark.django_db
@@ -57,6 +70,9 @@ POSITIVE_DATA_NOT_CHECKED = dict.fromkeys(NAMES_OTHER_OBJECTS, "names other obje
     "GET /api/v1/distributions/": "runs or disks, one of them, naming runs or disks of the caller's team",
     "GET /api/v1/disks/{id}/compliance/": "period goes without since/until, until after since, 2024-02-30 fits",
     "GET /api/v1/disks/{id}/stability/": "period goes without since/until, until after since, 2024-02-30 fits",
+    "POST /api/v1/alerts/{id}/expected/": "only an unresolved regression; the fuzzed team's alert is a failed run",
+    "POST /api/v1/alerts/{id}/acknowledge/": "only an unresolved alert; an earlier case may have resolved none, but "
+    "the id is drawn at random",
 }
 
 
@@ -83,6 +99,8 @@ def snapshot(team: Team) -> list[object]:
         list(ApiToken.objects.filter(team=team).values_list("pk", "revoked_at")),
         list(Annotation.objects.filter(team=team).values_list("pk", "text", "at")),
         list(ChangePoint.objects.filter(team=team).values_list("pk", "expected")),
+        list(Alert.objects.filter(team=team).values_list("pk", "state", "acknowledged_at")),
+        list(AlertRule.objects.filter(team=team).values_list("kind", "enabled", "consecutive_runs", "intervals")),
     ]
 
 
@@ -98,6 +116,11 @@ def fuzzed() -> tuple[str, Team]:
             at=team_world.run.finished_at, at_ms=1, before=4000, after=2800, change_percent=-30, p_value=0.001,
             runs_before=18, runs_after=12, direction="worse",
         )  # fmt: skip
+        failed = Run.objects.create(
+            disk=team_world.disk, profile=team_world.profile, state=Run.State.FAILED,
+            finished_at=team_world.run.finished_at, explanation="fio exited with status 1",
+        )  # fmt: skip
+        evaluate.run_finished(failed.pk)
     # An account without an email address: the members list shows "" for it, which the schema must allow.
     Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.

@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
+from jobs.alerts.api import AlertRuleViewSet, AlertViewSet
 from jobs.changes.api import AnnotationViewSet, ChangePointViewSet
 from jobs.disks.api import DiskTypeViewSet, DiskViewSet
 from jobs.hosts.api import HostViewSet
@@ -27,6 +28,8 @@ router.register("runs", RunViewSet, basename="api-run")
 router.register("import", ImportViewSet, basename="api-import")
 router.register("change-points", ChangePointViewSet, basename="api-change-point")
 router.register("annotations", AnnotationViewSet, basename="api-annotation")
+router.register("alerts", AlertViewSet, basename="api-alert")
+router.register("alert-rules", AlertRuleViewSet, basename="api-alert-rule")
 
 urlpatterns = [
     path("v1/compare/stats/", CompareStatsView.as_view(), name="api-compare-stats"),

@@ -19,7 +19,7 @@ from jobs import access, environment, limits, presets, safety, units
 from jobs.changes.forms import AnnotationForm
 from jobs.disks import identity, precondition
 from jobs.disks.forms import DiskForm, size_range
-from jobs.models import SPEC_FIELDS, Annotation, Disk, Profile, Run, RunResultDay
+from jobs.models import SPEC_FIELDS, Alert, Annotation, Disk, Profile, Run, RunResultDay
 from jobs.results import burst, compliance, stability, validity
 from jobs.runs import queueing
 
@@ -131,6 +131,7 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "environment_changes": _environment_changes(disk),
             "chart_marks": validity.chart_marks(disk, credits),
             "change_points": disk.change_points.all()[:10],
+            "unresolved_alerts": disk.alerts.filter(state__in=Alert.UNRESOLVED).count(),
             "disk_annotations": Annotation.for_disk(disk).select_related("disk__host", "host")[:10],
             "annotation_form": AnnotationForm(team=disk.team, disk=disk)
             if access.can_change(request, disk.team)

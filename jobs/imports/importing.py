@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs import figures
+from jobs.alerts import evaluate as alerts
 from jobs.analysis import steady
 from jobs.models import Disk, Profile, Run, RunResult, RunSample
 from jobs.runs import lifecycle, queueing
@@ -215,4 +216,5 @@ def _store(disk: Disk, text: str, parsed: ParseResult, *, name: str, finished: d
     )
     RunSample.store(run, summary.get("samples", []))
     RunResult.record(run)
+    alerts.after_commit(alerts.run_finished, run.pk)
     return run

@@ -1,6 +1,7 @@
 """The benchweb domain, one module per concept: teams own hosts (with credentials), disks, profiles, schedules
 and runs; results are the narrow tables the charts read. Everything is importable from jobs.models."""
 
+from jobs.models.alerts import Alert, AlertRule
 from jobs.models.changes import Annotation, ChangePoint
 from jobs.models.disks import SPEC_FIELDS, Disk
 from jobs.models.hosts import Credential, Host, site_validator
@@ -12,8 +13,8 @@ from jobs.models.schedules import Schedule, ScheduleProfile
 from jobs.models.teams import Invitation, InvitationQuerySet, Membership, Preferences, Team
 
 __all__ = [
-    "SPEC_FIELDS", "Annotation", "ChangePoint", "Credential", "Disk", "Host", "Invitation", "InvitationQuerySet",
-    "Membership", "Preferences",
+    "SPEC_FIELDS", "Alert", "AlertRule", "Annotation", "ChangePoint", "Credential", "Disk", "Host", "Invitation",
+    "InvitationQuerySet", "Membership", "Preferences",
     "Profile", "Run", "RunResult", "RunResultDay", "RunSample", "Schedule", "ScheduleProfile", "Team", "name_taken",
     "site_validator",
 ]  # fmt: skip

@@ -16,6 +16,7 @@ from audit import log as audit
 from audit.models import AuditEvent
 from jobs import environment, remote, safety, ssh
 from jobs import runners as runner
+from jobs.alerts import evaluate as alerts
 from jobs.disks import identity, precondition
 from jobs.hosts import connecting
 from jobs.models import Disk, Host, Run, RunResult, RunSample
@@ -99,6 +100,8 @@ def finish(run: Run, state: str, explanation: str, *, attempt: int | None = None
         )
         if finished:
             _claim_waiting(run)
+            # After the commit: a succeeded run's result and change points are stored by then.
+            alerts.after_commit(alerts.run_finished, run.pk)
     return finished
 
 

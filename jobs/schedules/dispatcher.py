@@ -21,6 +21,7 @@ from django.utils import timezone
 from audit import log as audit
 from audit.models import AuditEvent
 from jobs import clock, runners, scheduling
+from jobs.alerts import evaluate as alerts
 from jobs.models import Disk, Run, Schedule, ScheduleProfile
 from jobs.runs import lifecycle, queueing
 
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 # Beyond the profiles' own runtime: connecting, laying out test files, collecting.
 RUN_OVERHEAD_S = 30.0
 SEQUENCE_GAP_S = 5.0
+WINDOW_CLOSED = "skipped: outside the schedule's active window (it ended before the disk was free)"
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,7 @@ def materialise(now: datetime | None = None) -> int:
             schedule.last_fire_at = fires[-1] if fires else schedule.last_fire_at
         Run.objects.bulk_create(rows, ignore_conflicts=True)
         _save_bookkeeping(due)
+        _judge_alerts(rows)
         for row in rows:
             if row.destructive and row.state == Run.State.PENDING:  # rare: writes to a raw block device
                 assert row.schedule is not None and row.fire_time is not None  # fire_rows sets both
@@ -182,6 +185,17 @@ def materialise(now: datetime | None = None) -> int:
                              device=row.disk.target_path, profile=row.profile_name, trigger=row.trigger,
                              schedule=row.schedule.name, fire_time=row.fire_time.isoformat())  # fmt: skip
     return len(rows)
+
+
+def _judge_alerts(rows: list[Run]) -> None:
+    """Fires skipped, and runs made failed (a target or profile changed since the schedule was saved), are alerts'
+    business once the tick commits."""
+    skipped = {row.schedule_id for row in rows if row.state == Run.State.SKIPPED and row.schedule_id}
+    failed = {(row.disk_id, row.profile_name) for row in rows if row.state == Run.State.FAILED}
+    if skipped:
+        alerts.after_commit(alerts.fires_skipped, skipped)
+    if failed:
+        alerts.after_commit(alerts.series_failed, failed)
 
 
 def _save_bookkeeping(schedules: list[Schedule]) -> None:
@@ -206,13 +220,17 @@ def _save_bookkeeping(schedules: list[Schedule]) -> None:
 def expire_outside_window(now: datetime | None = None) -> int:
     """Pending scheduled runs whose window closed while they waited are skipped, with the reason."""
     now = now or timezone.now()
-    return Run.objects.filter(
+    skipped = Run.objects.filter(
         state=Run.State.PENDING, schedule__window_end__isnull=False, schedule__window_end__lt=now
     ).update(
         state=Run.State.SKIPPED,
         finished_at=now,
-        explanation="skipped: outside the schedule's active window (it ended before the disk was free)",
+        explanation=WINDOW_CLOSED,
     )
+    if skipped:  # rare: only then are the schedules looked up, so a tick with none costs no query more
+        these = Run.objects.filter(state=Run.State.SKIPPED, finished_at=now, explanation=WINDOW_CLOSED)
+        alerts.after_commit(alerts.fires_skipped, set(these.values_list("schedule_id", flat=True)))
+    return skipped
 
 
 def stop_unstarted(schedule: Schedule, now: datetime | None = None) -> int:

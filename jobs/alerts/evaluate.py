@@ -1,0 +1,308 @@
+"""Which alert conditions hold: each kind's check, the hooks that call them where things happen, and the
+minute's sweep.
+
+The hooks run after the transaction that made the event commits (a run finished and its result recorded, a
+fire skipped, a key refused or approved), so a check reads what was written, and they never raise: an alert
+that could not be judged is logged, and the run, tick or connection that called goes on. The sweep
+(`jobs.alerts_sweep`, every minute) judges stale disks, which no event announces, and is the safety net for a
+hook that was missed (a worker killed between the commit and the check): it judges every unresolved alert
+again and the failures and skipped fires of the last minutes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from functools import wraps
+from typing import Any, ParamSpec
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from jobs import clock, scheduling
+from jobs.alerts.lifecycle import Found, clear, raise_alert
+from jobs.models import Alert, AlertRule, ChangePoint, Disk, Host, Run, RunResult, Schedule
+from jobs.results.compliance import DEFAULT_TOLERANCE
+
+log = logging.getLogger(__name__)
+
+Kind = Alert.Kind
+P = ParamSpec("P")
+
+FAILED = (Run.State.FAILED, Run.State.ERROR, Run.State.LOST)
+# A stale disk gets this much beyond its schedule's N-th fire: the run of that fire has to finish too.
+STALE_SLACK = timedelta(minutes=15)
+# The sweep looks again at failures and skipped fires this far back (a hook missed by a killed worker).
+LOOKBACK = timedelta(minutes=10)
+
+
+def safely(check: Callable[P, Any]) -> Callable[P, None]:
+    """A hook never makes its caller fail: whatever goes wrong is logged, and the caller carries on."""
+
+    @wraps(check)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            check(*args, **kwargs)
+        except Exception:
+            log.exception("alerts: %s%r could not be judged", check.__name__, args)
+
+    return guarded
+
+
+def after_commit(check: Callable[..., Any], *args: Any) -> None:
+    """Judge once the caller's transaction commits (at once outside one)."""
+    transaction.on_commit(lambda: safely(check)(*args))
+
+
+# ----------------------------------------------------------------------------- hooks
+
+
+def run_finished(run_id: int) -> None:
+    """After a run reached a final state (and a succeeded one's result and change points were stored)."""
+    run = Run.objects.select_related("disk__host", "schedule").filter(pk=run_id).first()
+    if run is None or not run.is_final:
+        return
+    run_failed(run.disk, run.profile_name)
+    if run.schedule and run.trigger == Run.Trigger.SCHEDULE:
+        schedule_skipped(run.schedule)
+    if run.state == Run.State.SUCCEEDED:
+        below_promise(run.disk, run.profile_name)
+        regression(run.disk, run.profile_name)
+        stale(run.disk)
+
+
+def fires_skipped(schedule_ids: Iterable[int]) -> None:
+    for schedule in Schedule.objects.filter(pk__in=set(schedule_ids)):
+        schedule_skipped(schedule)
+
+
+def series_failed(pairs: Iterable[tuple[int, str]]) -> None:
+    """Runs the tick made already failed (a target or profile that changed since the schedule was saved)."""
+    pairs = set(pairs)
+    disks = Disk.objects.select_related("host").in_bulk({disk_id for disk_id, _ in pairs})
+    for disk_id, profile_name in pairs:
+        if disk := disks.get(disk_id):
+            run_failed(disk, profile_name)
+
+
+def host_key_refused(host: Host, presented: str, during: str) -> None:
+    """The host presented another key than the approved one (a run, a test, a scan)."""
+    raise_alert(Found(
+        team_id=host.team_id, kind=Kind.HOST_KEY_CHANGED, condition=f"host_key_changed:host={host.pk}",
+        title=f"Host key changed: {host.name}",
+        summary=(
+            f"{host.name} ({host.address}:{host.port}) presented the key {presented or '(none)'} during {during}, "
+            f"not the approved {host.host_key_fingerprint}. Nothing runs on it until a person compares the "
+            "fingerprint and approves a key on the host page."
+        ),
+        host_id=host.pk,
+    ))  # fmt: skip
+
+
+def host_key_approved(host: Host) -> None:
+    clear(host.team_id, f"host_key_changed:host={host.pk}", f"a key was approved: {host.host_key_fingerprint}")
+
+
+# ----------------------------------------------------------------------------- the kinds
+
+
+def _series(kind: str, disk: Disk, profile_name: str) -> str:
+    return f"{kind}:disk={disk.pk}:profile={profile_name}"
+
+
+def _workload(profile_name: str) -> str:
+    return profile_name or "no profile"
+
+
+def run_failed(disk: Disk, profile_name: str) -> None:
+    """Holds while the last finished run of the workload on the disk failed, erred or was lost."""
+    last = (
+        Run.objects.filter(disk=disk, profile_name=profile_name, state__in=(Run.State.SUCCEEDED, *FAILED))
+        .exclude(trigger=Run.Trigger.IMPORT)
+        .order_by("-finished_at", "-pk")
+        .only("pk", "state", "explanation", "finished_at", "profile_id")
+        .first()
+    )
+    condition = _series(Kind.RUN_FAILED, disk, profile_name)
+    if last is None:
+        return
+    ended = clock.utc_text(last.finished_at) if last.finished_at else "an unknown time"
+    if last.state == Run.State.SUCCEEDED:
+        clear(disk.team_id, condition, f"run #{last.pk} of {_workload(profile_name)} succeeded at {ended}")
+        return
+    raise_alert(Found(
+        team_id=disk.team_id, kind=Kind.RUN_FAILED, condition=condition,
+        title=f"Run failed: {_workload(profile_name)} on {disk}",
+        summary=f"Run #{last.pk} ended {last.state} at {ended}: {last.explanation or 'no reason was recorded'}",
+        host_id=disk.host_id, disk_id=disk.pk, profile_id=last.profile_id, profile_name=profile_name,
+        run_ids=[last.pk],
+    ))  # fmt: skip
+
+
+def below_promise(disk: Disk, profile_name: str) -> None:
+    """Holds while the last N results of the workload all measured below the promised IOPS less the
+    compliance tolerance; clears with a result that meets it."""
+    wanted = AlertRule.of(disk.team_id, Kind.BELOW_PROMISE).consecutive_runs
+    threshold = 1 - DEFAULT_TOLERANCE / 100
+    rows = list(
+        RunResult.objects.filter(disk=disk, profile_name=profile_name)
+        .order_by("-finished_at", "-run_id")
+        .values_list("run_id", "total_iops", "limit_iops", "profile_id")[:wanted]
+    )
+    if not rows:
+        return
+    judged = [(run_id, iops, limit) for run_id, iops, limit, _ in rows if limit and iops is not None]
+    condition = _series(Kind.BELOW_PROMISE, disk, profile_name)
+    latest = rows[0]
+    if latest[2] and latest[1] is not None and latest[1] >= latest[2] * threshold:
+        clear(disk.team_id, condition, f"run #{latest[0]} measured {latest[1]:,.0f} IOPS, within the promise")
+        return
+    if len(judged) < wanted or any(iops >= limit * threshold for _, iops, limit in judged):
+        return
+    worst = min(iops / limit for _, iops, limit in judged)
+    raise_alert(Found(
+        team_id=disk.team_id, kind=Kind.BELOW_PROMISE, condition=condition,
+        title=f"Below the promise: {_workload(profile_name)} on {disk}",
+        summary=(
+            f"The last {wanted} runs measured below {threshold:.0%} of the promised {judged[0][2]:,.0f} IOPS "
+            f"(the latest {judged[0][1]:,.0f} IOPS; the worst {worst:.0%} of the promise)."
+        ),
+        host_id=disk.host_id, disk_id=disk.pk, profile_id=latest[3], profile_name=profile_name,
+        run_ids=[run_id for run_id, _, _ in judged],
+    ))  # fmt: skip
+
+
+def regression(disk: Disk, profile_name: str) -> None:
+    """Holds while the latest change point of any metric of the workload is toward worse and not marked
+    expected; clears when a later change brings it back, it is marked expected, or it is no longer found."""
+    latest: dict[str, ChangePoint] = {}
+    for change in ChangePoint.objects.filter(disk=disk, profile_name=profile_name).order_by("metric", "-at_ms"):
+        latest.setdefault(change.metric, change)
+    worse = [c for c in latest.values() if c.direction == ChangePoint.Direction.WORSE and not c.expected]
+    worse.sort(key=lambda c: ChangePoint.Metric.values.index(c.metric))  # IOPS, bandwidth, latency
+    condition = _series(Kind.REGRESSION, disk, profile_name)
+    if not worse:
+        why = (
+            "marked expected" if any(c.expected for c in latest.values())
+            else "a later change brought it back" if latest
+            else "the change is no longer found in the results"
+        )  # fmt: skip
+        clear(disk.team_id, condition, why)
+        return
+    worst = max(worse, key=lambda c: abs(c.change_percent))
+    raise_alert(Found(
+        team_id=disk.team_id, kind=Kind.REGRESSION, condition=condition,
+        title=f"Regression: {_workload(profile_name)} on {disk}",
+        summary="; ".join(_change_text(c) for c in worse) + ".",
+        host_id=disk.host_id, disk_id=disk.pk, profile_id=worst.profile_id, profile_name=profile_name,
+        change_point_id=worst.pk, run_ids=[c.run_id for c in worse],
+    ))  # fmt: skip
+
+
+def _change_text(change: ChangePoint) -> str:
+    """e.g. 'Total IOPS -30 % (4,000 -> 2,800 IOPS) from run #12 at 2026-11-20 02:30:00 UTC, p < 0.001'."""
+    return (
+        f"{change.get_metric_display()} {change.change_percent:+.0f} % ({change.before:,.0f} → {change.after:,.0f} "
+        f"{change.unit}) from run #{change.run_id} at {clock.utc_text(change.at)}, {change.significance}"
+    )
+
+
+def schedule_skipped(schedule: Schedule) -> None:
+    """Holds while the schedule's latest fire that left its pending state was skipped; clears when a later fire
+    starts."""
+    fires = Run.objects.filter(schedule=schedule, trigger=Run.Trigger.SCHEDULE).exclude(state=Run.State.PENDING)
+    latest = fires.aggregate(last=Max("fire_time"))["last"]
+    if latest is None:
+        return
+    runs = list(fires.filter(fire_time=latest).only("pk", "state", "explanation", "disk_id"))
+    skipped = [run for run in runs if run.state == Run.State.SKIPPED]
+    condition = f"schedule_skipped:schedule={schedule.pk}"
+    if not skipped:
+        if any(run.state != Run.State.CANCELLED for run in runs):
+            clear(schedule.team_id, condition, f"the fire at {clock.utc_text(latest)} started")
+        return
+    raise_alert(Found(
+        team_id=schedule.team_id, kind=Kind.SCHEDULE_SKIPPED, condition=condition,
+        title=f"Scheduled fire skipped: {schedule.name}",
+        summary=f"{len(skipped)} run(s) of the fire at {clock.utc_text(latest)} were {skipped[0].explanation}",
+        schedule_id=schedule.pk, disk_id=skipped[0].disk_id if len(skipped) == 1 else None,
+        run_ids=[run.pk for run in skipped],
+    ))  # fmt: skip
+
+
+def stale(disk: Disk, now: datetime | None = None) -> None:
+    """Holds while the disk has an enabled schedule whose N-th fire since the disk's last successful run (or
+    since the schedule was made) is more than STALE_SLACK ago, and no run is under way on it."""
+    now = now or timezone.now()
+    condition = f"stale:disk={disk.pk}"
+    schedules = list(Schedule.objects.filter(targets=disk, enabled=True))
+    success = Run.objects.filter(disk=disk, state=Run.State.SUCCEEDED).aggregate(last=Max("finished_at"))["last"]
+    overdue = _overdue(schedules, success, AlertRule.of(disk.team_id, Kind.STALE).intervals, now)
+    if overdue is None:
+        reason = f"a run succeeded at {clock.utc_text(success)}" if success else "nothing is overdue"
+        clear(disk.team_id, condition, reason if schedules else "no enabled schedule runs on it any more")
+        return
+    if Run.objects.filter(disk=disk, state__in=Run.ACTIVE_STATES).exists():
+        return
+    schedule, due = overdue
+    since = f"since {clock.utc_text(success)}" if success else "yet"
+    raise_alert(Found(
+        team_id=disk.team_id, kind=Kind.STALE, condition=condition, title=f"No recent successful run: {disk}",
+        summary=(
+            f"{disk} has had no successful run {since}, though its schedule {schedule.name} should have run it "
+            f"by {clock.utc_text(due)}. Look at its latest runs and at the workers."
+        ),
+        host_id=disk.host_id, disk_id=disk.pk, schedule_id=schedule.pk,
+    ))  # fmt: skip
+
+
+def _overdue(
+    schedules: list[Schedule], success: datetime | None, intervals: int, now: datetime
+) -> tuple[Schedule, datetime] | None:
+    """The schedule and the moment by which it should have brought a successful run, if that has passed."""
+    for schedule in schedules:
+        since = max(success or schedule.created_at, schedule.created_at)
+        fires = scheduling.next_fires(schedule.rule(), since, intervals)
+        if len(fires) == intervals and fires[-1] + STALE_SLACK < now:
+            return schedule, fires[-1] + STALE_SLACK
+    return None
+
+
+# ----------------------------------------------------------------------------- the minute's sweep
+
+
+def sweep(now: datetime | None = None) -> str:
+    """Stale disks, every unresolved alert judged again, and the recent failures and skipped fires."""
+    now = now or timezone.now()
+    scheduled = Disk.objects.filter(schedules__enabled=True).distinct().select_related("host")
+    for disk in scheduled:
+        safely(stale)(disk, now)
+    unresolved = Alert.objects.filter(state__in=Alert.UNRESOLVED).select_related("disk__host", "schedule")
+    for alert in unresolved:
+        safely(_judge_again)(alert, now)
+    recent = Run.objects.filter(finished_at__gte=now - LOOKBACK)
+    failed = recent.filter(state__in=FAILED).exclude(trigger=Run.Trigger.IMPORT)
+    series_failed(failed.values_list("disk_id", "profile_name").distinct().order_by())
+    skipped = recent.filter(state=Run.State.SKIPPED, schedule__isnull=False)
+    fires_skipped(skipped.values_list("schedule_id", flat=True).distinct().order_by())
+    return f"judged {len(scheduled)} scheduled disks and {len(unresolved)} unresolved alerts"
+
+
+def _judge_again(alert: Alert, now: datetime) -> None:
+    if alert.kind == Kind.HOST_KEY_CHANGED:
+        return  # only an approval clears it, and that clears it at once
+    if alert.kind == Kind.SCHEDULE_SKIPPED:
+        if alert.schedule is None:
+            clear(alert.team_id, alert.condition, "its schedule was deleted", now)
+        else:
+            schedule_skipped(alert.schedule)
+        return
+    if alert.disk is None:
+        clear(alert.team_id, alert.condition, "its disk was removed", now)
+        return
+    if alert.kind == Kind.STALE:
+        stale(alert.disk, now)
+        return
+    judge = {Kind.RUN_FAILED: run_failed, Kind.BELOW_PROMISE: below_promise, Kind.REGRESSION: regression}
+    judge[Kind(alert.kind)](alert.disk, alert.profile_name)
