@@ -14,6 +14,8 @@ from jobs.results import compare, distribution_pages, overview
 from jobs.results import pages as results
 from jobs.runs import pages as runs
 from jobs.schedules import pages as schedules
+from jobs.shares import pages as shares
+from jobs.shares import public
 from jobs.teams import pages as teams
 
 urlpatterns = [
@@ -80,4 +82,10 @@ urlpatterns = [
     path("annotations/<int:pk>/delete", changes.annotation_delete, name="annotation_delete"),
     # imports
     path("import/", imports.import_results, name="import_results"),
+    # share links: the team's list, and the read-only pages they open without an account
+    path("shares/", shares.share_list, name="share_list"),
+    path("shares/<int:pk>/revoke", shares.share_revoke, name="share_revoke"),
+    path("s/<str:token>/", public.shared, name="shared"),
+    path("s/<str:token>/series.json", public.shared_series, name="shared_series"),
+    path("s/<str:token>/distributions.json", public.shared_distributions, name="shared_distributions"),
 ]

@@ -12,6 +12,7 @@ from jobs.profiles.api import ProfileViewSet
 from jobs.results.api import CompareStatsView, DistributionsView
 from jobs.runs.api import RunViewSet
 from jobs.schedules.api import ScheduleViewSet
+from jobs.shares.api import ShareLinkViewSet
 from jobs.teams.api import MemberViewSet, TeamListViewSet, TokenViewSet
 
 router = DefaultRouter()
@@ -27,6 +28,7 @@ router.register("runs", RunViewSet, basename="api-run")
 router.register("import", ImportViewSet, basename="api-import")
 router.register("change-points", ChangePointViewSet, basename="api-change-point")
 router.register("annotations", AnnotationViewSet, basename="api-annotation")
+router.register("share-links", ShareLinkViewSet, basename="api-share-link")
 
 urlpatterns = [
     path("v1/compare/stats/", CompareStatsView.as_view(), name="api-compare-stats"),
