@@ -259,6 +259,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStateEnum": "jobs.models.Run.State",
         "SteadyStateEnum": ["steady", "not_steady", "not_checked"],
+        "ShareLinkKindEnum": "jobs.models.ShareLink.Kind",
+        "ShareLinkStateEnum": ["active", "expired", "revoked"],
+        "CompareMetricEnum": ["iops", "bandwidth", "read_p99", "write_p99"],
     },
 }
 

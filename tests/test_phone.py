@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from jobs.imports import importing
-from jobs.models import Credential, Disk, Host, Profile, Run, Schedule, ScheduleProfile
+from jobs.models import Credential, Disk, Host, Profile, Run, Schedule, ScheduleProfile, ShareLink
 from jobs.teams import membership as teams
 from tests.browser import wait_until
 from tests.builders import rerun_of
@@ -87,6 +87,7 @@ def site(db) -> dict[str, str]:
                                        timezone="Europe/Berlin", stagger_s=600)  # fmt: skip
     schedule.targets.set([ultra, gp2])
     ScheduleProfile.objects.create(schedule=schedule, profile=preset, position=0)
+    ShareLink.issue(team=team, user=user, days=7, disk=ultra)
     return {
         "home": "/",
         "overview": "/overview/",
@@ -106,6 +107,7 @@ def site(db) -> dict[str, str]:
         "profiles": "/profiles/",
         "profile form": "/profiles/new/",
         "disk types": "/disk-types/",
+        "share links": "/shares/",
     }
 
 
@@ -142,7 +144,8 @@ def _assert_fits(page, name: str) -> None:
 
 
 PAGES = ["home", "overview", "hosts", "host", "host form", "disk", "disk form", "run", "run histogram", "schedules",
-         "schedule form", "calendar", "compare", "import", "profiles", "profile form", "disk types"]  # fmt: skip
+         "schedule form", "calendar", "compare", "import", "profiles", "profile form", "disk types",
+         "share links"]  # fmt: skip
 
 
 def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_page, live_server, screenshot):

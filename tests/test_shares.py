@@ -8,6 +8,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
@@ -15,6 +16,7 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from jobs.models import Membership, ShareLink
 from jobs.models.sharing import digest
+from jobs.results import stats
 from jobs.shares import public
 from tests.factories import DiskFactory, HostFactory, RunFactory, fio_summary
 from tests.test_api import add_member, make_world, post
@@ -234,6 +236,8 @@ def test_the_compare_page_shares_the_query_it_shows(ours):
     made = browser.post("/shares/", {"kind": "compare", "query": query, "expires_in_days": "7"})
     assert made.status_code == 200, made.content
     assert ShareLink.objects.get().compare == {"disks": [world.disk.pk, other.pk], "metric": "bandwidth"}
+    listed = browser.get("/shares/").content.decode()
+    assert f'href="/compare/?disks={world.disk.pk}%2C{other.pk}&amp;metric=bandwidth"' in listed
 
 
 def test_a_viewer_sees_no_share_form_and_cannot_post_one(ours):
@@ -243,3 +247,8 @@ def test_a_viewer_sees_no_share_form_and_cannot_post_one(ours):
     assert 'id="share-box"' not in browser.get(f"/disks/{ours[0].disk.pk}/").content.decode()
     response = browser.post("/shares/", {"kind": "disk", "disk": ours[0].disk.pk, "expires_in_days": "7"})
     assert response.status_code == 403 and not ShareLink.objects.exists()
+
+
+def test_the_schemas_name_for_the_compare_metrics_lists_them_all():
+    overrides = settings.SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]
+    assert overrides["CompareMetricEnum"] == list(stats.METRICS)

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from jobs import access
@@ -30,6 +31,7 @@ def share_list(request: HttpRequest) -> HttpResponse:
     links = ShareLink.objects.filter(team=team).select_related("disk__host", "created_by")
     for link in links:
         link.describe = sharing.describe(link)  # type: ignore[attr-defined]  # for the table only
+        link.page_url = _page_of(link)  # type: ignore[attr-defined]
     context = {
         "links": links,
         "shown_once": shown_once,
@@ -39,6 +41,15 @@ def share_list(request: HttpRequest) -> HttpResponse:
     response = render(request, "shares/list.html", context, status=400 if problem else 200)
     response["Cache-Control"] = "no-store"  # the page that shows a new link's address must not be cached
     return response
+
+
+def _page_of(link: ShareLink) -> str:
+    """The team's own page the link shows read-only: the disk page, or the Compare page with its query."""
+    if link.disk is not None:
+        return reverse("disk_detail", args=[link.disk.pk])
+    query = {key: ",".join(map(str, value)) if isinstance(value, list) else value
+             for key, value in (link.compare or {}).items()}  # fmt: skip
+    return f"{reverse('compare')}?{urlencode(query)}"
 
 
 def _create(request: HttpRequest, team: Team) -> str:
