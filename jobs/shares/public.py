@@ -15,6 +15,7 @@ from datetime import datetime
 from functools import wraps
 from typing import Any
 
+from axes.helpers import get_client_ip_address
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -48,7 +49,8 @@ def public(view: View) -> View:
 
 
 def _guarded(view: View, request: HttpRequest, token: str) -> HttpResponse:
-    key = f"share-guesses:{request.META.get('REMOTE_ADDR', '')}"
+    # The client's address as the sign-in lockout (django-axes) reads it, so one proxy setting serves both.
+    key = f"share-guesses:{get_client_ip_address(request) or ''}"
     if (cache.get(key) or 0) >= GUESS_LIMIT:
         return _answer(request, "shares/unknown.html", 429, "Too many unknown links from your address; wait ten "
                        "minutes and check the address you were sent.")  # fmt: skip
