@@ -36,6 +36,8 @@ class CompareQuerySerializer(JsonTypes, serializers.Serializer):
 
 
 class ShareLinkSerializer(JsonTypes, serializers.ModelSerializer):
+    """A read-only link to a disk page (kind disk, with disk) or a comparison (kind compare, with compare)."""
+
     disk = TeamScoped(queryset=Disk.objects.all(), required=False, allow_null=True,
                       help_text="With kind disk: the disk whose page the link shows.")  # fmt: skip
     compare = CompareQuerySerializer(required=False, allow_null=True, help_text="With kind compare.")
@@ -69,6 +71,8 @@ class ShareLinkSerializer(JsonTypes, serializers.ModelSerializer):
 
 
 class NewShareLinkSerializer(ShareLinkSerializer):
+    """The link just made, with its address: the only time the address is given."""
+
     url = serializers.CharField(read_only=True, help_text="The link's whole address. It is shown this once only.")
 
     class Meta(ShareLinkSerializer.Meta):
