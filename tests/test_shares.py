@@ -92,6 +92,10 @@ def test_a_comparison_link_keeps_its_checked_query(api, ours):
     link = ShareLink.objects.get(pk=made.json()["id"])
     assert link.compare == {"disks": [world.disk.pk, other.pk], "metric": "bandwidth"}
     assert timedelta(days=29, hours=23) < link.expires_at - timezone.now() <= timedelta(days=30)
+    html = Client().get(f"/s/{_token(made.json()['url'])}/").content.decode()
+    # The Statistics card with the shared choices, read-only: neither its form nor the before/after one.
+    assert 'id="statistics"' in html and "bandwidth" in html
+    assert 'class="stats-form"' not in html and 'id="before-after"' not in html and "<form" not in html
 
 
 def test_a_comparison_of_another_teams_disk_or_of_one_disk_is_refused(api, ours, theirs):
