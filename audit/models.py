@@ -27,6 +27,8 @@ class AuditEvent(models.Model):
         HOST_KEY_REFUSED = "host_key.refused", "Connection refused (host key changed)"
         DISK_IDENTITY_RECORDED = "disk.identity_recorded", "Disk identity recorded"
         DISK_IDENTITY_REFUSED = "disk.identity_refused", "Write refused (a different disk at the path)"
+        SHARE_CREATED = "share.created", "Share link created"
+        SHARE_REVOKED = "share.revoked", "Share link revoked"
 
     team = models.ForeignKey("jobs.Team", on_delete=models.CASCADE, related_name="audit_events", null=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)

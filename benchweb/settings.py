@@ -263,6 +263,9 @@ SPECTACULAR_SETTINGS = {
         "RunStateEnum": "jobs.models.Run.State",
         "AlertKindEnum": "jobs.models.alerts.Kind",
         "SteadyStateEnum": ["steady", "not_steady", "not_checked"],
+        "ShareLinkKindEnum": "jobs.models.ShareLink.Kind",
+        "ShareLinkStateEnum": ["active", "expired", "revoked"],
+        "CompareMetricEnum": ["iops", "bandwidth", "read_p99", "write_p99"],
     },
 }
 

@@ -16,6 +16,8 @@ from jobs.results import compare, distribution_pages, overview
 from jobs.results import pages as results
 from jobs.runs import pages as runs
 from jobs.schedules import pages as schedules
+from jobs.shares import pages as shares
+from jobs.shares import public
 from jobs.teams import pages as teams
 
 urlpatterns = [
@@ -90,4 +92,10 @@ urlpatterns = [
     path("alerts/<int:pk>/expected", alerts.alert_expected, name="alert_expected"),
     # imports
     path("import/", imports.import_results, name="import_results"),
+    # share links: the team's list, and the read-only pages they open without an account
+    path("shares/", shares.share_list, name="share_list"),
+    path("shares/<int:pk>/revoke", shares.share_revoke, name="share_revoke"),
+    path("s/<str:token>/", public.shared, name="shared"),
+    path("s/<str:token>/series.json", public.shared_series, name="shared_series"),
+    path("s/<str:token>/distributions.json", public.shared_distributions, name="shared_distributions"),
 ]

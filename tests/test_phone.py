@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from jobs.alerts import evaluate
 from jobs.imports import importing
-from jobs.models import Alert, Credential, Disk, Host, Profile, Run, Schedule, ScheduleProfile
+from jobs.models import Alert, Credential, Disk, Host, Profile, Run, Schedule, ScheduleProfile, ShareLink
 from jobs.teams import membership as teams
 from tests.browser import wait_until
 from tests.builders import rerun_of
@@ -96,6 +96,7 @@ def site(db) -> dict[str, str]:
     evaluate.run_finished(failed.pk)
     evaluate.host_key_refused(host, "SHA256:9p3Lr0c1x5xk0P2mnNk8W1cGmLbd0p5mB2r1yV7xkq9", "run 12")
     alert = Alert.objects.get(kind=Alert.Kind.RUN_FAILED)
+    ShareLink.issue(team=team, user=user, days=7, disk=ultra)
     return {
         "home": "/",
         "overview": "/overview/",
@@ -118,6 +119,7 @@ def site(db) -> dict[str, str]:
         "profiles": "/profiles/",
         "profile form": "/profiles/new/",
         "disk types": "/disk-types/",
+        "share links": "/shares/",
     }
 
 
@@ -155,7 +157,7 @@ def _assert_fits(page, name: str) -> None:
 
 PAGES = ["home", "overview", "hosts", "host", "host form", "disk", "disk form", "run", "run histogram", "schedules",
          "schedule form", "calendar", "compare", "import", "profiles", "profile form", "disk types", "alerts", "alert",
-         "alert rules"]  # fmt: skip
+         "alert rules", "share links"]  # fmt: skip
 
 
 def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_page, live_server, screenshot):

@@ -13,6 +13,7 @@ from jobs.profiles.api import ProfileViewSet
 from jobs.results.api import CompareStatsView, DistributionsView
 from jobs.runs.api import RunViewSet
 from jobs.schedules.api import ScheduleViewSet
+from jobs.shares.api import ShareLinkViewSet
 from jobs.teams.api import MemberViewSet, TeamListViewSet, TokenViewSet
 
 router = DefaultRouter()
@@ -30,6 +31,7 @@ router.register("change-points", ChangePointViewSet, basename="api-change-point"
 router.register("annotations", AnnotationViewSet, basename="api-annotation")
 router.register("alerts", AlertViewSet, basename="api-alert")
 router.register("alert-rules", AlertRuleViewSet, basename="api-alert-rule")
+router.register("share-links", ShareLinkViewSet, basename="api-share-link")
 
 urlpatterns = [
     path("v1/compare/stats/", CompareStatsView.as_view(), name="api-compare-stats"),

@@ -22,6 +22,7 @@ from jobs.disks.forms import DiskForm, size_range
 from jobs.models import SPEC_FIELDS, Alert, Annotation, Disk, Profile, Run, RunResultDay
 from jobs.results import burst, compliance, stability, validity
 from jobs.runs import queueing
+from jobs.shares.forms import ShareForm
 
 
 class ProfileSelect(forms.Select):
@@ -108,37 +109,42 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 form.add_error(exc.field if exc.field in form.fields else None, str(exc))
             else:
                 return redirect("run_detail", pk=run.pk)
+    can_change = access.can_change(request, disk.team)
+    context = {
+        **disk_facts(disk, request.GET),
+        "form": form,
+        "precondition_form": PreconditionForm(),
+        "precondition_at": precondition.recorded_at(disk.precondition),
+        "precondition_stale": precondition.stale_reason(disk),
+        "annotation_form": AnnotationForm(team=disk.team, disk=disk) if can_change else None,
+        "share_form": ShareForm() if can_change else None,
+        "unresolved_alerts": disk.alerts.filter(state__in=Alert.UNRESOLVED).count(),
+    }
+    return render(request, "jobs/disk_detail.html", context)
+
+
+def disk_facts(disk: Disk, params: Any) -> dict[str, Any]:
+    """What the disk page shows without acting: limits, burst credits, compliance, the chart's marks, changes and
+    the latest runs. The disk page and its share link (jobs/shares/public.py) both draw from this."""
     disk_limits, limits_error = disk.limits_or_reason()
     runs = list(disk.runs.select_related("profile")[:20])
     credits = burst.disk_burst(disk)
     labels = credits.labels()
     for run in runs:
         run.burst_label = labels.get(run.pk, "")  # type: ignore[attr-defined]  # shown beside its IOPS
-    return render(
-        request,
-        "jobs/disk_detail.html",
-        {
-            "disk": disk,
-            "form": form,
-            "limits": disk_limits,
-            "limits_error": limits_error,
-            "breakdown": _breakdown(disk_limits),
-            "runs": runs,
-            "burst": credits,
-            "precondition_form": PreconditionForm(),
-            "precondition_at": precondition.recorded_at(disk.precondition),
-            "precondition_stale": precondition.stale_reason(disk),
-            "environment_changes": _environment_changes(disk),
-            "chart_marks": validity.chart_marks(disk, credits),
-            "change_points": disk.change_points.all()[:10],
-            "unresolved_alerts": disk.alerts.filter(state__in=Alert.UNRESOLVED).count(),
-            "disk_annotations": Annotation.for_disk(disk).select_related("disk__host", "host")[:10],
-            "annotation_form": AnnotationForm(team=disk.team, disk=disk)
-            if access.can_change(request, disk.team)
-            else None,
-            **_compliance(disk, request.GET),
-        },
-    )
+    return {
+        "disk": disk,
+        "limits": disk_limits,
+        "limits_error": limits_error,
+        "breakdown": _breakdown(disk_limits),
+        "runs": runs,
+        "burst": credits,
+        "environment_changes": _environment_changes(disk),
+        "chart_marks": validity.chart_marks(disk, credits),
+        "change_points": disk.change_points.all()[:10],
+        "disk_annotations": Annotation.for_disk(disk).select_related("disk__host", "host")[:10],
+        **_compliance(disk, params),
+    }
 
 
 @login_required

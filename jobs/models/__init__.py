@@ -10,11 +10,12 @@ from jobs.models.profiles import Profile
 from jobs.models.results import RunResult, RunResultDay
 from jobs.models.runs import Run, RunSample
 from jobs.models.schedules import Schedule, ScheduleProfile
+from jobs.models.sharing import ShareLink
 from jobs.models.teams import Invitation, InvitationQuerySet, Membership, Preferences, Team
 
 __all__ = [
     "SPEC_FIELDS", "Alert", "AlertRule", "Annotation", "ChangePoint", "Credential", "Disk", "Host", "Invitation",
     "InvitationQuerySet", "Membership", "Preferences",
-    "Profile", "Run", "RunResult", "RunResultDay", "RunSample", "Schedule", "ScheduleProfile", "Team", "name_taken",
-    "site_validator",
+    "Profile", "Run", "RunResult", "RunResultDay", "RunSample", "Schedule", "ScheduleProfile", "ShareLink", "Team",
+    "name_taken", "site_validator",
 ]  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -19,11 +20,12 @@ from django.utils import timezone
 
 from jobs import access, clock, environment, limits, units
 from jobs.analysis import steady
-from jobs.models import Disk, Run
+from jobs.models import Disk, Run, Team
 from jobs.results import stats, validity
+from jobs.shares.forms import ShareForm
 from jobs.tools.summary import PERCENTILES
 
-COMPARE_MIN, COMPARE_MAX = 2, 8
+COMPARE_MIN, COMPARE_MAX = stats.COMPARE_MIN, stats.COMPARE_MAX
 
 
 def theoretical_at_block_size(snapshot: dict[str, Any] | None) -> str:
@@ -257,6 +259,25 @@ def _add_credits(groups: list[Group]) -> None:
 def compare(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
     disk_ids, run_ids = _ids(request, "disks"), _ids(request, "runs")
+    context = {
+        **comparison(team, disk_ids, run_ids, request.GET),
+        "chosen_disks": set(disk_ids),
+        "chosen_runs": set(run_ids),
+        "disks": Disk.objects.filter(team=team).select_related("host"),
+        "runs": Run.objects.filter(team=team, state=Run.State.SUCCEEDED)
+        .select_related("disk__host")
+        .defer(*Run.BULKY_FIELDS, "summary", "parameters")
+        .order_by("-finished_at")[:50],
+        "share_form": ShareForm() if access.can_change(request, team) else None,
+    }
+    context["distributions_url"] = reverse("compare_distributions") + "?" + context["distributions"]
+    return render(request, "jobs/manage/compare.html", context)
+
+
+def comparison(team: Team, disk_ids: list[int], run_ids: list[int], params: Mapping[str, str]) -> dict[str, Any]:
+    """What the Compare page shows of the disks or runs chosen: the groups side by side, the chart, the
+    environment, the statistics (the card's choices in `params`). The page and a share link of a comparison
+    (jobs/shares/public.py) both draw from this. Http404 when one of them is not the team's."""
     groups: list[Group] = []
     problem = ""
     chosen = disk_ids or run_ids
@@ -279,21 +300,13 @@ def compare(request: HttpRequest) -> HttpResponse:
             columns = [_run_column(found_runs[pk]) for pk in run_ids]
             groups = [Group("Selected runs", columns)]
     _add_credits(groups)
-    context = {
+    return {
         "groups": groups,
         "problem": problem,
         "by_disk": bool(disk_ids),
         "chart": _chart(groups, bool(disk_ids)),
         "environment_changes": [] if disk_ids else _environment_changes(groups),
-        "chosen_disks": set(disk_ids),
-        "chosen_runs": set(run_ids),
-        "disks": Disk.objects.filter(team=team).select_related("host"),
-        "runs": Run.objects.filter(team=team, state=Run.State.SUCCEEDED)
-        .select_related("disk__host")
-        .defer(*Run.BULKY_FIELDS, "summary", "parameters")
-        .order_by("-finished_at")[:50],
         # Statistics and latency distributions (templates/jobs/manage/_compare_stats.html).
-        "stats": stats.card(request.GET, team, disk_ids),
+        "stats": stats.card(params, team, disk_ids),
         "distributions": "runs=" + ",".join(map(str, run_ids)) if run_ids else "disks=" + ",".join(map(str, disk_ids)),
     }
-    return render(request, "jobs/manage/compare.html", context)

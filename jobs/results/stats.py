@@ -29,6 +29,8 @@ METRICS: dict[str, tuple[str, str, str, bool]] = {
 }
 # The newest runs of a set that are compared: the Hodges-Lehmann CI sorts every pairwise difference (n x m).
 MAX_RUNS = 500
+# How many disks or runs the Compare page (and a share link of a comparison) sets side by side.
+COMPARE_MIN, COMPARE_MAX = 2, 8
 
 
 class StatsError(ValueError):

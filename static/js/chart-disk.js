@@ -329,12 +329,16 @@
     return out;
   }
 
+  // A share link's page has no run pages to open (jobs/shares/public.py): its points only tell their run.
+  const opensRuns = Boolean(root.dataset.runUrl);
+  const runFooter = (items) => (items.length && items[0].raw.run ? "run #" + items[0].raw.run + (opensRuns ? " · click to open" : "") : "");
+
   function runUrl(id) {
     return root.dataset.runUrl.replace(/0\/$/, id + "/");
   }
 
   function openRun(event, elements, chart) {
-    if (!elements.length) return;
+    if (!elements.length || !opensRuns) return;
     const point = chart.data.datasets[elements[0].datasetIndex].data[elements[0].index];
     if (point && point.run) window.location.assign(runUrl(point.run));
   }
@@ -418,13 +422,11 @@
         const moved = meta.blockSize ? fmt.bytesPerS(ctx.raw.y * meta.blockSize) + " at " + fmt.bytes(meta.blockSize) + " blocks" : "";
         return [moved, ...flagLines(ctx.raw, ctx.chart)].filter(Boolean);
       },
-      footer(items) {
-        return items.length && items[0].raw.run ? "run #" + items[0].raw.run + " · click to open" : "";
-      },
+      footer: runFooter,
     };
     options.onClick = openRun;
     options.onHover = (event, elements) => {
-      event.native.target.style.cursor = elements.length ? "pointer" : "default";
+      event.native.target.style.cursor = elements.length && opensRuns ? "pointer" : "default";
     };
     const legendMarks = withMarkLegend(options, data);
     const canvas = document.getElementById("iops-chart");
@@ -475,7 +477,7 @@
     options.plugins.tooltip.callbacks = {
       label: (ctx) => narrowed(ctx.dataset.label + ": " + fmt.micros(ctx.raw.y) + steadyWords(ctx.raw), ctx.chart),
       afterLabel: (ctx) => flagLines(ctx.raw, ctx.chart),
-      footer: (items) => (items.length && items[0].raw.run ? "run #" + items[0].raw.run + " · click to open" : ""),
+      footer: runFooter,
     };
     options.onClick = openRun;
     const canvas = document.getElementById("latency-chart");
