@@ -1,10 +1,10 @@
 """Work sent to the Celery workers, by the task names jobs/tasks.py registers.
 
 The use cases (jobs/runs/queueing.py `send` and `observe`, called by jobs/runs/lifecycle.py and
-jobs/runs/observing.py) send launches, observation steps, collections and stops; the
-tasks call the use cases. Sending by name keeps that one-way: this module imports nothing of the app, so the
-use cases need not import the tasks module (and no function-level import is needed to dodge a cycle). A test
-checks that every name here is a registered task.
+jobs/runs/observing.py) send launches, observation steps, collections and stops, and jobs/notify/delivery.py
+sends alert deliveries; the tasks call the use cases. Sending by name keeps that one-way: this module imports
+nothing of the app, so the use cases need not import the tasks module (and no function-level import is needed
+to dodge a cycle). A test checks that every name here is a registered task.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ POLL_RUN = "jobs.poll_run"
 OBSERVE_HOST = "jobs.observe_host"
 COLLECT_RUN = "jobs.collect_run"
 STOP_RUN = "jobs.stop_run"
-NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN)
+DELIVER = "jobs.deliver"
+NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN, DELIVER)
 
 
 def send(name: str, *args: object, queue: str, countdown: float = 0) -> None:

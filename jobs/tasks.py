@@ -1,5 +1,6 @@
 """Celery tasks: thin wrappers that take an id, hand the work to a use case (jobs/runs/lifecycle.py,
-jobs/runs/observing.py, jobs/runs/retention.py, jobs/schedules/dispatcher.py) and return a short status."""
+jobs/runs/observing.py, jobs/runs/retention.py, jobs/schedules/dispatcher.py, jobs/notify/delivery.py) and
+return a short status."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.conf import settings
 from django.db import connection
 
 from jobs.models import Team
+from jobs.notify import delivery
 from jobs.runs import lifecycle, observing, retention
 from jobs.schedules import dispatcher
 
@@ -78,3 +80,13 @@ def tick() -> str:
         return dispatcher.tick()
     finally:
         _TICKING.release()
+
+
+@shared_task(name="jobs.deliver")
+def deliver(delivery_id: int) -> str:
+    return delivery.attempt(delivery_id)
+
+
+@shared_task(name="jobs.send_due_deliveries")
+def send_due_deliveries() -> str:
+    return delivery.send_due()

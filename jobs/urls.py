@@ -9,6 +9,7 @@ from jobs.changes import pages as changes
 from jobs.disks import pages as disks
 from jobs.hosts import pages as hosts
 from jobs.imports import pages as imports
+from jobs.notify import pages as channels
 from jobs.profiles import pages as profiles
 from jobs.results import compare, distribution_pages, overview
 from jobs.results import pages as results
@@ -78,6 +79,11 @@ urlpatterns = [
     path("changes/", changes.changes, name="changes"),
     path("changes/<int:pk>/expected", changes.change_point_expected, name="change_point_expected"),
     path("annotations/<int:pk>/delete", changes.annotation_delete, name="annotation_delete"),
+    # alert channels and their delivery logs
+    path("channels/", channels.channel_list, name="channel_list"),
+    path("channels/<int:pk>/", channels.channel_detail, name="channel_detail"),
+    path("channels/<int:pk>/test", channels.channel_test, name="channel_test"),
+    path("channels/<int:pk>/delete", channels.channel_delete, name="channel_delete"),
     # imports
     path("import/", imports.import_results, name="import_results"),
 ]

@@ -8,6 +8,7 @@ from jobs.changes.api import AnnotationViewSet, ChangePointViewSet
 from jobs.disks.api import DiskTypeViewSet, DiskViewSet
 from jobs.hosts.api import HostViewSet
 from jobs.imports.api import ImportViewSet
+from jobs.notify.api import AlertChannelViewSet
 from jobs.profiles.api import ProfileViewSet
 from jobs.results.api import CompareStatsView, DistributionsView
 from jobs.runs.api import RunViewSet
@@ -27,6 +28,7 @@ router.register("runs", RunViewSet, basename="api-run")
 router.register("import", ImportViewSet, basename="api-import")
 router.register("change-points", ChangePointViewSet, basename="api-change-point")
 router.register("annotations", AnnotationViewSet, basename="api-annotation")
+router.register("alert-channels", AlertChannelViewSet, basename="api-alert-channel")
 
 urlpatterns = [
     path("v1/compare/stats/", CompareStatsView.as_view(), name="api-compare-stats"),
