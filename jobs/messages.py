@@ -24,3 +24,15 @@ NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN,
 def send(name: str, *args: object, queue: str, countdown: float = 0) -> None:
     """Publish one task message on `queue`, to run `countdown` seconds from now."""
     current_app.send_task(name, args=list(args), queue=queue, countdown=countdown or None)
+
+
+# One quick retry, then the caller hears the broker is away; the beat's sweep finds the work in the database.
+QUICK_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+
+
+def offer(name: str, *args: object, queue: str, countdown: float = 0) -> None:
+    """Publish one task message without waiting for a broker that is away (send waits ~20 s for one) and without
+    a result to keep: for work the database already holds, such as an alert delivery."""
+    current_app.send_task(
+        name, args=list(args), queue=queue, countdown=countdown or None, ignore_result=True, retry_policy=QUICK_RETRY
+    )

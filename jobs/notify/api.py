@@ -21,7 +21,13 @@ from jobs.notify.channels import ChannelInput, ChannelRefused, save_channel
 
 
 class AlertChannelSerializer(ModelSerializer):
-    kind = serializers.ChoiceField(choices=AlertChannel.Kind.choices, help_text="Fixed once the channel exists.")
+    kind = serializers.ChoiceField(
+        choices=AlertChannel.Kind.choices, help_text="Fixed once the channel exists.",
+        error_messages={
+            "required": "Choose the kind of channel: email, webhook or apprise.",
+            "invalid_choice": "{input!r} is not a kind of channel; choose email, webhook or apprise.",
+        },
+    )  # fmt: skip
     name = serializers.CharField(
         max_length=100, required=False, help_text="Unique in the team; left out: made from the target."
     )

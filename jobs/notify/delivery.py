@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
@@ -47,7 +48,8 @@ def publish(team_id: int, event: dict[str, Any]) -> None:
             for channel in AlertChannel.objects.filter(team_id=team_id, enabled=True)
             if channel.wants(str(event.get("event")), str(alert.get("kind")))
         ]
-        queued = _queue(channels, event)
+        with transaction.atomic():  # a savepoint if a caller's transaction is open: a failure here leaves it usable
+            queued = _queue(channels, event)
     except Exception:  # the alert is stored whatever happens here; its channels just will not hear of it
         log.exception("alert event for team %s was not queued for its channels", team_id)
         return
@@ -155,6 +157,6 @@ def _record(delivery: Delivery, lease: Any, outcome: senders.Outcome, give_up: b
 
 def _send(delivery_id: int, countdown: float = 0) -> None:
     try:
-        messages.send(messages.DELIVER, delivery_id, queue=settings.CELERY_TASK_DEFAULT_QUEUE, countdown=countdown)
-    except Exception:  # the broker is away: the beat's sweep sends it once it is back
-        log.exception("delivery %s: could not send its task; the sweep will", delivery_id)
+        messages.offer(messages.DELIVER, delivery_id, queue=settings.CELERY_TASK_DEFAULT_QUEUE, countdown=countdown)
+    except Exception as exc:  # the broker is away: the beat's sweep sends it once it is back
+        log.warning("delivery %s: could not send its task (%s); the beat's sweep will", delivery_id, exc)
