@@ -41,7 +41,8 @@ class ChannelForm(forms.Form):
                 "url": channel.target if kind == Kind.WEBHOOK else "",
                 "events": channel.events, "kinds": channel.kinds, "enabled": channel.enabled,
             })  # fmt: skip
-        kwargs.setdefault("auto_id", f"id_{kind}-%s" if channel is None else "id_%s")  # three forms on one page
+        if channel is None:
+            kwargs.setdefault("prefix", kind)  # a form per kind on one page: their fields' names and ids differ
         super().__init__(*args, **kwargs)
         self.kind, self.channel = kind, channel
         del self.fields["url" if kind == Kind.EMAIL else "addresses"]
