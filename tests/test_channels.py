@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -369,3 +370,18 @@ def test_a_test_alert_goes_to_one_channel_even_when_it_is_turned_off(team, owner
     [request] = http_receiver.requests
     assert request.json()["alert"]["kind"] == "test" and request.json()["alert"]["url"].endswith(f"/channels/{off.pk}/")
     assert other.deliveries.count() == 0
+
+
+def test_the_readmes_receiver_code_accepts_a_real_delivery_and_refuses_a_changed_one(team, owner, http_receiver):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    code = readme[readme.index("import hashlib, hmac, json\nfrom datetime") :]
+    receiver: dict[str, Any] = {}
+    exec(code[: code.index("```")], receiver)  # noqa: S102 (the README's own example, run as a receiver would)
+    hook, secret = save_channel(None, ChannelInput(kind="webhook", url=http_receiver.url), team=team, user=owner)
+    publish(team.pk, EVENT)
+    deliver_all(hook)
+    [request] = http_receiver.requests
+    headers = {"X-Benchweb-Signature": request.headers["x-benchweb-signature"]}
+    assert receiver["verified_alert"](request.body, headers, secret)["alert"]["id"] == 7
+    with pytest.raises(ValueError, match="not signed"):
+        receiver["verified_alert"](request.body.replace(b'"id":7', b'"id":8'), headers, secret)
