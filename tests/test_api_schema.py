@@ -17,7 +17,19 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from jobs.api.models import ApiToken
-from jobs.models import Annotation, ChangePoint, Disk, Host, Membership, Profile, Run, Schedule, Team
+from jobs.models import (
+    AlertChannel,
+    Annotation,
+    ChangePoint,
+    Delivery,
+    Disk,
+    Host,
+    Membership,
+    Profile,
+    Run,
+    Schedule,
+    Team,
+)
 from tests.test_api import CANARY_PASSWORD, make_world
 
 pytestmark = pytest.mark.django_db
@@ -83,6 +95,8 @@ def snapshot(team: Team) -> list[object]:
         list(ApiToken.objects.filter(team=team).values_list("pk", "revoked_at")),
         list(Annotation.objects.filter(team=team).values_list("pk", "text", "at")),
         list(ChangePoint.objects.filter(team=team).values_list("pk", "expected")),
+        list(AlertChannel.objects.filter(team=team).values_list("pk", "name", "target", "enabled")),
+        list(Delivery.objects.filter(channel__team=team).values_list("pk", "state")),
     ]
 
 
@@ -98,6 +112,8 @@ def fuzzed() -> tuple[str, Team]:
             at=team_world.run.finished_at, at_ms=1, before=4000, after=2800, change_percent=-30, p_value=0.001,
             runs_before=18, runs_after=12, direction="worse",
         )  # fmt: skip
+        # A channel no receiver answers (port 9 on this machine): a fuzzed test delivery only ever queues.
+        AlertChannel.objects.create(team=team_world.team, name="ops", kind="webhook", target="http://127.0.0.1:9/")
     # An account without an email address: the members list shows "" for it, which the schema must allow.
     Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.

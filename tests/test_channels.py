@@ -243,6 +243,8 @@ def test_an_apprise_service_that_fails_leaves_apprises_words_in_the_log(team, ow
         ({"kind": "webhook", "url": "ftp://files.example.com/hook", "name": "x"}, "url", "https://"),
         ({"kind": "webhook", "url": "file:///etc/passwd"}, "url", "not file:"),
         ({"kind": "webhook", "name": "x"}, "url", "Give the webhook URL"),
+        ({"kind": "webhook", "url": "https://[::1/hook"}, "url", "This is not a URL"),
+        ({"kind": "webhook", "url": "https://h.example.com", "events": ["nope"]}, "events", "choose from opened"),
         ({"kind": "apprise", "url": "pigeonpost://coop/12"}, "url", "does not know the scheme pigeonpost://"),
         ({"kind": "email", "addresses": ["oncall@example.com", "not-an-address"]}, "addresses", "'not-an-address'"),
         ({"kind": "email", "addresses": []}, "addresses", "at least one"),
@@ -255,7 +257,7 @@ def test_bad_channel_input_is_a_400_naming_the_field_and_nothing_is_stored(api, 
     refused = post(api, "/api/v1/alert-channels/", body)
     assert refused.status_code == 400, refused.content
     assert list(refused.json()) == [field]
-    assert words in " ".join(refused.json()[field])
+    assert words in json.dumps(refused.json()[field])
     assert AlertChannel.objects.count() == 0
 
 

@@ -20,6 +20,10 @@ from jobs.notify import delivery
 from jobs.notify.channels import ChannelInput, ChannelRefused, save_channel
 
 
+def _not_one_of(what: str, choices: tuple[str, ...]) -> str:
+    return "{input!r} is not an alert " + what + "; choose from " + ", ".join(choices) + "."
+
+
 class AlertChannelSerializer(ModelSerializer):
     kind = serializers.ChoiceField(
         choices=AlertChannel.Kind.choices, help_text="Fixed once the channel exists.",
@@ -40,11 +44,13 @@ class AlertChannelSerializer(ModelSerializer):
         help_text="email: the addresses alerts go to.",
     )  # fmt: skip
     events = serializers.ListField(
-        child=serializers.ChoiceField(choices=EVENTS), required=False, help_text="Empty or left out: every event."
-    )
+        child=serializers.ChoiceField(choices=EVENTS, error_messages={"invalid_choice": _not_one_of("event", EVENTS)}),
+        required=False, help_text="Empty or left out: every event.",
+    )  # fmt: skip
     kinds = serializers.ListField(
-        child=serializers.ChoiceField(choices=KINDS), required=False, help_text="Empty or left out: every kind."
-    )
+        child=serializers.ChoiceField(choices=KINDS, error_messages={"invalid_choice": _not_one_of("kind", KINDS)}),
+        required=False, help_text="Empty or left out: every kind.",
+    )  # fmt: skip
     secret = serializers.SerializerMethodField(
         help_text="webhook: the signing secret in the answer to the creation only; afterwards "
         f"'{PLACEHOLDER}'. Empty for other kinds."

@@ -11,14 +11,10 @@ from urllib.parse import urlsplit
 from jobs.models import AlertChannel, Team
 from jobs.models.names import name_taken
 from jobs.notify import targets
+from jobs.notify.targets import ChannelRefused
 
+__all__ = ["ChannelInput", "ChannelRefused", "save_channel"]
 Kind = AlertChannel.Kind
-
-
-class ChannelRefused(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True)
@@ -64,28 +60,25 @@ def save_channel(
 
 
 def _set_target(channel: AlertChannel, entered: ChannelInput, creating: bool) -> None:
-    try:
-        if channel.kind == Kind.EMAIL:
-            if entered.url is not None:
-                raise ChannelRefused("url", "An e-mail channel sends to addresses: give addresses, not url.")
-            if creating or entered.addresses is not None:
-                channel.target = targets.email_addresses(entered.addresses or [])
-            return
-        if entered.addresses is not None:
-            raise ChannelRefused("addresses", f"A {channel.kind} channel sends to a URL: give url, not addresses.")
-        if not (creating or entered.url is not None):
-            return
-        if not entered.url:
-            example = (
-                "https://hooks.example.com/benchweb" if channel.kind == Kind.WEBHOOK else "slack://TokenA/TokenB/TokenC"
-            )
-            raise ChannelRefused("url", f"Give the {channel.kind} URL, e.g. {example}.")
-        if channel.kind == Kind.WEBHOOK:
-            channel.target = targets.webhook_url(entered.url)
-        else:
-            channel.set_apprise_url(entered.url.strip(), targets.apprise_url(entered.url))
-    except targets.TargetError as exc:
-        raise ChannelRefused(exc.field, str(exc)) from exc
+    if channel.kind == Kind.EMAIL:
+        if entered.url is not None:
+            raise ChannelRefused("url", "An e-mail channel sends to addresses: give addresses, not url.")
+        if creating or entered.addresses is not None:
+            channel.target = targets.email_addresses(entered.addresses or [])
+        return
+    if entered.addresses is not None:
+        raise ChannelRefused("addresses", f"A {channel.kind} channel sends to a URL: give url, not addresses.")
+    if not (creating or entered.url is not None):
+        return
+    if not entered.url:
+        example = (
+            "https://hooks.example.com/benchweb" if channel.kind == Kind.WEBHOOK else "slack://TokenA/TokenB/TokenC"
+        )
+        raise ChannelRefused("url", f"Give the {channel.kind} URL, e.g. {example}.")
+    if channel.kind == Kind.WEBHOOK:
+        channel.target = targets.webhook_url(entered.url)
+    else:
+        channel.set_apprise_url(entered.url.strip(), targets.apprise_url(entered.url))
 
 
 def _set_name(channel: AlertChannel, name: str | None, creating: bool) -> None:

@@ -3,7 +3,7 @@ URL (http or https only), an Apprise URL whose scheme Apprise knows. Each refusa
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import apprise
 from apprise.manager_plugins import NotificationManager
@@ -13,7 +13,9 @@ from django.core.validators import validate_email
 MAX_ADDRESSES = 20
 
 
-class TargetError(ValueError):
+class ChannelRefused(ValueError):
+    """A channel's input refused: the field at fault and what to write instead."""
+
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
@@ -23,44 +25,53 @@ def email_addresses(addresses: list[str]) -> str:
     """The addresses as the channel stores them: comma-separated, each checked."""
     cleaned = [address.strip() for address in addresses if address.strip()]
     if not cleaned:
-        raise TargetError("addresses", "Give at least one e-mail address, e.g. storage-oncall@example.com.")
+        raise ChannelRefused("addresses", "Give at least one e-mail address, e.g. storage-oncall@example.com.")
     if len(cleaned) > MAX_ADDRESSES:
-        raise TargetError("addresses", f"Give at most {MAX_ADDRESSES} addresses; use a mailing list for more.")
+        raise ChannelRefused("addresses", f"Give at most {MAX_ADDRESSES} addresses; use a mailing list for more.")
     for address in cleaned:
         try:
             validate_email(address)
         except ValidationError as exc:
-            raise TargetError(
+            raise ChannelRefused(
                 "addresses", f"{address[:100]!r} is not an e-mail address; write it as name@example.com."
             ) from exc
     return ", ".join(cleaned)
 
 
+def _parts(url: str) -> SplitResult:
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 (reading it checks it)
+    except ValueError as exc:
+        raise ChannelRefused("url", f"This is not a URL ({exc}); write one like https://hooks.example.com/in.") from exc
+    return parts
+
+
 def webhook_url(url: str) -> str:
-    parts = urlsplit(url.strip())
+    parts = _parts(url)
     if parts.scheme not in ("http", "https"):
-        raise TargetError(
+        raise ChannelRefused(
             "url",
             f"A webhook URL starts with https:// (or http://), not {parts.scheme or 'nothing'}:; "
             "for Slack, Teams and other services choose the Apprise kind.",
         )
     if not parts.hostname:
-        raise TargetError("url", "This webhook URL names no host; write it as https://hooks.example.com/benchweb.")
+        raise ChannelRefused("url", "This webhook URL names no host; write it as https://hooks.example.com/benchweb.")
     return url.strip()
 
 
 def apprise_url(url: str) -> str:
     """The URL masked as Apprise shows it (tokens and passwords hidden), once Apprise has read it."""
-    scheme = urlsplit(url.strip()).scheme.lower()
+    scheme = _parts(url).scheme.lower()
     if scheme not in NotificationManager().schemas():
-        raise TargetError(
+        raise ChannelRefused(
             "url",
             f"Apprise does not know the scheme {scheme or '(none)'}://; write a URL from "
             "https://github.com/caronc/apprise/wiki, e.g. slack://TokenA/TokenB/TokenC or msteams://….",
         )
     plugin = apprise.Apprise.instantiate(url.strip())
     if plugin is None:
-        raise TargetError(
+        raise ChannelRefused(
             "url",
             f"Apprise knows {scheme}:// but cannot read this URL; check its parts against the {scheme} page of "
             "https://github.com/caronc/apprise/wiki.",
