@@ -387,3 +387,17 @@ def test_the_readmes_receiver_code_accepts_a_real_delivery_and_refuses_a_changed
     assert receiver["verified_alert"](request.body, headers, secret)["alert"]["id"] == 7
     with pytest.raises(ValueError, match="not signed"):
         receiver["verified_alert"](request.body.replace(b'"id":7', b'"id":8'), headers, secret)
+
+
+def test_a_delivery_whose_channel_was_turned_off_gives_up_without_marking_the_channel_failed(
+    team, owner, http_receiver
+):
+    hook = channel(team, owner, kind="webhook", url=http_receiver.url)
+    publish(team.pk, EVENT)
+    AlertChannel.objects.filter(pk=hook.pk).update(enabled=False)
+    delivery.attempt(hook.deliveries.get().pk)
+    hook.refresh_from_db()
+    stopped = hook.deliveries.get()
+    assert stopped.state == Delivery.State.GAVE_UP
+    assert stopped.error == "The channel was turned off before this delivery was sent."
+    assert http_receiver.requests == [] and hook.failures_in_a_row == 0 and hook.last_error == ""

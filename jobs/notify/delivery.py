@@ -148,7 +148,7 @@ def _record(delivery: Delivery, lease: Any, outcome: senders.Outcome, give_up: b
     channels = AlertChannel.objects.filter(pk=delivery.channel_id)
     if outcome.sent:
         channels.update(failures_in_a_row=0, last_sent_at=finished)
-    else:
+    elif not give_up:  # a channel turned off said nothing about its receiver
         channels.update(failures_in_a_row=F("failures_in_a_row") + 1, last_error=outcome.error, last_failed_at=finished)
     if wait is not None and wait <= SHORT_WAIT:
         _send(delivery.pk, countdown=wait)
