@@ -401,3 +401,27 @@ def test_a_delivery_whose_channel_was_turned_off_gives_up_without_marking_the_ch
     assert stopped.state == Delivery.State.GAVE_UP
     assert stopped.error == "The channel was turned off before this delivery was sent."
     assert http_receiver.requests == [] and hook.failures_in_a_row == 0 and hook.last_error == ""
+
+
+def test_the_pages_let_owners_add_members_test_and_viewers_only_look(team, owner, owner_client):
+    added = owner_client.post("/channels/", {"kind": "email", "email-addresses": "a@example.com\nb@example.com",
+                                             "email-name": "", "email-enabled": "on"})  # fmt: skip
+    mail = AlertChannel.objects.get()
+    assert added.status_code == 302 and added["Location"] == f"/channels/{mail.pk}/"
+    assert (mail.name, mail.enabled) == ("E-mail to a@example.com", True)
+    assert mail.addresses == ["a@example.com", "b@example.com"]
+    refused = owner_client.post("/channels/", {"kind": "apprise", "apprise-url": "pigeonpost://coop"})
+    assert refused.status_code == 200 and "does not know the scheme pigeonpost://" in refused.content.decode()
+    for role in (Membership.Role.MEMBER, Membership.Role.VIEWER):
+        user = User.objects.create_user(f"page-{role}")
+        Membership.objects.create(user=user, team=team, role=role)
+        browser = Client()
+        browser.force_login(user)
+        assert browser.get("/channels/").status_code == 200
+        assert browser.post("/channels/", {"kind": "email", "email-addresses": "c@example.com"}).status_code == 403
+        assert browser.post(f"/channels/{mail.pk}/delete").status_code == 403
+        tested = browser.post(f"/channels/{mail.pk}/test")
+        assert tested.status_code == (302 if role == Membership.Role.MEMBER else 403)
+    assert AlertChannel.objects.count() == 1 and mail.deliveries.count() == 1
+    assert owner_client.post(f"/channels/{mail.pk}/delete").status_code == 302
+    assert AlertChannel.objects.count() == 0 and Delivery.objects.count() == 0

@@ -38,7 +38,13 @@ def channel_list(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Channel {channel.name} added. Send a test to see it arrive.")
                 return redirect("channel_detail", pk=channel.pk)
     channels = AlertChannel.objects.filter(team=team)
-    context = {"channels": channels, "forms": forms, "open_kind": kind, "is_owner": access.is_owner(request, team)}
+    context = {
+        "channels": channels,
+        "forms": forms,
+        "open_kind": kind,
+        "is_owner": access.is_owner(request, team),
+        "can_test": access.can_change(request, team),
+    }
     return render(request, "jobs/notify/channel_list.html", context)
 
 
