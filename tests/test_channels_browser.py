@@ -86,3 +86,17 @@ def test_a_viewer_sees_the_channels_and_their_log_but_no_forms(page, live_server
     assert page.get_by_role("button", name="Send test").count() == 0
     assert page.get_by_role("button", name="Save").count() == 0
     assert page.js_errors == []
+
+
+def test_the_add_forms_fit_a_phone_with_every_control_labelled(phone_page, live_server, owner_name, screenshot):
+    page = phone_page
+    _log_in(page, live_server, owner_name)
+    page.goto(f"{live_server.url}/channels/")
+    for kind in ("email", "webhook", "apprise"):
+        if page.locator(f"#add-{kind}[open]").count() == 0:
+            page.locator(f"#add-{kind} summary").click()
+    assert page.locator("details.add-channel[open]").count() == 3
+    assert page.evaluate(STICKING_OUT) == []
+    assert page.evaluate(UNLABELLED_CONTROLS) == []
+    screenshot("add-forms", on=page)
+    assert page.js_errors == []
