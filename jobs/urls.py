@@ -83,6 +83,7 @@ urlpatterns = [
     path("channels/", channels.channel_list, name="channel_list"),
     path("channels/<int:pk>/", channels.channel_detail, name="channel_detail"),
     path("channels/<int:pk>/test", channels.channel_test, name="channel_test"),
+    path("channels/<int:pk>/rotate-secret", channels.channel_rotate_secret, name="channel_rotate_secret"),
     path("channels/<int:pk>/delete", channels.channel_delete, name="channel_delete"),
     # imports
     path("import/", imports.import_results, name="import_results"),

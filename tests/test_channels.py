@@ -425,3 +425,23 @@ def test_the_pages_let_owners_add_members_test_and_viewers_only_look(team, owner
     assert AlertChannel.objects.count() == 1 and mail.deliveries.count() == 1
     assert owner_client.post(f"/channels/{mail.pk}/delete").status_code == 302
     assert AlertChannel.objects.count() == 0 and Delivery.objects.count() == 0
+
+
+def test_a_new_webhook_secret_is_shown_once_and_signs_the_next_delivery(api, team, owner, http_receiver, owner_client):
+    hook, first = save_channel(None, ChannelInput(kind="webhook", url=http_receiver.url), team=team, user=owner)
+    rotated = post(api, f"/api/v1/alert-channels/{hook.pk}/rotate-secret/")
+    assert rotated.status_code == 200, rotated.content
+    second = rotated.json()["secret"]
+    assert second not in (first, "••••") and api.get(f"/api/v1/alert-channels/{hook.pk}/").json()["secret"] == "••••"
+    publish(team.pk, EVENT)
+    deliver_all(hook)
+    [request] = http_receiver.requests
+    signed = "sha256=" + hmac.new(second.encode(), request.body, hashlib.sha256).hexdigest()
+    assert request.headers["x-benchweb-signature"] == signed
+    page = owner_client.post(f"/channels/{hook.pk}/rotate-secret")
+    assert hook.__class__.objects.get(pk=hook.pk).reveal_secret() in page.content.decode()
+    mail = channel(team, owner, kind="email", addresses=["a@example.com"])
+    refused = post(api, f"/api/v1/alert-channels/{mail.pk}/rotate-secret/")
+    assert refused.status_code == 400 and "Only a webhook channel" in refused.json()["kind"][0]
+    member_token = member(team, Membership.Role.MEMBER)
+    assert post(member_token, f"/api/v1/alert-channels/{hook.pk}/rotate-secret/").status_code == 403

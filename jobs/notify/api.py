@@ -17,7 +17,7 @@ from jobs.api.pagination import Pagination
 from jobs.models import AlertChannel, Delivery, Membership
 from jobs.models.channels import EVENTS, KINDS
 from jobs.notify import delivery
-from jobs.notify.channels import ChannelInput, ChannelRefused, save_channel
+from jobs.notify.channels import ChannelInput, ChannelRefused, rotate_secret, save_channel
 
 
 def _not_one_of(what: str, choices: tuple[str, ...]) -> str:
@@ -57,6 +57,8 @@ class AlertChannelSerializer(ModelSerializer):
     )
     dead = serializers.BooleanField(source="is_dead", read_only=True, help_text="Its last attempts all failed.")
     created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True, default=None)
+    # A webhook's secret just made (at creation or rotation): in this one answer, never read back.
+    new_secret: str | None = None
 
     class Meta:
         model = AlertChannel
@@ -70,7 +72,7 @@ class AlertChannelSerializer(ModelSerializer):
     def get_secret(self, channel: AlertChannel) -> str:
         if channel.kind != AlertChannel.Kind.WEBHOOK:
             return ""
-        return getattr(self, "new_secret", None) or PLACEHOLDER
+        return self.new_secret or PLACEHOLDER
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         self.entered = ChannelInput(
@@ -129,6 +131,18 @@ class AlertChannelViewSet(viewsets.ModelViewSet, TeamViewSet):
         """Send a synthetic alert of kind "test" to this channel; its delivery shows in the log."""
         sent = delivery.send_test(self.get_object(), request.user.get_username())
         return Response(DeliverySerializer(sent).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={200: AlertChannelSerializer})
+    @action(detail=True, methods=["post"], url_path="rotate-secret")
+    def rotate_secret(self, request: Request, pk: str) -> Response:
+        """A webhook's new signing secret, in this answer only; the old one signs nothing more."""
+        channel = self.get_object()
+        try:
+            body = AlertChannelSerializer(channel, context=self.get_serializer_context())
+            body.new_secret = rotate_secret(channel)
+        except ChannelRefused as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
+        return Response(body.data)
 
     @extend_schema(responses={200: DeliverySerializer(many=True)})
     @action(detail=True, methods=["get"], pagination_class=Pagination)

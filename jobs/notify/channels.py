@@ -13,7 +13,7 @@ from jobs.models.names import name_taken
 from jobs.notify import targets
 from jobs.notify.targets import ChannelRefused
 
-__all__ = ["ChannelInput", "ChannelRefused", "save_channel"]
+__all__ = ["ChannelInput", "ChannelRefused", "rotate_secret", "save_channel"]
 Kind = AlertChannel.Kind
 
 
@@ -51,12 +51,24 @@ def save_channel(
         channel.kinds = sorted(set(entered.kinds))
     if entered.enabled is not None:
         channel.enabled = entered.enabled
-    secret = None
-    if creating and channel.kind == Kind.WEBHOOK:
-        secret = secrets.token_urlsafe(32)
-        channel.set_secret(secret)
+    secret = _new_secret(channel) if creating and channel.kind == Kind.WEBHOOK else None
     channel.save()
     return channel, secret
+
+
+def rotate_secret(channel: AlertChannel) -> str:
+    """A new signing secret for a webhook, to show once; deliveries signed from now on use it."""
+    if channel.kind != Kind.WEBHOOK:
+        raise ChannelRefused("kind", f"Only a webhook channel has a signing secret; this one is {channel.kind}.")
+    secret = _new_secret(channel)
+    channel.save(update_fields=["secret_token"])
+    return secret
+
+
+def _new_secret(channel: AlertChannel) -> str:
+    secret = secrets.token_urlsafe(32)
+    channel.set_secret(secret)
+    return secret
 
 
 def _set_target(channel: AlertChannel, entered: ChannelInput, creating: bool) -> None:

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from jobs import access
 from jobs.models import AlertChannel
 from jobs.notify import delivery
-from jobs.notify.channels import ChannelRefused, save_channel
+from jobs.notify.channels import ChannelRefused, rotate_secret, save_channel
 from jobs.notify.forms import ChannelForm
 
 MANAGE = "manage alert channels"
@@ -74,6 +74,19 @@ def channel_test(request: HttpRequest, pk: int) -> HttpResponse:
     delivery.send_test(channel, request.user.get_username())
     messages.info(request, "Test alert queued: a worker sends it now; its delivery shows in the log below.")
     return redirect("channel_detail", pk=channel.pk)
+
+
+@login_required
+@require_POST
+def channel_rotate_secret(request: HttpRequest, pk: int) -> HttpResponse:
+    channel = access.owned(request, AlertChannel, pk)
+    access.require_owner(request, channel.team, MANAGE)
+    try:
+        secret = rotate_secret(channel)
+    except ChannelRefused as exc:
+        messages.error(request, str(exc))
+        return redirect("channel_detail", pk=channel.pk)
+    return _detail(request, channel, shown_once=secret)
 
 
 @login_required
