@@ -56,6 +56,10 @@ class ChannelForm(forms.Form):
                 self.fields["url"].help_text = f"Stored: {channel.target}. Left empty: kept as it is."
         self.fields["url" if kind != Kind.EMAIL else "addresses"].required = channel is None
 
+    @property
+    def kind_label(self) -> str:
+        return Kind(self.kind).label
+
     def entered(self) -> ChannelInput:
         data = self.cleaned_data
         url = data.get("url")

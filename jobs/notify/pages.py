@@ -15,6 +15,7 @@ from jobs.notify import delivery
 from jobs.notify.channels import ChannelRefused, rotate_secret, save_channel
 from jobs.notify.forms import ChannelForm
 
+Kind = AlertChannel.Kind
 MANAGE = "manage alert channels"
 LOG_SHOWN = 100
 
@@ -23,23 +24,17 @@ LOG_SHOWN = 100
 def channel_list(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
     kind = request.POST.get("kind", "")
-    forms = {choice: ChannelForm(request.POST if kind == choice else None, kind=choice) for choice in AlertChannel.Kind}
+    forms = {choice: ChannelForm(request.POST if kind == choice else None, kind=choice) for choice in Kind.values}
     if request.method == "POST":
         access.require_owner(request, team, MANAGE)
-        form = forms.get(kind)  # type: ignore[call-overload]
-        if form is not None and form.is_valid():
-            try:
-                channel, secret = save_channel(None, form.entered(), team=team, user=request.user)
-            except ChannelRefused as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, str(exc))
-            else:
-                if secret:
-                    return _detail(request, channel, shown_once=secret)
-                messages.success(request, f"Channel {channel.name} added. Send a test to see it arrive.")
-                return redirect("channel_detail", pk=channel.pk)
-    channels = AlertChannel.objects.filter(team=team)
+        saved = _saved(forms[kind], None, request) if kind in forms else None
+        if saved and saved[1]:
+            return _detail(request, saved[0], shown_once=saved[1])
+        if saved:
+            messages.success(request, f"Channel {saved[0].name} added. Send a test to see it arrive.")
+            return redirect("channel_detail", pk=saved[0].pk)
     context = {
-        "channels": channels,
+        "channels": AlertChannel.objects.filter(team=team),
         "forms": forms,
         "open_kind": kind,
         "is_owner": access.is_owner(request, team),
@@ -55,14 +50,9 @@ def channel_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         access.require_owner(request, channel.team, MANAGE)
         form = ChannelForm(request.POST, kind=channel.kind, channel=channel)
-        if form.is_valid():
-            try:
-                save_channel(channel, form.entered(), team=channel.team, user=request.user)
-            except ChannelRefused as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, str(exc))
-            else:
-                messages.success(request, f"Channel {channel.name} saved.")
-                return redirect("channel_detail", pk=channel.pk)
+        if _saved(form, channel, request):
+            messages.success(request, f"Channel {channel.name} saved.")
+            return redirect("channel_detail", pk=channel.pk)
     return _detail(request, channel, form=form)
 
 
@@ -97,6 +87,19 @@ def channel_delete(request: HttpRequest, pk: int) -> HttpResponse:
     channel.delete()
     messages.success(request, f"Channel {channel.name} deleted, with its delivery log.")
     return redirect("channel_list")
+
+
+def _saved(
+    form: ChannelForm, channel: AlertChannel | None, request: HttpRequest
+) -> tuple[AlertChannel, str | None] | None:
+    """The channel saved with a new webhook's secret, or None with the refusal on the form."""
+    if not form.is_valid():
+        return None
+    try:
+        return save_channel(channel, form.entered(), team=access.team(request), user=request.user)
+    except ChannelRefused as exc:
+        form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+        return None
 
 
 def _detail(
