@@ -321,6 +321,30 @@ if RETENTION_DAYS:
         "options": {"expires": 6 * 3600},
     }
 
+# Alerts reach people through the team's channels (jobs/notify/): a worker sends each delivery, retrying a failed
+# one after each of these waits in turn (seconds), then gives up. A channel whose last CHANNEL_DEAD_AFTER attempts
+# all failed is shown as dead. A beat entry re-sends deliveries whose message was lost (Redis restarted).
+DELIVERY_RETRY_SECONDS = [float(wait) for wait in env_list("BENCHWEB_DELIVERY_RETRY_SECONDS", "30,120,600,3600")]
+CHANNEL_DEAD_AFTER = int(os.environ.get("BENCHWEB_CHANNEL_DEAD_AFTER", "3"))
+WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("BENCHWEB_WEBHOOK_TIMEOUT_SECONDS", "10"))
+# Links in e-mails and webhooks that an event gives as paths are made absolute on the one public address
+# (BENCHWEB_PUBLIC_URL, above); the alerts already give absolute ones.
+SITE_URL = PUBLIC_URL
+CELERY_BEAT_SCHEDULE["deliveries"] = {
+    "task": "jobs.send_due_deliveries",
+    "schedule": float(os.environ.get("BENCHWEB_DELIVERY_SWEEP_SECONDS", "30")),
+    "options": {"expires": 30},
+}
+# The SMTP server alert e-mails go through (Django's own settings, read from variables of the same names).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "10"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "benchweb@localhost")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,7 +1,8 @@
 """This object, for this user in this team, or a 404: every page finds what it shows through here.
 
 A page acts in the team chosen in the session (jobs.teams.membership.current_team); another team's object is
-a 404, never a 403, so ids do not tell what exists elsewhere. Viewers look; changing needs the member role.
+a 404, never a 403, so ids do not tell what exists elsewhere. Viewers look; changing needs the member role, and
+a few things (alert channels) the owner role.
 The API scopes its querysets the same way in jobs.api.base.TeamViewSet.
 """
 
@@ -41,6 +42,15 @@ def can_change(request: HttpRequest, in_team: Team) -> bool:
 def require_change(request: HttpRequest, in_team: Team) -> None:
     if not can_change(request, in_team):
         raise PermissionDenied("Viewers can look but not change anything; ask an owner for the member role.")
+
+
+def is_owner(request: HttpRequest, in_team: Team) -> bool:
+    return teams.role_in(teams.signed_in_user(request), in_team) == Membership.Role.OWNER
+
+
+def require_owner(request: HttpRequest, in_team: Team, what: str) -> None:
+    if not is_owner(request, in_team):
+        raise PermissionDenied(f"Only the team's owners {what}; ask an owner.")
 
 
 def owned(request: HttpRequest, queryset: QuerySet[M] | type[M], pk: int) -> M:

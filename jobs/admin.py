@@ -12,8 +12,10 @@ from jobs import ssh
 from jobs.hosts import connecting
 from jobs.hosts.forms import CredentialForm
 from jobs.models import (
+    AlertChannel,
     ChangePoint,
     Credential,
+    Delivery,
     Disk,
     Host,
     Membership,
@@ -156,3 +158,28 @@ class RunAdmin(admin.ModelAdmin):
 @admin.register(RunSample)
 class RunSampleAdmin(admin.ModelAdmin):
     list_display = ["run", "t_s", "read_iops", "write_iops"]
+
+
+@admin.register(AlertChannel)
+class AlertChannelAdmin(admin.ModelAdmin):
+    """Look, turn off or delete; a channel is added on the Alert channels page or the API, which check its target
+    and make its secret (never shown here)."""
+
+    list_display = ["name", "kind", "target", "team", "enabled", "failures_in_a_row", "last_sent_at"]
+    list_filter = ["kind", "enabled"]
+    fields = ["name", "kind", "target", "events", "kinds", "enabled", "failures_in_a_row", "last_error"]
+    readonly_fields = ["kind", "target", "failures_in_a_row", "last_error"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ["summary", "channel", "state", "attempts", "response", "created_at", "next_attempt_at"]
+    list_filter = ["state"]
+    readonly_fields = ["channel", "event", "summary", "state", "attempts", "response", "error", "last_attempt_at",
+                       "sent_at", "next_attempt_at"]  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

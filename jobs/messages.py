@@ -1,10 +1,10 @@
 """Work sent to the Celery workers, by the task names jobs/tasks.py registers.
 
 The use cases (jobs/runs/queueing.py `send` and `observe`, called by jobs/runs/lifecycle.py and
-jobs/runs/observing.py) send launches, observation steps, collections and stops; the
-tasks call the use cases. Sending by name keeps that one-way: this module imports nothing of the app, so the
-use cases need not import the tasks module (and no function-level import is needed to dodge a cycle). A test
-checks that every name here is a registered task.
+jobs/runs/observing.py) send launches, observation steps, collections and stops, and jobs/notify/delivery.py
+sends alert deliveries; the tasks call the use cases. Sending by name keeps that one-way: this module imports
+nothing of the app, so the use cases need not import the tasks module (and no function-level import is needed
+to dodge a cycle). A test checks that every name here is a registered task.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ OBSERVE_HOST = "jobs.observe_host"
 COLLECT_RUN = "jobs.collect_run"
 STOP_RUN = "jobs.stop_run"
 PUSH_TO_GRAFANA = "jobs.push_to_grafana"
-NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN, PUSH_TO_GRAFANA)
+DELIVER = "jobs.deliver"
+NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN, PUSH_TO_GRAFANA, DELIVER)
 
 
 def send(name: str, *args: object, queue: str, countdown: float = 0) -> None:
@@ -35,3 +36,15 @@ def ping_workers(timeout: float) -> list[str]:
         connection.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
         replies: list[dict[str, object]] = current_app.control.ping(timeout=timeout, connection=connection)
     return sorted(name for reply in replies for name in reply)
+
+
+# One quick retry, then the caller hears the broker is away; the beat's sweep finds the work in the database.
+QUICK_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+
+
+def offer(name: str, *args: object, queue: str, countdown: float = 0) -> None:
+    """Publish one task message without waiting for a broker that is away (send waits ~20 s for one) and without
+    a result to keep: for work the database already holds, such as an alert delivery."""
+    current_app.send_task(
+        name, args=list(args), queue=queue, countdown=countdown or None, ignore_result=True, retry_policy=QUICK_RETRY
+    )

@@ -1,6 +1,6 @@
 """Celery tasks: thin wrappers that take an id, hand the work to a use case (jobs/runs/lifecycle.py,
 jobs/runs/observing.py, jobs/runs/retention.py, jobs/schedules/dispatcher.py,
-jobs/alerts/evaluate.py) and return a short status."""
+jobs/alerts/evaluate.py, jobs/notify/delivery.py) and return a short status."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from django.db import connection
 from jobs.alerts import evaluate as alerts
 from jobs.metrics import grafana
 from jobs.models import Team
+from jobs.notify import delivery
 from jobs.runs import lifecycle, observing, retention
 from jobs.schedules import dispatcher
 
@@ -99,3 +100,13 @@ def tick() -> str:
         return dispatcher.tick()
     finally:
         _TICKING.release()
+
+
+@shared_task(name="jobs.deliver")
+def deliver(delivery_id: int) -> str:
+    return delivery.attempt(delivery_id)
+
+
+@shared_task(name="jobs.send_due_deliveries")
+def send_due_deliveries() -> str:
+    return delivery.send_due()

@@ -11,6 +11,7 @@ from jobs.disks import pages as disks
 from jobs.hosts import pages as hosts
 from jobs.imports import pages as imports
 from jobs.metrics import api as metrics
+from jobs.notify import pages as channels
 from jobs.profiles import pages as profiles
 from jobs.results import compare, distribution_pages, overview
 from jobs.results import pages as results
@@ -90,6 +91,12 @@ urlpatterns = [
     path("alerts/<int:pk>/", alerts.alert_detail, name="alert_detail"),
     path("alerts/<int:pk>/acknowledge", alerts.alert_acknowledge, name="alert_acknowledge"),
     path("alerts/<int:pk>/expected", alerts.alert_expected, name="alert_expected"),
+    # alert channels and their delivery logs
+    path("channels/", channels.channel_list, name="channel_list"),
+    path("channels/<int:pk>/", channels.channel_detail, name="channel_detail"),
+    path("channels/<int:pk>/test", channels.channel_test, name="channel_test"),
+    path("channels/<int:pk>/rotate-secret", channels.channel_rotate_secret, name="channel_rotate_secret"),
+    path("channels/<int:pk>/delete", channels.channel_delete, name="channel_delete"),
     # imports
     path("import/", imports.import_results, name="import_results"),
     # share links: the team's list, and the read-only pages they open without an account

@@ -20,9 +20,11 @@ from jobs.alerts import evaluate
 from jobs.api.models import ApiToken
 from jobs.models import (
     Alert,
+    AlertChannel,
     AlertRule,
     Annotation,
     ChangePoint,
+    Delivery,
     Disk,
     Host,
     Membership,
@@ -101,6 +103,8 @@ def snapshot(team: Team) -> list[object]:
         list(ChangePoint.objects.filter(team=team).values_list("pk", "expected")),
         list(Alert.objects.filter(team=team).values_list("pk", "state", "acknowledged_at")),
         list(AlertRule.objects.filter(team=team).values_list("kind", "enabled", "consecutive_runs", "intervals")),
+        list(AlertChannel.objects.filter(team=team).values_list("pk", "name", "target", "enabled")),
+        list(Delivery.objects.filter(channel__team=team).values_list("pk", "state")),
     ]
 
 
@@ -121,6 +125,8 @@ def fuzzed() -> tuple[str, Team]:
             finished_at=team_world.run.finished_at, explanation="fio exited with status 1",
         )  # fmt: skip
         evaluate.run_finished(failed.pk)
+        # A channel no receiver answers (port 9 on this machine): a fuzzed test delivery only ever queues.
+        AlertChannel.objects.create(team=team_world.team, name="ops", kind="webhook", target="http://127.0.0.1:9/")
     # An account without an email address: the members list shows "" for it, which the schema must allow.
     Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.

@@ -13,7 +13,20 @@ from django.utils import timezone
 
 from jobs.alerts import evaluate
 from jobs.imports import importing
-from jobs.models import Alert, Credential, Disk, Host, Profile, Run, Schedule, ScheduleProfile, ShareLink
+from jobs.models import (
+    Alert,
+    AlertChannel,
+    Credential,
+    Delivery,
+    Disk,
+    Host,
+    Profile,
+    Run,
+    Schedule,
+    ScheduleProfile,
+    ShareLink,
+)  # fmt: skip
+from jobs.notify.channels import ChannelInput, save_channel
 from jobs.teams import membership as teams
 from tests.browser import wait_until
 from tests.builders import rerun_of
@@ -97,6 +110,7 @@ def site(db) -> dict[str, str]:
     evaluate.host_key_refused(host, "SHA256:9p3Lr0c1x5xk0P2mnNk8W1cGmLbd0p5mB2r1yV7xkq9", "run 12")
     alert = Alert.objects.get(kind=Alert.Kind.RUN_FAILED)
     ShareLink.issue(team=team, user=user, days=7, disk=ultra)
+    hook = _dead_channel(team, user)
     return {
         "home": "/",
         "overview": "/overview/",
@@ -120,7 +134,26 @@ def site(db) -> dict[str, str]:
         "profile form": "/profiles/new/",
         "disk types": "/disk-types/",
         "share links": "/shares/",
+        "channels": "/channels/",
+        "channel": f"/channels/{hook.pk}/",
     }
+
+
+def _dead_channel(team, user) -> AlertChannel:
+    """A webhook that stopped answering (dead, a long error) beside a working e-mail channel, with a log."""
+    save_channel(None, ChannelInput(kind="email", addresses=["storage-oncall@example.com"]), team=team, user=user)
+    hook, _ = save_channel(None, ChannelInput(kind="webhook", name="pagerduty bridge in eu-west-1",
+                                              url="https://hooks.eu-west-1.example.internal/benchweb/alerts/incoming"),
+                           team=team, user=user)  # fmt: skip
+    error = "Could not reach the webhook: HTTPSConnectionPool(host='hooks.eu-west-1.example.internal', port=443): " * 2
+    AlertChannel.objects.filter(pk=hook.pk).update(failures_in_a_row=5, last_error=error, last_failed_at=timezone.now())
+    event = {"event": "opened", "alert": {"kind": "run_failed", "title": "run 41 of 4k randread on gp2-data failed"}}
+    Delivery.objects.create(channel=hook, event=event, summary="OPEN run failed: run 41 of 4k randread on gp2-data "
+                            "failed", state=Delivery.State.GAVE_UP, attempts=5, error=error)  # fmt: skip
+    Delivery.objects.create(channel=hook, event=event, summary="OPEN test: test of channel pagerduty bridge",
+                            state=Delivery.State.SENT, attempts=1, response="HTTP 200",
+                            sent_at=timezone.now())  # fmt: skip
+    return hook
 
 
 def _log_in(page, live_server) -> None:
@@ -157,7 +190,7 @@ def _assert_fits(page, name: str) -> None:
 
 PAGES = ["home", "overview", "hosts", "host", "host form", "disk", "disk form", "run", "run histogram", "schedules",
          "schedule form", "calendar", "compare", "import", "profiles", "profile form", "disk types", "alerts", "alert",
-         "alert rules", "share links"]  # fmt: skip
+         "alert rules", "share links", "channels", "channel"]  # fmt: skip
 
 
 def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_page, live_server, screenshot):
@@ -211,7 +244,19 @@ def test_the_main_pages_still_fit_a_desktop_screen(site, page, live_server, scre
         page.goto(live_server.url + site[name])
         _settle(page)
         _assert_fits(page, name)
-        if name in ("disk", "compare", "run", "schedules", "profiles", "calendar", "alerts", "alert", "alert rules"):
+        if name in (
+            "disk",
+            "compare",
+            "run",
+            "schedules",
+            "profiles",
+            "calendar",
+            "alerts",
+            "alert",
+            "alert rules",
+            "channels",
+            "channel",
+        ):
             screenshot(name)
     nav = page.get_by_role("navigation", name="Main")
     assert all(nav.get_by_role("link", name=re.compile(rf"^{label}( \d+)?$")).is_visible() for label in NAV)

@@ -89,6 +89,10 @@ def _own_database(url: str) -> str:
 def broker(redis_server: RedisServer | None) -> str:
     url = _own_database(os.environ["TEST_REDIS_URL"]) if redis_server is None else redis_server.url
     app.conf.update(broker_url=url, result_backend=url)
+    # A test that published before this (an alert delivery with no broker up) left connection pools for the old
+    # address behind; they would keep sending there.
+    app._pool = None
+    app.amqp._producer_pool = None
     return url
 
 

@@ -9,6 +9,7 @@ from jobs.changes.api import AnnotationViewSet, ChangePointViewSet
 from jobs.disks.api import DiskTypeViewSet, DiskViewSet
 from jobs.hosts.api import HostViewSet
 from jobs.imports.api import ImportViewSet
+from jobs.notify.api import AlertChannelViewSet
 from jobs.profiles.api import ProfileViewSet
 from jobs.results.api import CompareStatsView, DistributionsView
 from jobs.runs.api import RunViewSet
@@ -32,6 +33,7 @@ router.register("annotations", AnnotationViewSet, basename="api-annotation")
 router.register("alerts", AlertViewSet, basename="api-alert")
 router.register("alert-rules", AlertRuleViewSet, basename="api-alert-rule")
 router.register("share-links", ShareLinkViewSet, basename="api-share-link")
+router.register("alert-channels", AlertChannelViewSet, basename="api-alert-channel")
 
 urlpatterns = [
     path("v1/compare/stats/", CompareStatsView.as_view(), name="api-compare-stats"),

@@ -1,8 +1,9 @@
-"""The benchweb domain, one module per concept: teams own hosts (with credentials), disks, profiles, schedules
-and runs; results are the narrow tables the charts read. Everything is importable from jobs.models."""
+"""The benchweb domain, one module per concept: teams own hosts (with credentials), disks, profiles, schedules,
+runs and alert channels; results are the narrow tables the charts read. Everything is importable from jobs.models."""
 
 from jobs.models.alerts import Alert, AlertRule
 from jobs.models.changes import Annotation, ChangePoint
+from jobs.models.channels import AlertChannel, Delivery
 from jobs.models.disks import SPEC_FIELDS, Disk
 from jobs.models.hosts import Credential, Host, site_validator
 from jobs.models.names import name_taken
@@ -14,8 +15,8 @@ from jobs.models.sharing import ShareLink
 from jobs.models.teams import Invitation, InvitationQuerySet, Membership, Preferences, Team
 
 __all__ = [
-    "SPEC_FIELDS", "Alert", "AlertRule", "Annotation", "ChangePoint", "Credential", "Disk", "Host", "Invitation",
-    "InvitationQuerySet", "Membership", "Preferences",
+    "SPEC_FIELDS", "Alert", "AlertChannel", "AlertRule", "Annotation", "ChangePoint", "Credential", "Delivery", "Disk",
+    "Host", "Invitation", "InvitationQuerySet", "Membership", "Preferences",
     "Profile", "Run", "RunResult", "RunResultDay", "RunSample", "Schedule", "ScheduleProfile", "ShareLink", "Team",
     "name_taken", "site_validator",
 ]  # fmt: skip

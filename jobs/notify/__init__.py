@@ -1,9 +1,14 @@
-"""Where alert events go: the team's channels (e-mail, webhooks, Apprise). Replaced by the channels module."""
+"""Telling people: alert events go to the team's channels (e-mail, signed webhooks, Apprise) by the workers.
+
+The alerts call `publish(team_id, event)` once their transaction has committed (transaction.on_commit). It only
+queues: it stores a delivery per channel that wants the event and sends a task for each; it never waits for a
+receiver and never raises. The event: {"event": "opened" | "reopened" | "acknowledged" | "resolved",
+"alert": {"id", "kind", "state", "title", "summary", "team", "host", "disk", "profile", "opened_at",
+"acknowledged_at", "resolved_at", "url", "chart_url", "run_urls"}}. See jobs/notify/delivery.py.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from jobs.notify.delivery import publish
 
-
-def publish(team_id: int, event: dict[str, Any]) -> None:
-    """Queue `event` for every channel of the team that wants it; never blocks, never raises."""
+__all__ = ["publish"]
