@@ -7,6 +7,7 @@ from django.urls import path
 from jobs import home
 from jobs.changes import pages as changes
 from jobs.disks import pages as disks
+from jobs.exports import pages as exports
 from jobs.hosts import pages as hosts
 from jobs.imports import pages as imports
 from jobs.profiles import pages as profiles
@@ -60,6 +61,9 @@ urlpatterns = [
     path("runs/<int:pk>/progress.json", runs.run_progress, name="run_progress"),
     path("runs/<int:pk>/cancel", runs.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/raw", runs.run_raw, name="run_raw"),
+    # exports: CSV downloads and printable reports
+    path("runs/export.csv", exports.runs_csv, name="runs_csv"),
+    path("runs/<int:pk>/samples.csv", exports.run_samples_csv, name="run_samples_csv"),
     # schedules
     path("schedules/", schedules.schedule_list, name="schedule_list"),
     path("schedules/new/", schedules.schedule_edit, name="schedule_new"),
