@@ -64,6 +64,8 @@ urlpatterns = [
     # exports: CSV downloads and printable reports
     path("runs/export.csv", exports.runs_csv, name="runs_csv"),
     path("runs/<int:pk>/samples.csv", exports.run_samples_csv, name="run_samples_csv"),
+    path("disks/<int:pk>/report/", exports.disk_report, name="disk_report"),
+    path("compare/report/", exports.compare_report, name="compare_report"),
     # schedules
     path("schedules/", schedules.schedule_list, name="schedule_list"),
     path("schedules/new/", schedules.schedule_edit, name="schedule_new"),

@@ -255,6 +255,12 @@ def _add_credits(groups: list[Group]) -> None:
 
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
+    return render(request, "jobs/manage/compare.html", comparison(request))
+
+
+def comparison(request: HttpRequest) -> dict[str, Any]:
+    """What the Compare page shows for its query (?disks= or ?runs=, and the Statistics card's): also the
+    printable report's (jobs/exports/pages.py)."""
     team = access.team(request)
     disk_ids, run_ids = _ids(request, "disks"), _ids(request, "runs")
     groups: list[Group] = []
@@ -279,7 +285,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             columns = [_run_column(found_runs[pk]) for pk in run_ids]
             groups = [Group("Selected runs", columns)]
     _add_credits(groups)
-    context = {
+    return {
         "groups": groups,
         "problem": problem,
         "by_disk": bool(disk_ids),
@@ -296,4 +302,3 @@ def compare(request: HttpRequest) -> HttpResponse:
         "stats": stats.card(request.GET, team, disk_ids),
         "distributions": "runs=" + ",".join(map(str, run_ids)) if run_ids else "disks=" + ",".join(map(str, disk_ids)),
     }
-    return render(request, "jobs/manage/compare.html", context)
