@@ -57,6 +57,7 @@ urlpatterns = [
     path("profiles/<int:pk>/edit/", profiles.profile_edit, name="profile_edit"),
     path("profiles/<int:pk>/copy/", profiles.profile_copy, name="profile_copy"),
     # runs
+    path("runs/", runs.run_list, name="run_list"),
     path("runs/<int:pk>/", runs.run_detail, name="run_detail"),
     path("runs/<int:pk>/progress.json", runs.run_progress, name="run_progress"),
     path("runs/<int:pk>/cancel", runs.run_cancel, name="run_cancel"),

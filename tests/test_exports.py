@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -167,3 +168,18 @@ def test_an_export_of_many_runs_is_streamed_in_chunks(owner_client, disk, django
         body = list(lines)
     assert len(body) == count
     assert all(line.endswith(b"\r\n") for line in body)
+
+
+def test_the_runs_page_filters_and_its_csv_link_carries_the_same_filters(owner_client, disk, imported):
+    failed = RunFactory(disk=disk, failed=True)
+    page = owner_client.get(f"/runs/?disk={disk.pk}&state=failed&trigger=&steady=").content.decode()
+    assert f'href="/runs/{failed.pk}/"' in page and f'href="/runs/{imported.pk}/"' not in page
+    link = re.search(r'href="(/runs/export\.csv\?[^"]*)" download', page).group(1).replace("&amp;", "&")
+    assert link == f"/runs/export.csv?disk={disk.pk}&state=failed"  # the empty filters are left out
+    assert [int(row["run_id"]) for row in _rows(owner_client.get(link))] == [failed.pk]
+
+
+def test_the_runs_page_says_which_filter_is_wrong(owner_client, disk):
+    page = owner_client.get("/runs/?state=done&finished_after=yesterday").content.decode()
+    assert 'id="run-filter-errors"' in page and "state:" in page and "finished_after:" in page
+    assert "export.csv" not in page

@@ -101,6 +101,9 @@ def site(db) -> dict[str, str]:
         "schedule form": "/schedules/new/",
         "calendar": "/schedules/calendar/",
         "compare": f"/compare/?disks={ultra.pk},{gp2.pk}",
+        "runs": "/runs/",
+        "compliance report": f"/disks/{ultra.pk}/report/?period=all&runs=all",
+        "comparison report": f"/compare/report/?disks={ultra.pk},{gp2.pk}",
         "changes": "/changes/",
         "import": f"/import/?disk={gp2.pk}",
         "profiles": "/profiles/",
@@ -142,7 +145,8 @@ def _assert_fits(page, name: str) -> None:
 
 
 PAGES = ["home", "overview", "hosts", "host", "host form", "disk", "disk form", "run", "run histogram", "schedules",
-         "schedule form", "calendar", "compare", "import", "profiles", "profile form", "disk types"]  # fmt: skip
+         "schedule form", "calendar", "compare", "compliance report", "comparison report", "import", "profiles",
+         "profile form", "runs", "disk types"]  # fmt: skip
 
 
 def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_page, live_server, screenshot):
@@ -195,7 +199,7 @@ def test_the_main_pages_still_fit_a_desktop_screen(site, page, live_server, scre
         page.goto(live_server.url + site[name])
         _settle(page)
         _assert_fits(page, name)
-        if name in ("disk", "compare", "run", "schedules", "profiles", "calendar"):
+        if name in ("disk", "compare", "run", "schedules", "profiles", "calendar", "runs", "comparison report"):
             screenshot(name)
     nav = page.get_by_role("navigation", name="Main")
     assert all(nav.get_by_role("link", name=label, exact=True).is_visible() for label in NAV)
