@@ -8,6 +8,7 @@ from jobs import home
 from jobs.alerts import pages as alerts
 from jobs.changes import pages as changes
 from jobs.disks import pages as disks
+from jobs.exports import pages as exports
 from jobs.hosts import pages as hosts
 from jobs.imports import pages as imports
 from jobs.metrics import api as metrics
@@ -63,10 +64,16 @@ urlpatterns = [
     path("profiles/<int:pk>/edit/", profiles.profile_edit, name="profile_edit"),
     path("profiles/<int:pk>/copy/", profiles.profile_copy, name="profile_copy"),
     # runs
+    path("runs/", runs.run_list, name="run_list"),
     path("runs/<int:pk>/", runs.run_detail, name="run_detail"),
     path("runs/<int:pk>/progress.json", runs.run_progress, name="run_progress"),
     path("runs/<int:pk>/cancel", runs.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/raw", runs.run_raw, name="run_raw"),
+    # exports: CSV downloads and printable reports
+    path("runs/export.csv", exports.runs_csv, name="runs_csv"),
+    path("runs/<int:pk>/samples.csv", exports.run_samples_csv, name="run_samples_csv"),
+    path("disks/<int:pk>/report/", exports.disk_report, name="disk_report"),
+    path("compare/report/", exports.compare_report, name="compare_report"),
     # schedules
     path("schedules/", schedules.schedule_list, name="schedule_list"),
     path("schedules/new/", schedules.schedule_edit, name="schedule_new"),

@@ -125,6 +125,9 @@ def site(db) -> dict[str, str]:
         "schedule form": "/schedules/new/",
         "calendar": "/schedules/calendar/",
         "compare": f"/compare/?disks={ultra.pk},{gp2.pk}",
+        "runs": "/runs/",
+        "compliance report": f"/disks/{ultra.pk}/report/?period=all&runs=all",
+        "comparison report": f"/compare/report/?disks={ultra.pk},{gp2.pk}",
         "changes": "/changes/",
         "alerts": "/alerts/",
         "alert": f"/alerts/{alert.pk}/",
@@ -189,8 +192,9 @@ def _assert_fits(page, name: str) -> None:
 
 
 PAGES = ["home", "overview", "hosts", "host", "host form", "disk", "disk form", "run", "run histogram", "schedules",
-         "schedule form", "calendar", "compare", "import", "profiles", "profile form", "disk types", "alerts", "alert",
-         "alert rules", "share links", "channels", "channel"]  # fmt: skip
+         "schedule form", "calendar", "compare", "compliance report", "comparison report", "import", "profiles",
+         "profile form", "runs", "disk types", "alerts", "alert", "alert rules", "share links", "channels",
+         "channel"]  # fmt: skip
 
 
 def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_page, live_server, screenshot):
@@ -238,25 +242,18 @@ def test_the_navigation_is_reachable_on_a_phone(site, phone_page, live_server, s
     assert page.js_errors == []
 
 
+# The pages whose desktop screenshot is kept for a person to look at.
+SHOWN = ("disk", "compare", "run", "schedules", "profiles", "calendar", "runs", "comparison report", "alerts", "alert",
+         "alert rules", "channels", "channel")  # fmt: skip
+
+
 def test_the_main_pages_still_fit_a_desktop_screen(site, page, live_server, screenshot):
     _log_in(page, live_server)
     for name in PAGES:
         page.goto(live_server.url + site[name])
         _settle(page)
         _assert_fits(page, name)
-        if name in (
-            "disk",
-            "compare",
-            "run",
-            "schedules",
-            "profiles",
-            "calendar",
-            "alerts",
-            "alert",
-            "alert rules",
-            "channels",
-            "channel",
-        ):
+        if name in SHOWN:
             screenshot(name)
     nav = page.get_by_role("navigation", name="Main")
     assert all(nav.get_by_role("link", name=re.compile(rf"^{label}( \d+)?$")).is_visible() for label in NAV)

@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from jobs.alerts.api import AlertRuleViewSet, AlertViewSet
 from jobs.changes.api import AnnotationViewSet, ChangePointViewSet
 from jobs.disks.api import DiskTypeViewSet, DiskViewSet
+from jobs.exports.api import RunSamplesCsvView, RunsCsvView
 from jobs.hosts.api import HostViewSet
 from jobs.imports.api import ImportViewSet
 from jobs.notify.api import AlertChannelViewSet
@@ -38,6 +39,9 @@ router.register("alert-channels", AlertChannelViewSet, basename="api-alert-chann
 urlpatterns = [
     path("v1/compare/stats/", CompareStatsView.as_view(), name="api-compare-stats"),
     path("v1/distributions/", DistributionsView.as_view(), name="api-distributions"),
+    # Before the router's runs/<pk>/ routes: CSV downloads (jobs/exports/tables.py).
+    path("v1/runs/export.csv", RunsCsvView.as_view(), name="api-runs-csv"),
+    path("v1/runs/<int:pk>/samples.csv", RunSamplesCsvView.as_view(), name="api-run-samples-csv"),
     path("v1/", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file and the template has no inline style, so the docs

@@ -257,6 +257,12 @@ def _add_credits(groups: list[Group]) -> None:
 
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
+    return render(request, "jobs/manage/compare.html", page_context(request))
+
+
+def page_context(request: HttpRequest) -> dict[str, Any]:
+    """What the Compare page shows for its query (?disks= or ?runs=, and the Statistics card's), with the choices
+    around it: also the printable report's (jobs/exports/pages.py)."""
     team = access.team(request)
     disk_ids, run_ids = _ids(request, "disks"), _ids(request, "runs")
     context = {
@@ -271,7 +277,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         "share_form": ShareForm() if access.can_change(request, team) else None,
     }
     context["distributions_url"] = reverse("compare_distributions") + "?" + context["distributions"]
-    return render(request, "jobs/manage/compare.html", context)
+    return context
 
 
 def comparison(team: Team, disk_ids: list[int], run_ids: list[int], params: Mapping[str, str]) -> dict[str, Any]:

@@ -1,11 +1,11 @@
-"""A run's page, its live progress, cancelling it and its raw output."""
+"""The runs list, a run's page, its live progress, cancelling it and its raw output."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -13,9 +13,10 @@ from django.views.decorators.http import require_POST
 from jobs import access, clock, environment, figures, limits
 from jobs.analysis import steady
 from jobs.disks import precondition
-from jobs.models import Run
+from jobs.models import Disk, Run
 from jobs.results import burst, compare, stability
 from jobs.runs import lifecycle
+from jobs.runs.api import RunFilter
 
 
 @login_required
@@ -98,3 +99,42 @@ def run_raw(request: HttpRequest, pk: int) -> HttpResponse:
     response = HttpResponse(run.raw_output, content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="benchweb-run-{run.pk}.txt"'
     return response
+
+
+# The runs list shows this many, newest first; the CSV download has every run its filters select.
+LISTED_RUNS = 100
+
+
+@login_required
+def run_list(request: HttpRequest) -> HttpResponse:
+    """The team's runs with the API list's filters (disk, state, trigger, steady, finished after and before),
+    and the same selection as CSV."""
+    team = access.team(request)
+    asked = QueryDict(mutable=True)
+    for name, values in request.GET.lists():
+        if kept := [value for value in values if value.strip()]:
+            asked.setlist(name, kept)
+    filters = RunFilter(data=asked)
+    runs: list[Run] = []
+    problems = {}
+    if filters.is_valid():
+        selected = filters.apply(Run.objects.filter(team=team)).select_related("disk__host")
+        runs = list(selected.defer(*Run.BULKY_FIELDS).order_by("-created_at", "-pk")[: LISTED_RUNS + 1])
+    else:
+        problems = {name: " ".join(map(str, errors)) for name, errors in filters.errors.items()}
+    context = {
+        "runs": runs[:LISTED_RUNS],
+        "more": len(runs) > LISTED_RUNS,
+        "problems": problems,
+        "asked": asked,
+        "query": asked.urlencode(),
+        "disks": Disk.objects.filter(team=team).select_related("host"),
+        "states": Run.State.choices,
+        "triggers": Run.Trigger.choices,
+        "steady_choices": [
+            (steady.STEADY, "steady"),
+            (steady.NOT_STEADY, "not steady"),
+            (steady.NOT_CHECKED, "not checked"),
+        ],
+    }
+    return render(request, "jobs/run_list.html", context)

@@ -1,0 +1,84 @@
+"""The API's CSV downloads: GET /api/v1/runs/export.csv (the runs list's filters) and
+GET /api/v1/runs/{id}/samples.csv. What a cell holds is said in jobs/exports/tables.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import permissions
+from rest_framework.exceptions import ValidationError
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from jobs.api.auth import access
+from jobs.api.pagination import ALWAYS_ALLOWED
+from jobs.api.permissions import TeamRole
+from jobs.exports import downloads
+from jobs.models import Run, Team
+from jobs.runs.api import RunFilter
+
+CSV_ANSWER = OpenApiResponse(
+    response=OpenApiTypes.STR, description="CSV, UTF-8, one header line; sent as it is read (no Content-Length)."
+)
+
+
+class CsvRenderer(BaseRenderer):
+    """Lets a client ask for text/csv (Accept or ?format=csv). The views answer CSV themselves, and a refusal
+    in JSON (_CsvView.handle_exception), so this never renders anything."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
+        raise NotImplementedError("the CSV views stream their own answer")
+
+
+class _CsvView(APIView):
+    permission_classes = [permissions.IsAuthenticated, TeamRole]
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @property
+    def team(self) -> Team:
+        found = access(self.request)
+        assert found is not None  # TeamRole refused the request otherwise
+        return found.team
+
+    def handle_exception(self, exc: Exception) -> Response:
+        # A refusal is the API's JSON body, as documented, whatever the client asked for.
+        self.request.accepted_renderer, self.request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().handle_exception(exc)
+
+
+class RunsCsvView(_CsvView):
+    @extend_schema(operation_id="runs_export_csv", parameters=[RunFilter], responses={(200, "text/csv"): CSV_ANSWER})
+    def get(self, request: Request) -> StreamingHttpResponse:
+        """Every run the filters select (the runs list's), newest first, one CSV row each: state, host, disk,
+        profile, times in UTC, the tool's figures (numbers in the unit the column names, and as printed), latency
+        percentiles, the limit with its source, efficiency, steady state, warnings, the run page's address."""
+        allowed = tuple(RunFilter().fields)
+        # As the runs list refuses them (jobs/api/pagination.py): an unknown or empty filter would export runs
+        # the caller did not ask for.
+        problems = {name: [f"This export takes no {name!r}; it takes: {', '.join(allowed)}."]
+                    for name in sorted(set(request.query_params) - {*allowed, *ALWAYS_ALLOWED})}  # fmt: skip
+        for name in allowed:
+            if "" in request.query_params.getlist(name):
+                problems[name] = [f"Give {name} a value, or leave the parameter out."]
+        if problems:
+            raise ValidationError(problems)
+        filters = RunFilter(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        return downloads.runs(request, self.team, filters)
+
+
+class RunSamplesCsvView(_CsvView):
+    @extend_schema(operation_id="run_samples_csv", responses={(200, "text/csv"): CSV_ANSWER})
+    def get(self, request: Request, pk: int) -> StreamingHttpResponse:
+        """The run's per-second samples in time order: t_s, the moment in UTC, read, write and total IOPS."""
+        return downloads.samples(get_object_or_404(Run.objects.select_related("disk"), pk=pk, team=self.team))
