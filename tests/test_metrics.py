@@ -16,9 +16,10 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchweb.celery import app
+from jobs.alerts import evaluate, lifecycle
 from jobs.api.models import ApiToken
 from jobs.metrics import workers
-from jobs.models import Disk, Membership, Run, RunResult
+from jobs.models import Alert, Disk, Membership, Run, RunResult
 from jobs.results import compliance
 from jobs.runs import queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
@@ -119,6 +120,21 @@ def test_compliance_over_30_days_matches_the_disk_pages_card(team, host, disk):
     labels = series(team, host, disk, "randread-4k")
     assert got["benchweb_compliance_runs"][labels] == card["runs"] == 4
     assert got["benchweb_compliance_below_ratio"][labels] == card["below_share"] == 0.5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_unresolved_alerts_by_kind_and_state(team, host, disk, owner):
+    failed = RunFactory(disk=disk, failed=True, profile_name="4k read")
+    evaluate.run_finished(failed.pk)  # opens one run_failed alert (after commit: this test commits)
+    key = (("kind", "run_failed"), ("state", "open"), ("team", team.name))
+
+    got = scrape(Client(), token_for(team, "prom"))["benchweb_alerts"]
+    assert got[key] == 1
+    assert got[(("kind", "stale"), ("state", "open"), ("team", team.name))] == 0  # a count: 0 is a value
+    lifecycle.acknowledge(Alert.objects.get(team=team), owner)
+    got = scrape(Client(), token_for(team, "prom2"))["benchweb_alerts"]
+    assert got[key] == 0
+    assert got[(("kind", "run_failed"), ("state", "acknowledged"), ("team", team.name))] == 1
 
 
 def test_runs_by_state_and_the_waits_of_due_runs(team, host, disk):

@@ -27,7 +27,7 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from jobs.metrics import workers
-from jobs.models import Disk, Run, RunResult, RunResultDay, Team
+from jobs.models import Alert, Disk, Run, RunResult, RunResultDay, Team
 from jobs.results import compliance
 
 SERIES = ("team", "host", "disk", "profile")
@@ -50,6 +50,7 @@ class Scrape:
         yield from _latest(disks)
         yield from _compliance(disks, self.now)
         yield from _runs(self.teams)
+        yield from _alerts(self.teams)
         yield from _waits(self.teams, self.now)
         yield from _workers()
         took = GaugeMetricFamily(
@@ -142,6 +143,24 @@ def _runs(teams: dict[int, str]) -> Iterator[Metric]:
         for state in Run.State.values:
             runs.add_metric([name, state], counted.get((team_id, state), 0))
     yield runs
+
+
+def _alerts(teams: dict[int, str]) -> Iterator[Metric]:
+    """Unresolved alerts by kind and state (jobs/alerts/): 0 where there are none, so a rule can wait for > 0."""
+    rows = (
+        Alert.objects.filter(team_id__in=list(teams), state__in=Alert.UNRESOLVED)
+        .values("team_id", "kind", "state")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    counted = {(row["team_id"], row["kind"], row["state"]): row["n"] for row in rows}
+    alerts = _gauge("benchweb_alerts", "Alerts not resolved, by kind and state (open or acknowledged).",
+                    ("team", "kind", "state"))  # fmt: skip
+    for team_id, name in sorted(teams.items(), key=lambda item: item[1]):
+        for kind in Alert.Kind.values:
+            for state in Alert.UNRESOLVED:
+                alerts.add_metric([name, kind, state], counted.get((team_id, kind, state), 0))
+    yield alerts
 
 
 def _waits(teams: dict[int, str], now: datetime) -> Iterator[Metric]:
