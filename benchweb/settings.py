@@ -292,6 +292,8 @@ CELERY_TIMEZONE = "UTC"
 CELERY_DB_REUSE_MAX = 1000
 # Runs of hosts with a site go to the queue site.<name>; everything else to this one.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
+# Seconds between the beat's alerts sweeps (stale disks, and alerts whose hook was missed).
+ALERTS_SWEEP_SECONDS = float(os.environ.get("BENCHWEB_ALERTS_SWEEP_SECONDS", "60"))
 # Beat only ticks; the runs and schedules in the database say what is due
 # (docs/decisions/0003-schedules-owned-by-benchweb.md).
 CELERY_BEAT_SCHEDULE = {
@@ -301,7 +303,11 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 30},
     },
     # Alerts: stale disks, and a safety net for conditions a hook missed (jobs/alerts/evaluate.py sweep).
-    "alerts": {"task": "jobs.alerts_sweep", "schedule": 60.0, "options": {"expires": 55}},
+    "alerts": {
+        "task": "jobs.alerts_sweep",
+        "schedule": ALERTS_SWEEP_SECONDS,
+        "options": {"expires": max(ALERTS_SWEEP_SECONDS - 5, 1)},
+    },
 }
 # Prometheus: GET /metrics answers a team's API token with that team's series; this token, when set, scrapes
 # every team (give Prometheus a long random value, e.g. from `openssl rand -hex 32`).

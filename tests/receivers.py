@@ -11,6 +11,7 @@ from __future__ import annotations
 import email
 import email.policy
 import json
+import os
 import socket
 import threading
 import time
@@ -24,8 +25,10 @@ import pytest
 from aiosmtpd.controller import Controller
 
 __all__ = ["HttpReceiver", "SmtpServer", "http_receiver", "smtp_server", "smtp_settings"]
-# The SMTP server needs a fixed port (aiosmtpd connects to it to see it is up); this session's come from here.
-SMTP_PORTS = range(18200, 18250)
+# The SMTP server needs a fixed port (aiosmtpd connects to it to see it is up); this session's come from here,
+# or from BENCHWEB_TEST_SMTP_PORTS (first-last) when sessions on one machine keep to ranges of their own.
+_FIRST, _, _LAST = os.environ.get("BENCHWEB_TEST_SMTP_PORTS", "18200-18249").partition("-")
+SMTP_PORTS = range(int(_FIRST), int(_LAST) + 1)
 WAIT_S = 30.0
 
 

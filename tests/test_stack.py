@@ -8,6 +8,8 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -62,17 +64,16 @@ def _wait_for_line(stream, needle: str, timeout: float) -> list[str]:
     raise AssertionError(f"never printed {needle!r}; output was:\n{''.join(seen[-40:])}")
 
 
-@pytest.fixture
-def stack(tmp_path):
-    var_dir = tmp_path / "var"
-    port = _free_port()
-    env = _stack_env(var_dir, port)
+@contextmanager
+def running_stack(var_dir: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """`./bw run` with this environment, up and answering; stopped with Ctrl-C afterwards, and whatever it left
+    killed."""
     process = subprocess.Popen(
         [str(ROOT / "bw"), "run"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
         _wait_for_line(process.stdout, "benchweb is running at", timeout=120)
-        yield process, var_dir, port, env
+        yield process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -82,6 +83,15 @@ def stack(tmp_path):
                 process.kill()
         for leftover in _processes_of(var_dir):
             leftover.kill()
+
+
+@pytest.fixture
+def stack(tmp_path):
+    var_dir = tmp_path / "var"
+    port = _free_port()
+    env = _stack_env(var_dir, port)
+    with running_stack(var_dir, env) as process:
+        yield process, var_dir, port, env
 
 
 def test_the_run_command_serves_http_runs_tasks_and_leaves_nothing_behind(stack):

@@ -4,9 +4,9 @@ minute's sweep.
 The hooks run after the transaction that made the event commits (a run finished and its result recorded, a
 fire skipped, a key refused or approved), so a check reads what was written, and they never raise: an alert
 that could not be judged is logged, and the run, tick or connection that called goes on. The sweep
-(`jobs.alerts_sweep`, every minute) judges stale disks, which no event announces, and is the safety net for a
-hook that was missed (a worker killed between the commit and the check): it judges every unresolved alert
-again and the failures and skipped fires of the last minutes."""
+(`jobs.alerts_sweep`, every minute, or every BENCHWEB_ALERTS_SWEEP_SECONDS) judges stale disks, which no event
+announces, and is the safety net for a hook that was missed (a worker killed between the commit and the check):
+it judges every unresolved alert again and the failures and skipped fires of the last minutes."""
 
 from __future__ import annotations
 

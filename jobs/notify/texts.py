@@ -1,5 +1,5 @@
 """What an alert reads like in a person's inbox or chat: a one-line subject and a plain-text body with the
-summary, the times and the links. The event's links may be paths; they are made absolute with BENCHWEB_SITE_URL."""
+summary, the times and the links. The event's links may be paths; they are made absolute with BENCHWEB_PUBLIC_URL."""
 
 from __future__ import annotations
 
