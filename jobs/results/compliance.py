@@ -91,10 +91,7 @@ class Query:
             found = found.filter(finished_at__gte=self.since)
         if self.until is not None:
             found = found.filter(finished_at__lt=self.until)
-        if self.profile:
-            value = self.profile
-            found = found.filter(profile_id=int(value)) if _whole(value) else found.filter(profile_name=value)
-        return found
+        return found.filter(**_profile_lookup(self.profile))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -336,6 +333,7 @@ def _whole_days(query: Query) -> tuple[int | None, int | None]:
 
 
 def _profile_lookup(profile: str) -> dict[str, Any]:
+    """The profile asked for (an id or a name; none: every one) as lookups that fit RunResult and RunResultDay."""
     if not profile:
         return {}
     return {"profile_id": int(profile)} if _whole(profile) else {"profile_name": profile}
