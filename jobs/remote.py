@@ -11,7 +11,8 @@ A run lives in its own directory on the target, keyed by the run's UUID:
     ended         "<exit status> <pid> <started> <finished>", written via rename just before `status`: what a
                   collection reads, in one file
     status        the tool's exit status, written via rename, so its presence means "finished"
-    ../../done/<uuid>   an empty marker written after `status`: one listing of that directory tells the
+    guard.*       a write run's last check before the first byte (jobs/safety/guard.py)
+    <base>/done/<uuid>   an empty marker written after `status`: one listing of that directory tells the
                   host's observation step every run there that finished
 
 No worker waits for a run: each call here is one short exchange over the worker's session to the host, and a
@@ -66,6 +67,10 @@ class Plan:
     # Block-queue settings the wrapper writes just before the tool starts, (sysfs path, value): a pinned profile on
     # a host marked tunable (jobs/environment/pinning.py).
     tunables: tuple[tuple[str, str], ...] = ()
+    # The last check before the first byte of a write (jobs/safety/guard.py): sh lines that run after the wait and
+    # set `refused` (and `refused_status`) when the tool must not start, and lines that run once the tool ended.
+    guard_before: str = ""
+    guard_after: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,7 @@ def preflight(
     script = f"""base={expression}
 d="$base"/{d}
 answer=ok launched=no
-{home_check}[ $answer = ok ] && ! mkdir -p "$d" "$base/../locks" "$base/../done" 2>/dev/null && answer=mkdir
+{home_check}[ $answer = ok ] && ! mkdir -p "$d" "$base/locks" "$base/done" 2>/dev/null && answer=mkdir
 [ $answer = ok ] && [ -d "$d/launched" ] && launched=yes
 printf '\\0benchweb-preflight\\0%s\\0%s\\0%s\\0%s\\0' "$answer" "$HOME" "$base" "$launched"
 [ $answer = ok ] || exit 0
@@ -240,7 +245,7 @@ def _fields(data: bytes, count: int, out: bytes) -> tuple[list[str], bytes]:
 def done_dir(base: str) -> str:
     """Where wrappers leave a marker named by their run's UUID when the tool has ended (after `status`): the
     host's observation step lists this one directory to see every run on the host that finished."""
-    return f"{base}/../done"
+    return f"{base}/done"
 
 
 def done_marker(run_dir: str) -> str:
@@ -250,7 +255,7 @@ def done_marker(run_dir: str) -> str:
 
 def lock_path_for(base: str, target_path: str) -> str:
     digest = hashlib.sha256(target_path.encode()).hexdigest()[:16]
-    return f"{base}/../locks/{digest}.lock"
+    return f"{base}/locks/{digest}.lock"
 
 
 def wrapper_script(plan: Plan) -> str:
@@ -260,22 +265,29 @@ def wrapper_script(plan: Plan) -> str:
 # benchweb run {plan.run_uuid}: started detached; see jobs/remote.py for the protocol.
 cd {q(plan.run_dir)} || exit 97
 echo $$ > pid.tmp && mv pid.tmp pid
-{_wait_until(plan.start_at)}{_tune(plan.tunables)}now=$(date +%s.%N 2>/dev/null)
+refused=
+{_wait_until(plan.start_at)}{plan.guard_before}[ -n "$refused" ] || {{
+{_tune(plan.tunables)}:
+}}
+now=$(date +%s.%N 2>/dev/null)
 case "$now" in *N*|'') now=$(date +%s);; esac
 started=$now
 echo "$now" > started
 wd=""
 command -v timeout >/dev/null 2>&1 && wd={q(watchdog)}
-if command -v flock >/dev/null 2>&1; then
+if [ -n "$refused" ]; then
+  rc=$refused_status
+elif command -v flock >/dev/null 2>&1; then
   flock -n -E {LOCK_BUSY_STATUS} {q(plan.lock_path)} $wd {command} > stdout 2> stderr
+  rc=$?
 else
   $wd {command} > stdout 2> stderr
+  rc=$?
 fi
-rc=$?
-now=$(date +%s.%N 2>/dev/null)
+{plan.guard_after}now=$(date +%s.%N 2>/dev/null)
 case "$now" in *N*|'') now=$(date +%s);; esac
 echo "$now" > finished
-printf '%s %s %s %s\n' "$rc" "$$" "$started" "$now" > ended.tmp && mv ended.tmp ended
+printf '%s %s %s %s\\n' "$rc" "$$" "$started" "$now" > ended.tmp && mv ended.tmp ended
 echo $rc > status.tmp && mv status.tmp status
 : > {q(done_marker(plan.run_dir))}
 """

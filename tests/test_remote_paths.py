@@ -266,7 +266,9 @@ def test_a_preflight_makes_the_run_directory_it_computed_and_says_whether_it_was
     second = remote.preflight(conn, base, run_uuid, TOOL_CHECK, "")
 
     assert first.base == f"{tmp_path}/runs" and first.run_dir == f"{tmp_path}/runs/{run_uuid}"
-    assert Path(first.run_dir).is_dir() and (tmp_path / "locks").is_dir()
+    assert Path(first.run_dir).is_dir() and (tmp_path / "runs" / "locks").is_dir()
+    # The locks and the done markers are inside the base too: nothing is made beside it.
+    assert (tmp_path / "runs" / "done").is_dir() and [p.name for p in tmp_path.iterdir()] == ["runs"]
     # The tool's output is taken by its length: a NUL or a made-up report line in it stays the tool's.
     assert (first.tool_status, first.tool_output, first.safety_report) == (
         3, "fio-3.36\0\nbenchweb_safety=1", "end=1\n"
@@ -283,6 +285,9 @@ def test_a_preflight_in_the_login_users_home_resolves_it_on_the_host(conn, sshd)
         pre = remote.preflight(conn, base, run_uuid, TOOL_CHECK, "")
         assert pre.run_dir == f"{home}/.benchweb-test-{run_uuid}/runs/{run_uuid}"
         assert Path(pre.run_dir).is_dir()
+        # `~/x/runs` keeps its locks and done markers in itself, never in `~/x` (or, for `~/x`, in the home).
+        assert sorted(p.name for p in Path(home, f".benchweb-test-{run_uuid}").iterdir()) == ["runs"]
+        assert {"locks", "done"} <= {p.name for p in Path(pre.run_dir).parent.iterdir()}
         remote.cleanup(conn, pre.run_dir, None, base=base, run_uuid=run_uuid)
         assert not Path(pre.run_dir).exists() and Path(pre.run_dir).parent.is_dir()
     finally:
@@ -381,8 +386,9 @@ def test_a_cleanup_removes_links_in_the_run_directory_not_what_they_point_to_in_
     assert not Path(pre.run_dir).exists()
     assert (kept / "canary").read_text() == "keep"
     assert [p.name for p in target.iterdir()] == ["other"]
-    assert sorted(p.name for p in odd.iterdir()) == ["bench *", "done", "locks", "runs"]
-    assert list((odd / "done").iterdir()) == [] and list((odd / "runs").iterdir()) == []
+    assert sorted(p.name for p in odd.iterdir()) == ["bench *", "runs"]
+    assert sorted(p.name for p in (odd / "runs").iterdir()) == ["done", "locks"]
+    assert list((odd / "runs" / "done").iterdir()) == []
 
 
 def test_the_host_itself_refuses_a_cleanup_outside_the_base_it_resolves(conn, tmp_path) -> None:

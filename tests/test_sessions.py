@@ -97,7 +97,7 @@ def test_an_idle_connection_is_closed(sshd: TestSshd) -> None:
 def _run_dir(base: Path, *, launched: bool = True) -> Path:
     run_dir = base / "runs" / str(uuid.uuid4())
     run_dir.mkdir(parents=True)
-    (base / "done").mkdir(exist_ok=True)
+    (base / "runs" / "done").mkdir(exist_ok=True)
     if launched:
         (run_dir / "launched").mkdir()
     return run_dir
@@ -127,8 +127,8 @@ def test_a_look_tells_each_state_without_a_command(sshd: TestSshd, tmp_path: Pat
         (running / "status").write_text("0\n")
         assert remote.look(conn, str(running), wrapper.pid) == "finished"
         # The done directory lists the ended runs' UUIDs, and nothing that is not one.
-        (tmp_path / "done" / running.name).touch()
-        (tmp_path / "done" / "not-a-uuid").touch()
+        (tmp_path / "runs" / "done" / running.name).touch()
+        (tmp_path / "runs" / "done" / "not-a-uuid").touch()
         assert remote.finished_runs(conn, str(tmp_path / "runs")) == {running.name}
         assert remote.finished_runs(conn, str(tmp_path / "nowhere" / "runs")) is None
 
@@ -165,13 +165,13 @@ def test_a_wrapper_leaves_its_done_marker_after_its_status_and_the_cleanup_remov
     run_uuid = str(uuid.uuid4())
     run_dir = base / run_uuid
     run_dir.mkdir(parents=True)
-    (tmp_path / "done").mkdir()
+    (base / "done").mkdir()
     plan = remote.Plan(run_uuid=run_uuid, run_dir=str(run_dir), lock_path=str(tmp_path / "x.lock"), argv=["true"],
                        limit_s=60, files={})  # fmt: skip
     (run_dir / "run.sh").write_text(remote.wrapper_script(plan))
     subprocess.run(["sh", "run.sh"], cwd=run_dir, check=True, timeout=30)
     assert (run_dir / "status").read_text() == "0\n"
-    assert (tmp_path / "done" / run_uuid).exists()
+    assert (base / "done" / run_uuid).exists()
     # `ended` holds what the four files hold, in one: a collection reads one file instead of four.
     files = [(run_dir / name).read_text().strip() for name in ("status", "pid", "started", "finished")]
     assert (run_dir / "ended").read_text() == " ".join(files) + "\n"
@@ -188,4 +188,4 @@ def test_a_wrapper_leaves_its_done_marker_after_its_status_and_the_cleanup_remov
                 (run_dir / "ended").write_text(ended)
             assert remote.final_state(conn, str(run_dir)) == final
         remote.cleanup(conn, str(run_dir), None, base=str(base), run_uuid=run_uuid)
-    assert not run_dir.exists() and not (tmp_path / "done" / run_uuid).exists()
+    assert not run_dir.exists() and not (base / "done" / run_uuid).exists()

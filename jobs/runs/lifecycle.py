@@ -21,6 +21,7 @@ from jobs.disks import identity, precondition
 from jobs.hosts import connecting
 from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.runs import queueing
+from jobs.safety import guard
 
 log = logging.getLogger(__name__)
 
@@ -316,6 +317,9 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
         return None
     pinned = {"queue_cpus": pinning.queue_cpus} if pinning.queue_cpus else {}
     argv, files, command_text = tool.build(params | pinned, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
+    guarded = runner.writes(params)
+    if guarded:
+        files |= guard.files(disk.target_path, disk.kind, pre.safety_report)
     plan = remote.Plan(
         run_uuid=str(run.uuid),
         run_dir=pre.run_dir,
@@ -325,6 +329,8 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
         files=files,
         start_at=run.not_before.timestamp() if run.not_before else None,
         tunables=pinning.tunables,
+        guard_before=guard.before_tool(disk.target_path, disk.kind) if guarded else "",
+        guard_after=guard.after_tool() if guarded else "",
     )
     files["run.sh"] = remote.wrapper_script(plan).encode()
     Run.objects.filter(pk=run.pk).update(
@@ -468,6 +474,10 @@ def _final_clock(run: Run, status: remote.PollResult) -> dict[str, Any]:
 def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.PollResult) -> None:
     exit_status = status.exit_status
     clock = _final_clock(run, status)
+    if exit_status == guard.REFUSED_STATUS and (refused := _refused_on_host(conn, run)):
+        finish(run, Run.State.ERROR, refused, exit_status=exit_status, progress=run.progress | clock)
+        _cleanup(conn, run)
+        return
     outputs = {name: remote.read_file(conn, f"{run.remote_dir}/{name}") for name in tool.collect_files}
     outcome = tool.interpret(outputs, exit_status, run.parameters)
     tuning = _tuning_outcome(conn, run)
@@ -492,6 +502,24 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
         RunResult.record(run)
         precondition.note_fill(run)
     _cleanup(conn, run)
+
+
+def _refused_on_host(conn: ssh.Connection, run: Run) -> str:
+    """Why the wrapper's last check before the first byte refused the run, or "" when it left no refusal (the
+    status was the tool's own)."""
+    read = {name: remote.read_file(conn, f"{run.remote_dir}/guard.{name}").decode(errors="replace")
+            for name in ("refused", "expected", "seen")}  # fmt: skip
+    if not read["refused"].strip():
+        return ""
+    disk = run.disk
+    if read["refused"].strip() == "changed":
+        verdict = safety.judge(read["seen"], kind=disk.kind, writes=True, allow_destructive=disk.allow_destructive,
+                               recorded_identity=disk.identity)  # fmt: skip
+        if not verdict.ok:
+            _note_identity(run, verdict)  # another disk at the path: audited as when the verdict finds it
+    why = guard.explanation(read["refused"], read["expected"], read["seen"], kind=disk.kind,
+                            allow_destructive=disk.allow_destructive, recorded_identity=disk.identity)  # fmt: skip
+    return f"refused on the host just before the first write, nothing was written: {why}"
 
 
 def _tuning_outcome(conn: ssh.Connection, run: Run) -> dict[str, Any]:
