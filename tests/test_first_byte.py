@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import html
 import os
+import shutil
 import subprocess
 import time
 from datetime import timedelta
@@ -209,3 +210,16 @@ def run_page(run: Run) -> str:
     _, secret = ApiToken.issue(user, run.disk.host.team, "tests")
     api = Client(HTTP_AUTHORIZATION=f"Bearer {secret}").get(f"/api/v1/runs/{run.pk}/").json()
     return client.get(f"/runs/{run.pk}/").content.decode() + api["explanation"]
+
+
+def test_a_host_with_neither_perl_nor_python3_has_its_block_write_refused_before_the_probe(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "mkfifo", "head", "sed", "grep", "rm", "sleep", "cat"):
+        (bin_dir / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
+    script = guard.before_tool("/dev/loop-that-is-never-opened", "block") + 'printf "%s|%s" "$refused" "$holder"\n'
+    done = subprocess.run(["sh", "-c", script], cwd=tmp_path, env={"PATH": str(bin_dir)}, capture_output=True,
+                          text=True, timeout=30)  # fmt: skip
+    assert done.stdout == "no-holder|"
+    assert (tmp_path / "guard.refused").read_text() == "no-holder\n"
+    assert not (tmp_path / "guard.seen").exists()  # the probe never ran

@@ -110,10 +110,10 @@ def _claim(target_path: str) -> str:
 else
   exec 9<>guard.hold
   if command -v perl >/dev/null 2>&1; then
-    perl -e {shlex.quote(_PERL_HOLDER)} -- {device} 9>&- <guard.hold >guard.claim 2>&1 &
+    perl -e {shlex.quote(_PERL_HOLDER)} -- {device} 9>&- <guard.hold >guard.claim 2>guard.claim.err &
     holder=$!
   elif command -v python3 >/dev/null 2>&1; then
-    python3 -c {shlex.quote(_PYTHON_HOLDER)} {device} 9>&- <guard.hold >guard.claim 2>&1 &
+    python3 -c {shlex.quote(_PYTHON_HOLDER)} {device} 9>&- <guard.hold >guard.claim 2>guard.claim.err &
     holder=$!
   else
     refused=no-holder
@@ -131,7 +131,7 @@ if [ -n "$holder" ]; then
   case "$claimed" in
     held\\ *:*) ;;
     busy\\ *) refused="busy: ${{claimed#busy }}";;
-    *) refused="the holder did not answer: $claimed";;
+    *) refused="the holder that claims the device did not answer: $claimed $(head -c 300 guard.claim.err)";;
   esac
 fi
 """
