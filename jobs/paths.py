@@ -6,6 +6,11 @@ nothing any of them reads as the end of a line. Python's str.splitlines() also b
 U+2028 and U+2029, which sh and printf do not: the gap that once made a run directory read back as its base.
 The same check runs where a value enters (model, form, API) and again before it is sent, because a value
 stored before this rule existed must still be refused.
+
+A run directory base also ends up inside the tools' job files and command lines, as part of each run's
+directory, where fio splits file names at ':' and reads '$' specially: it keeps to TOOL_CHARACTERS, the one set
+the tools take in a path (jobs/tools/options.py builds its own check from it). A base with a space, a quote,
+'$(', a backtick or '*' was once saved and then refused by every run on it, after the run directory was made.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ REFUSED_CATEGORIES = {
     "Co": "private",
     "Cn": "unassigned",
 }
+# The characters fio and ndisk64 take in a path, as a regular expression's character class and in words.
+TOOL_CHARACTERS = "A-Za-z0-9._+@,/-"
+TOOL_CHARACTERS_SHOWN = "letters, digits and . _ + @ , - /"
+_TOOL_PATH = re.compile(f"[{TOOL_CHARACTERS}]*")
 # Each problem as a sentence ends: "the target path '...' <problem>".
 PROBLEMS = {
     "empty": "is empty",
@@ -38,6 +47,7 @@ PROBLEMS = {
     "surrogate": "contains bytes that are not UTF-8",
     "private": "contains a private-use character",
     "unassigned": "contains an unassigned Unicode character",
+    "characters": "contains a character the tools do not take in a path",
 }
 
 
@@ -51,8 +61,9 @@ class PathError(ValueError):
 def problem(value: str, *, home: bool = False, command: bool = False) -> str:
     """The first thing wrong with a path as a code of PROBLEMS, or "" when it may be sent to a host.
 
-    With home, the path may also be ~ or start with ~/ (the login user's home on the host); with command, it
-    may also be a plain command name found on the host's PATH (letters, digits, '.', '_', '+', '-')."""
+    With home, the path is a run directory base: it may also be ~ or start with ~/ (the login user's home on
+    the host), and holds only TOOL_CHARACTERS after that ~; with command, it may also be a plain command name
+    found on the host's PATH (letters, digits, '.', '_', '+', '-')."""
     if command and value and "/" not in value:
         return "" if _COMMAND_NAME.fullmatch(value) and value not in (".", "..") else "command"
     if not value:
@@ -67,6 +78,8 @@ def problem(value: str, *, home: bool = False, command: bool = False) -> str:
         return "home" if home else "relative"
     if ".." in value.split("/"):
         return "parent"
+    if home and not _TOOL_PATH.fullmatch(value.removeprefix("~")):
+        return "characters"
     return ""
 
 
@@ -76,13 +89,15 @@ def check(value: str, *, field: str, home: bool = False, command: bool = False) 
     if not code:
         return value
     kind, example = ("an absolute path or one starting with ~/", "/srv/benchweb/runs or ~/.benchweb/runs")
+    characters = "printable characters"
+    if home:
+        characters = f"{TOOL_CHARACTERS_SHOWN} only,"
     if command:
         kind, example = "an absolute path or a plain command name", "/usr/local/bin/ndisk64 or ndisk64"
     elif not home:
         kind, example = "an absolute path", "/data/bench or /dev/nvme1n1"
     raise PathError(
-        f"The {field} {PROBLEMS[code]} ({shown(value)}); give {kind} of printable characters without '..', "
-        f"e.g. {example}."
+        f"The {field} {PROBLEMS[code]} ({shown(value)}); give {kind} of {characters} without '..', e.g. {example}."
     )
 
 

@@ -76,6 +76,32 @@ def test_the_runs_csv_read_back_equals_the_runs_in_the_database(owner_client, di
     assert row["warnings"] == "'@SUM(1+1): odd" and row["warning_count"] == "1"
 
 
+# Typed text -> the cell a spreadsheet gets: a formula behind blanks, line breaks or fullwidth signs is defused.
+DEFUSED = {
+    " =1+1": "' =1+1",
+    "\n=cmd|' /C calc'!A0": "'\n=cmd|' /C calc'!A0",
+    "\r\n@SUM(1)": "'\r\n@SUM(1)",
+    "\u00a0+1": "'\u00a0+1",
+    "\u3000\u200b-1+2": "'\u3000\u200b-1+2",
+    '\uff1dHYPERLINK("http://x")': '\'\uff1dHYPERLINK("http://x")',
+    "\uff0b1": "'\uff0b1",
+    "\uff0d1": "'\uff0d1",
+    "\uff20A1": "'\uff20A1",
+    "\tplain": "'\tplain",
+    "-2+3": "'-2+3",
+    "-42": "-42",  # a number is not a formula
+    "-1.5e3": "-1.5e3",
+    "+7": "+7",
+    "a = b": "a = b",
+}
+
+
+def test_a_formula_behind_blanks_line_breaks_or_fullwidth_signs_is_defused_and_numbers_are_kept(owner_client, disk):
+    runs = {RunFactory(disk=disk, failed=True, profile_name=typed).pk: written for typed, written in DEFUSED.items()}
+    rows = {int(row["run_id"]): row for row in _rows(owner_client.get(f"/runs/export.csv?disk={disk.pk}"))}
+    assert {pk: rows[pk]["profile"] for pk in runs} == runs
+
+
 def test_a_limit_from_the_catalog_is_exported_with_its_source(owner_client, host):
     gp3 = Disk.objects.create(host=host, label="gp3", target_path="/data/gp3", disk_type="aws-gp3", size=500)
     run = RunFactory(disk=gp3, succeeded=True, limits_snapshot=gp3.limits(block_size=4096).as_dict())

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ValidationError
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
@@ -26,8 +27,11 @@ from jobs.disks.forms import DiskForm
 from jobs.hosts.forms import HostForm
 from jobs.models import Disk, Host, Run
 from jobs.runs import lifecycle, queueing
+from jobs.tools import fio, ndisk
 from tests.builders import quick_profile, team_with_host
 from tests.test_api import client_for, make_world, post
+from tests.test_fio_tool import profile as fio_profile
+from tests.test_ndisk_tool import profile as ndisk_profile
 
 # Every character that ends a line for someone: sh and printf (LF), a terminal (CR), Python's splitlines
 # (also U+0085, U+2028, U+2029, VT, FF, FS, GS, RS).
@@ -155,6 +159,67 @@ def test_a_run_directory_with_a_line_separator_is_refused_by_the_model_the_form_
     assert not Host.objects.filter(run_base_dir=bad).exists()
 
 
+# What a shell, fio's job file or a glob reads: each was once saved and then refused by every run on the host.
+SHELL_MEANINGFUL = ["/srv/$(id)/runs", "/srv/`id`/runs", "/srv/it's/runs", '/srv/"x"/runs', "/srv/bench runs",
+                    "/srv/runs*", "~/runs $HOME", "/srv/a:b", "/srv/ü"]  # fmt: skip
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad", SHELL_MEANINGFUL)
+def test_a_run_directory_the_tools_would_refuse_is_refused_at_save_naming_the_field_and_the_characters(
+    bad: str, team, credential, owner_client
+) -> None:
+    fix = "letters, digits and . _ + @ , - / only"
+    host = Host(team=team, name="h", address="a", username="u", credential=credential, run_base_dir=bad)
+    with pytest.raises(ValidationError) as refused:
+        host.full_clean()
+    assert refused.value.message_dict["run_base_dir"][0].startswith("The run directory contains a character")
+    assert fix in refused.value.message_dict["run_base_dir"][0]
+
+    typed = {"name": "h3", "address": "a", "port": "22", "username": "u", "os": "linux", "credential_mode": "none"}
+    page = owner_client.post("/hosts/new/", typed | {"run_base_dir": bad})
+    assert page.status_code == 200
+    assert fix in page.context["form"].errors["run_base_dir"][0]
+    assert bad in page.context["form"]["run_base_dir"].value()  # what was typed is kept to correct
+
+    world, secret = make_world("paths")
+    response = post(client_for(secret), "/api/v1/hosts/", {"name": "h2", "address": "a", "username": "u",
+                                                           "run_base_dir": bad})  # fmt: skip
+    assert response.status_code == 400, response.content
+    assert fix in response.json()["run_base_dir"][0]
+    response = post(client_for(secret), f"/api/v1/hosts/{world.host.pk}/", {"run_base_dir": bad}, method="patch")
+    assert response.status_code == 400
+    world.host.refresh_from_db()
+    assert world.host.run_base_dir == ""
+    assert not Host.objects.filter(run_base_dir=bad).exists()
+
+
+@pytest.mark.django_db
+def test_a_host_page_says_a_stored_run_directory_refuses_every_run_and_how_to_fix_it(host, owner_client) -> None:
+    Host.objects.filter(pk=host.pk).update(run_base_dir="/srv/$(id)/runs")  # stored before the rule
+
+    page = owner_client.get(f"/hosts/{host.pk}/").content.decode()
+
+    assert "No run can start on this host: The run directory contains a character" in page
+    assert "letters, digits and . _ + @ , - / only" in page and f'href="/hosts/{host.pk}/edit/"' in page
+    Host.objects.filter(pk=host.pk).update(run_base_dir="/srv/runs")
+    assert "No run can start" not in owner_client.get(f"/hosts/{host.pk}/").content.decode()
+
+
+@settings(max_examples=2000, deadline=None, database=None)
+@given(
+    st.text(st.one_of(st.characters(min_codepoint=32, max_codepoint=126), st.sampled_from("ü\u2028\xa0")), max_size=8)
+)
+def test_every_run_directory_that_can_be_saved_is_one_the_tools_take(value: str) -> None:
+    # The two checks of one value: at save (jobs/paths.py) and in the job file and command line (jobs/tools/).
+    base = f"/{value}" if not value.startswith("~") else value
+    assume(not paths.problem(base, home=True))
+    run_dir = f"{remote.resolved_base(base, '/home/bench')}/{uuid.uuid4()}"
+
+    fio.build_fio_job(fio_profile(), "/dev/nvme1n1", "block", run_dir, readonly=False)
+    ndisk.build_ndisk_argv(ndisk_profile(), "/dev/nvme1n1", "block", run_dir)
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "bad", ["nd\ndisk64", "nd\u2028isk64", "bin/ndisk64", "/opt/../ndisk64", "nd disk", "..", "$(id)"]
@@ -234,8 +299,8 @@ def test_a_stored_run_directory_with_a_line_separator_never_removes_the_director
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("separator", ["\n", "\u2028"])
-def test_a_run_on_a_host_whose_stored_run_directory_has_a_line_separator_fails_and_removes_nothing(
+@pytest.mark.parametrize("separator", ["\n", "\u2028", " $(id) ", "`id`*"])
+def test_a_run_on_a_host_whose_stored_run_directory_the_tools_refuse_fails_before_sending_and_removes_nothing(
     separator: str, fio_installed, sshd, tmp_path
 ) -> None:
     shared, canary = _shared_with_canary(tmp_path)
@@ -254,6 +319,7 @@ def test_a_run_on_a_host_whose_stored_run_directory_has_a_line_separator_fails_a
     run.refresh_from_db()
     assert run.state == Run.State.ERROR
     assert "The run directory contains" in run.explanation and "host page" in run.explanation
+    assert "e.g. /srv/benchweb/runs" in run.explanation  # the fix
     assert canary.read_bytes() == b"another run's result"
     assert _tree(tmp_path) == before
 
@@ -369,8 +435,10 @@ def test_a_cleanup_of_anything_but_base_slash_uuid_is_refused_before_sending_and
 def test_a_cleanup_removes_links_in_the_run_directory_not_what_they_point_to_in_paths_a_shell_would_split(
     conn, tmp_path
 ) -> None:
+    # The run directory keeps to the tools' characters (jobs/paths.py); a target path need not.
     odd = tmp_path / "it's a $dir; `x`"
-    base, run_uuid = str(odd / "runs"), str(uuid.uuid4())
+    odd.mkdir()
+    base, run_uuid = str(tmp_path / "runs"), str(uuid.uuid4())
     pre = remote.preflight(conn, base, run_uuid, TOOL_CHECK, "")
     kept = tmp_path / "kept"
     kept.mkdir()
@@ -386,9 +454,9 @@ def test_a_cleanup_removes_links_in_the_run_directory_not_what_they_point_to_in_
     assert not Path(pre.run_dir).exists()
     assert (kept / "canary").read_text() == "keep"
     assert [p.name for p in target.iterdir()] == ["other"]
-    assert sorted(p.name for p in odd.iterdir()) == ["bench *", "runs"]
-    assert sorted(p.name for p in (odd / "runs").iterdir()) == ["done", "locks"]
-    assert list((odd / "runs" / "done").iterdir()) == []
+    assert [p.name for p in odd.iterdir()] == ["bench *"]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["done", "locks"]
+    assert list((tmp_path / "runs" / "done").iterdir()) == []
 
 
 def test_the_host_itself_refuses_a_cleanup_outside_the_base_it_resolves(conn, tmp_path) -> None:

@@ -182,15 +182,21 @@ def test_a_revoked_or_expired_link_answers_410_and_an_unknown_one_404(api, ours)
     assert ShareLink.objects.get(pk=made["id"]).view_count == 0
 
 
-def test_an_address_guessing_tokens_is_told_to_wait(api, ours):
+def test_an_address_guessing_tokens_is_told_to_wait_and_its_valid_links_still_open(api, ours):
     token = _token(_share_disk(api, ours[0].disk.pk)["url"])
     guesser = Client()
     for i in range(public.GUESS_LIMIT):
         assert guesser.get(f"/s/{'x' * 42}{i % 10}/").status_code == 404
     assert guesser.get(f"/s/{'y' * 43}/").status_code == 429
-    assert guesser.get(f"/s/{token}/").status_code == 429  # even a right one, until the window ends
-    cache.clear()
-    assert guesser.get(f"/s/{token}/").status_code == 200
+    assert guesser.get(f"/s/{'y' * 43}/series.json").status_code == 429
+
+    # The limit is on guesses: a link someone was sent opens from that address (an office behind one NAT).
+    page = guesser.get(f"/s/{token}/")
+    assert page.status_code == 200 and ours[0].disk.label in page.content.decode()
+    assert guesser.get(f"/s/{token}/series.json").status_code == 200
+    assert guesser.get(f"/s/{'z' * 43}/").status_code == 429  # and the next guess still waits
+    assert Client(REMOTE_ADDR="192.0.2.7").get(f"/s/{'z' * 43}/").status_code == 404  # another address: its own count
+    assert ShareLink.objects.get(token_digest=digest(token)).view_count == 1
 
 
 def test_a_shared_comparison_shows_its_runs_and_its_distributions_only(api, ours):

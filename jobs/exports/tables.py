@@ -9,14 +9,19 @@ What a cell holds:
   `_printed` columns where the result kept it;
 - times in UTC, ISO 8601 with the zone written (2026-11-25T19:50:35Z), and the header says `_utc`;
 - an empty cell for what the tool did not report or the run does not have: never a 0 that was not measured;
-- text a person typed (names, warnings) that starts with = + - @ gets a leading apostrophe, so a spreadsheet
-  shows it instead of running it as a formula (CSV injection). Numbers are written as numbers, untouched.
+- text a person typed (names, warnings) whose first visible character is = + - @ or their fullwidth forms
+  (U+FF1D, U+FF0B, U+FF0D, U+FF20), after any blanks, line breaks or invisible characters, or that starts with
+  a tab or a carriage return, gets a leading apostrophe, so a spreadsheet shows it instead of running it as a
+  formula (CSV injection). Numbers are written as numbers, untouched, and so is text that is one number ("-42", fio's
+  "1506.502000"): a negative number is not a formula.
 """
 
 from __future__ import annotations
 
 import csv
 import itertools
+import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,8 +34,14 @@ from jobs import limits
 from jobs.models import Run, RunSample
 from jobs.tools.summary import PERCENTILES
 
-# Starts of a cell a spreadsheet reads as a formula (OWASP's list: = + - @, tab and carriage return).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# What a spreadsheet reads as the start of a formula (OWASP's list: = + - @, tab and carriage return), with the
+# fullwidth signs some spreadsheets take for the ASCII ones, and what it skips before it: blanks, line breaks
+# and invisible characters (Unicode's space separators, line and paragraph separators, controls, formats).
+FORMULA_SIGNS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
+FORMULA_STARTS = ("\t", "\r")
+_SKIPPED = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
+# Text that is one plain number ("-42", "1506.502000"): a spreadsheet reads it as that number, so it stays as is.
+NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # Rows read from the database at a time.
 CHUNK = 2000
 
@@ -57,8 +68,13 @@ SAMPLE_HEADER = ["t_s", "time_utc", "read_iops", "write_iops", "total_iops"]
 
 
 def guarded(text: str) -> str:
-    """A person's text as a cell a spreadsheet will not run: '=SUM(A1)' -> "'=SUM(A1)"."""
-    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
+    """A person's text as a cell a spreadsheet will not run: '=SUM(A1)' -> "'=SUM(A1)", ' =1' -> "' =1"."""
+    if NUMBER.fullmatch(text):
+        return text
+    if text.startswith(FORMULA_STARTS):
+        return f"'{text}"
+    first = next((c for c in text if not (c.isspace() or unicodedata.category(c) in _SKIPPED)), "")
+    return f"'{text}" if first in FORMULA_SIGNS else text
 
 
 def cell(value: Any) -> str | int | float:

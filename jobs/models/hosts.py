@@ -111,11 +111,8 @@ class Host(models.Model):
         errors: dict[str, str] = {}
         if self.credential_id and self.credential is not None and self.credential.team_id != self.team_id:
             errors["credential"] = "Choose a credential of this host's team."
-        if self.run_base_dir:
-            try:
-                paths.check(self.run_base_dir, field="run directory", home=True)
-            except paths.PathError as exc:
-                errors["run_base_dir"] = str(exc)
+        if problem := self.run_base_problem():
+            errors["run_base_dir"] = problem
         if self.ndisk64_path:
             try:
                 paths.check(self.ndisk64_path, field="ndisk64 path", command=True)
@@ -123,6 +120,17 @@ class Host(models.Model):
                 errors["ndisk64_path"] = str(exc)
         if errors:
             raise ValidationError(errors)
+
+    def run_base_problem(self) -> str:
+        """Why every run on this host would be refused for its run directory, with the fix; "" when usable.
+        The launch applies the same check (jobs/remote.py) to a value stored before the rule was this strict."""
+        if not self.run_base_dir:
+            return ""  # the default, ~/.benchweb/runs
+        try:
+            paths.check(self.run_base_dir, field="run directory", home=True)
+        except paths.PathError as exc:
+            return str(exc)
+        return ""
 
     @property
     def has_pinned_key(self) -> bool:

@@ -6,7 +6,7 @@ the team's pages and /api/ keep requiring a sign-in.
 Every answer here carries Referrer-Policy: no-referrer (the token is in the address and must not travel to the
 vendor sites the limits link to), X-Robots-Tag: noindex and Cache-Control: no-store (a revoked link must stop
 at once, not live on in a cache). Tokens are 256 random bits; even so, an address that asks for too many
-unknown tokens is told to wait (GUESS_LIMIT)."""
+unknown tokens is told to wait (GUESS_LIMIT), for unknown tokens only: its valid links keep opening."""
 
 from __future__ import annotations
 
@@ -50,12 +50,14 @@ def public(view: View) -> View:
 
 def _guarded(view: View, request: HttpRequest, token: str) -> HttpResponse:
     # The client's address as the sign-in lockout (django-axes) reads it, so one proxy setting serves both.
+    # Only guesses wait: a link someone was sent opens from an address that has been guessing (many people
+    # share one address behind a NAT or proxy). Its 256 random bits are what keep a guesser out, not the wait.
     key = f"share-guesses:{get_client_ip_address(request) or ''}"
-    if (cache.get(key) or 0) >= GUESS_LIMIT:
-        return _answer(request, "shares/unknown.html", 429, "Too many unknown links from your address; wait ten "
-                       "minutes and check the address you were sent.")  # fmt: skip
     link = ShareLink.find(token)
     if link is None:
+        if (cache.get(key) or 0) >= GUESS_LIMIT:
+            return _answer(request, "shares/unknown.html", 429, "Too many unknown links from your address; wait "
+                           "ten minutes and check the address you were sent.")  # fmt: skip
         cache.add(key, 0, GUESS_WINDOW)
         cache.incr(key)
         return _answer(request, "shares/unknown.html", 404, "No link has this address: check that it was copied "

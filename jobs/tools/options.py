@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from jobs import paths
+
 IOENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio"})
 
 # option -> regex its value must match in full. Digits are [0-9]: \d also takes '١٢', which fio refuses.
@@ -119,8 +121,8 @@ def check_extra_options(options: Any) -> dict[str, str]:
 
 
 # A path goes into an INI line and onto a command line. fio splits file names at ':' and reads '$' and ';'
-# specially inside a job file, so paths keep to plain characters.
-SAFE_PATH = re.compile(r"/[A-Za-z0-9._+@,/-]*")
+# specially inside a job file, so paths keep to plain characters: the set a run directory base is saved with.
+SAFE_PATH = re.compile(f"/[{paths.TOOL_CHARACTERS}]*")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -147,7 +149,7 @@ def safe_path(path: str, field: str = "target_path") -> str:
     if not isinstance(path, str) or not SAFE_PATH.fullmatch(path):
         raise ToolOptionError(
             field,
-            f"{path!r} must be an absolute path of letters, digits and . _ + @ , - / only "
+            f"{path!r} must be an absolute path of {paths.TOOL_CHARACTERS_SHOWN} only "
             "(fio reads ':' as a separator between file names).",
         )
     return path.rstrip("/") or "/"
