@@ -222,7 +222,8 @@ class FioRunner:
             parsed = _parse(fio.parse_fio_json, raw)
         except ParseError as exc:
             if said:
-                why = f"fio left no result ({exited}); fio said: {completion.quoted(said)}"
+                status = f" ({exited})" if exit_status is not None else ""
+                why = f"fio left no result{status}; fio said: {completion.quoted(said)}"
             elif exit_status:
                 tail = (raw_stderr or raw).strip().splitlines()[-3:]
                 why = f"{exited}; it left no result ({' / '.join(tail) or 'no output'})"
@@ -237,7 +238,8 @@ class FioRunner:
             )
             return Outcome("failed", f"fio reported an error: {errors}", summary, raw, raw_stderr)
         if exit_status not in (0, None):
-            return Outcome("failed", exited, summary, raw, raw_stderr)
+            words = f"; fio said: {completion.quoted(said)}" if said else ""
+            return Outcome("failed", exited + words, summary, raw, raw_stderr)
         unfinished = completion.not_measured(parsed, tool="fio", said=said)
         if unfinished:
             # No figure of this run is a measurement: the summary is not kept, the raw output is.
