@@ -15,7 +15,7 @@ from typing import Any
 
 from jobs.analysis import steady
 from jobs.remote import LOCK_BUSY_STATUS, WATCHDOG_STATUS
-from jobs.tools import bounds, fio, fio_fill, ndisk
+from jobs.tools import bounds, completion, fio, fio_fill, ndisk
 from jobs.tools.options import ToolOptionError
 from jobs.tools.summary import ParseError, ParseResult, finite
 
@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 # The watchdog's allowance beyond the run's own time (see watchdog_seconds): starting the tool, opening and
 # closing its files, removing them and writing the result take seconds; two minutes is a margin, not a budget.
 WATCHDOG_MARGIN_S = 120
+# timeout(1) in the wrapper (jobs/remote.py, `timeout -k 30`) sends KILL this long after TERM; it then exits
+# KILLED_STATUS (128 + SIGKILL) instead of WATCHDOG_STATUS.
+WATCHDOG_KILL_S = 30
+KILLED_STATUS = 137
 # The slowest write rate a test file is assumed to be laid out at: a small cloud volume (~25 MB/s) or a busy disk.
 LAYOUT_BYTES_PER_S = 20 * 2**20
 
@@ -94,12 +98,54 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _status_explanation(exit_status: int | None, params: dict[str, Any]) -> str | None:
+def _status_explanation(
+    tool: str, exit_status: int | None, params: dict[str, Any], elapsed_s: float | None, limit_s: int | None
+) -> str | None:
     if exit_status == LOCK_BUSY_STATUS:
         return "the target was busy: another benchmark held benchweb's lock on it, so this one did not run"
+    limit = limit_s or watchdog_seconds(params)
     if exit_status == WATCHDOG_STATUS:
-        return f"stopped by the watchdog after {watchdog_seconds(params)} s on the host (it ran far past its runtime)"
+        return time_limit_explanation(tool, params, limit, killed=False)
+    if exit_status == KILLED_STATUS and elapsed_s is not None and elapsed_s >= limit + WATCHDOG_KILL_S - 1:
+        # 137 is any SIGKILL; only the watchdog's comes WATCHDOG_KILL_S after the limit (the host's clock, which
+        # starts just before timeout does, so never later; a wrapper without date +%N rounds down to the second).
+        return time_limit_explanation(tool, params, limit, killed=True)
     return None
+
+
+def time_limit_explanation(tool: str, params: dict[str, Any], limit_s: int, *, killed: bool) -> str:
+    """Why a run stopped by the watchdog ended, with the limit, what it is made of, and what changes it."""
+    parts = [f"the profile's runtime {int(params.get('runtime_s') or 0)} s"]
+    if params.get("ramp_time_s"):
+        parts.append(f"ramp {int(params['ramp_time_s'])} s")
+    if fill := fill_seconds(params):
+        parts.append(f"{fill} s for the preconditioning fill")
+    layout = limit_s - expected_seconds(params) - WATCHDOG_MARGIN_S
+    if layout > 0:
+        parts.append(f"{layout} s to lay out its test files")
+    parts.append(f"a {WATCHDOG_MARGIN_S} s allowance")
+    how = (
+        f"with TERM, and with KILL {WATCHDOG_KILL_S} s later as it had not stopped (exit status {KILLED_STATUS})"
+        if killed
+        else f"with TERM (exit status {WATCHDOG_STATUS})"
+    )
+    return (
+        f"stopped by benchweb's time limit on the host: {tool} was still running {limit_s} s after it started "
+        f"({' + '.join(parts)}), so the watchdog stopped it {how}. It ran far past its runtime: the target "
+        "stalled or is much slower than the profile expects. The limit follows the profile: a smaller file size "
+        "or fewer precondition passes shortens the run, a longer runtime lengthens the limit."
+    )
+
+
+def _exit_words(tool: str, exit_status: int | None, elapsed_s: float | None, limit_s: int | None) -> str:
+    """'fio exited with status N', saying for 137 that it was a SIGKILL before benchweb's time limit."""
+    if exit_status == KILLED_STATUS and elapsed_s is not None:
+        limit = f" ({limit_s} s, then KILL {WATCHDOG_KILL_S} s later)" if limit_s else ""
+        return (
+            f"{tool} was killed with SIGKILL (exit status {KILLED_STATUS}) after {elapsed_s:g} s, not by benchweb's "
+            f"time limit{limit}: by someone on the host, or by the kernel's out-of-memory killer"
+        )
+    return f"{tool} exited with status {exit_status}"
 
 
 class FioRunner:
@@ -151,20 +197,39 @@ class FioRunner:
         ended_ms = max(_counters(docs[-1], "read", "runtime") + _counters(docs[-1], "write", "runtime"), default=0)
         return progress | {"iops_at_s": round(ended_ms / 1000, 1)} if progress else {}
 
-    def interpret(self, outputs: dict[str, bytes], exit_status: int | None, params: dict[str, Any]) -> Outcome:
+    def interpret(
+        self,
+        outputs: dict[str, bytes],
+        exit_status: int | None,
+        params: dict[str, Any],
+        *,
+        elapsed_s: float | None = None,
+        limit_s: int | None = None,
+    ) -> Outcome:
+        """The run's outcome from what fio left. It succeeded only when fio's output reports the measured job
+        done (completion.not_measured): an abort, a job with no I/O or no result at all fails it, quoting fio.
+        elapsed_s (the host's clock) and limit_s (the watchdog's) tell a watchdog's KILL from another one."""
         raw, stdout, stderr = _text(outputs["result.json"]), _text(outputs["stdout"]), _text(outputs["stderr"])
-        # With --output fio sends its own messages into the same file; stdout/stderr hold the shell's.
+        # With --output fio sends its own messages into the same file (and some to stderr as well); stdout/stderr
+        # hold the shell's.
         raw_stderr = "\n".join(part for part in (stdout.strip(), stderr.strip()) if part)
-        special = _status_explanation(exit_status, params)
+        special = _status_explanation("fio", exit_status, params, elapsed_s, limit_s)
         if special:
             return Outcome("failed", special, None, raw, raw_stderr)
+        said = completion.tool_lines(raw, raw_stderr)
+        exited = _exit_words("fio", exit_status, elapsed_s, limit_s)
         try:
             parsed = _parse(fio.parse_fio_json, raw)
         except ParseError as exc:
-            tail = (raw_stderr or raw).strip().splitlines()[-3:]
-            why = f"fio exited with status {exit_status} and left no result ({' / '.join(tail) or 'no output'})"
-            return Outcome("failed", why if exit_status else f"fio's output could not be read: {exc}", None, raw,
-                           raw_stderr)  # fmt: skip
+            if said:
+                status = f" ({exited})" if exit_status is not None else ""
+                why = f"fio left no result{status}; fio said: {completion.quoted(said)}"
+            elif exit_status:
+                tail = (raw_stderr or raw).strip().splitlines()[-3:]
+                why = f"{exited}; it left no result ({' / '.join(tail) or 'no output'})"
+            else:
+                why = f"fio's output could not be read: {exc}"
+            return Outcome("failed", why, None, raw, raw_stderr)
         summary = parsed.summary_with_bins()
         if parsed.job_errors:
             errors = "; ".join(
@@ -173,7 +238,12 @@ class FioRunner:
             )
             return Outcome("failed", f"fio reported an error: {errors}", summary, raw, raw_stderr)
         if exit_status not in (0, None):
-            return Outcome("failed", f"fio exited with status {exit_status}", summary, raw, raw_stderr)
+            words = f"; fio said: {completion.quoted(said)}" if said else ""
+            return Outcome("failed", exited + words, summary, raw, raw_stderr)
+        unfinished = completion.not_measured(parsed, tool="fio", said=said)
+        if unfinished:
+            # No figure of this run is a measurement: the summary is not kept, the raw output is.
+            return Outcome("failed", unfinished, None, raw, raw_stderr)
         stamp = steady.stamp(parsed.steadystate, summary["samples"], time_based=params.get("time_based", True))
         return Outcome("succeeded", "", summary, raw, raw_stderr, stamp)
 
@@ -209,17 +279,31 @@ class NdiskRunner:
     def progress(self, tail: str, params: dict[str, Any]) -> dict[str, Any]:
         return {}  # ndisk64 prints its numbers only at the end
 
-    def interpret(self, outputs: dict[str, bytes], exit_status: int | None, params: dict[str, Any]) -> Outcome:
+    def interpret(
+        self,
+        outputs: dict[str, bytes],
+        exit_status: int | None,
+        params: dict[str, Any],
+        *,
+        elapsed_s: float | None = None,
+        limit_s: int | None = None,
+    ) -> Outcome:
+        """The run's outcome from ndisk64's report: it succeeded only when the report's totals show I/O."""
         raw, stderr = _text(outputs["stdout"]), _text(outputs["stderr"])
-        special = _status_explanation(exit_status, params)
+        special = _status_explanation("ndisk64", exit_status, params, elapsed_s, limit_s)
         if special:
             return Outcome("failed", special, None, raw, stderr)
+        said = [line.strip() for line in stderr.splitlines() if line.strip()][-3:]
         try:
             parsed = _parse(ndisk.parse_ndisk, raw)
         except ParseError as exc:
             # nstress tools exit 1 even on success, so the parsed report, not the status, decides.
-            return Outcome("failed", f"ndisk64 printed no result (exit status {exit_status}): {exc}", None, raw,
-                           stderr)  # fmt: skip
+            words = f"; ndisk64 said: {completion.quoted(said)}" if said else ""
+            return Outcome("failed", f"ndisk64 printed no result (exit status {exit_status}): {exc}{words}", None,
+                           raw, stderr)  # fmt: skip
+        unfinished = completion.not_measured(parsed, tool="ndisk64", said=said)
+        if unfinished:
+            return Outcome("failed", unfinished, None, raw, stderr)
         return Outcome("succeeded", "", parsed.summary, raw, stderr, steady.judge(parsed.summary["samples"]))
 
 

@@ -21,7 +21,7 @@ from jobs.alerts import evaluate as alerts
 from jobs.analysis import steady
 from jobs.models import Disk, Profile, Run, RunResult, RunSample
 from jobs.runs import lifecycle, queueing
-from jobs.tools import detect
+from jobs.tools import completion, detect
 from jobs.tools.summary import ParseError, ParseResult
 
 
@@ -35,10 +35,21 @@ def _checked_format(text: str, tool: str) -> str:
 
 
 def parse_results(text: str, tool: str = "auto") -> list[ParseResult]:
-    """Every result of pasted or uploaded tool output, in output order; ParseError says why it cannot be read."""
+    """Every result of pasted or uploaded tool output, in output order; ParseError says why it cannot be read,
+    or why a result in it is no measurement (completion.not_measured: fio aborted, or no I/O)."""
     fmt = _checked_format(text, tool)
     parse_all = getattr(detect, "parse_all", None)  # the per-result parser; older trees have one result each
-    return list(parse_all(text, fmt)) if parse_all else [detect.parse_output(text, fmt)]
+    results = list(parse_all(text, fmt)) if parse_all else [detect.parse_output(text, fmt)]
+    said = completion.tool_lines(text)
+    for result in results:
+        # A job error is stored as a failed run with fio's errno and what it measured before it; an output
+        # with nothing measured has nothing to store (the person still has the text), and on a chart or in
+        # /metrics it would read as 0 IOPS.
+        why = None if result.job_errors else completion.not_measured(result, tool=result.summary["tool"], said=said)
+        if why:
+            part = f" ({result.label})" if result.label else ""
+            raise ParseError(f"This output{part} holds no measurement to store: {why.rstrip('.')}.")
+    return results
 
 
 def parse_import(text: str, tool: str = "auto") -> ParseResult:

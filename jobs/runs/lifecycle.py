@@ -52,7 +52,7 @@ RELAUNCH_MAX_S = 20.0
 
 
 # timeout(1) in the wrapper sends KILL this long after TERM (`timeout -k 30`).
-WATCHDOG_KILL_S = 30
+WATCHDOG_KILL_S = runner.WATCHDOG_KILL_S
 
 
 # A run whose launch answer was lost and whose host stays unreachable is *lost* this long after the host's own
@@ -479,7 +479,10 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
         _cleanup(conn, run)
         return
     outputs = {name: remote.read_file(conn, f"{run.remote_dir}/{name}") for name in tool.collect_files}
-    outcome = tool.interpret(outputs, exit_status, run.parameters)
+    # The host's own clock tells the watchdog's KILL (at its limit + WATCHDOG_KILL_S) from another one.
+    elapsed = clock["elapsed_s"] if clock["elapsed_from"] == "host" else None
+    limit = runner.watchdog_seconds(run.parameters, run.disk.kind)
+    outcome = tool.interpret(outputs, exit_status, run.parameters, elapsed_s=elapsed, limit_s=limit)
     tuning = _tuning_outcome(conn, run)
     with transaction.atomic():
         RunSample.store(run, (outcome.summary or {}).get("samples", []))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from jobs.tools import completion
 from jobs.tools.fio import (
     fio_json_results,
     fio_terse_results,
@@ -58,6 +59,9 @@ def detect_format(text: str) -> str:
     for name, sign in _SIGNS.items():
         if sign.search(text):
             return name
+    if stops := completion.aborted(completion.tool_lines(text)):
+        # fio's text report of a run it aborted before starting has no job section, only its group lines.
+        raise ParseError(f"fio aborted before any I/O, so this holds no result: {completion.quoted(stops)}")
     if _GROUP_STATUS_ONLY.search(text):
         raise ParseError(
             "This holds only fio's 'Run status group N (all jobs):' lines: they give each group's bandwidth but no "
