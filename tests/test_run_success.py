@@ -2,8 +2,8 @@
 exits 0, a result with no I/O, or no result at all fails the run with fio's own words; a run the host's
 watchdog stopped says it was benchweb's time limit, with the limit.
 
-The end-to-end test mounts a real loop device while the run waits on the host for its start, after benchweb's
-safety check passed: fio then refuses it ("appears mounted") and exits 0, as on the target in the issue. The
+The end-to-end test has real fio refuse a mounted loop device ("appears mounted") and exit 0, as on the target in
+the issue, and the real collection read it. The
 fixture tests run every real output in the repository through the same rule: each of them still counts as done.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,10 @@ from jobs import remote, runners
 from jobs.api.models import ApiToken
 from jobs.imports import importing
 from jobs.models import Alert, Disk, Membership, Run, RunResult
-from jobs.runs import queueing
+from jobs.runs import lifecycle, queueing
 from jobs.tools import completion, detect
 from jobs.tools.summary import ParseError
-from tests.builders import quick_profile, team_with_host, wait_final, wait_state
+from tests.builders import quick_profile, team_with_host
 from tests.test_safety import Lab, sh
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -146,9 +145,9 @@ def _wrapper_run(tmp_path: Path, argv: list[str], limit_s: int) -> tuple[int, fl
     base = tmp_path / "runs"
     run_dir = base / ("0" * 32)
     run_dir.mkdir(parents=True)
-    (tmp_path / "done").mkdir()
-    (tmp_path / "locks").mkdir()
-    plan = remote.Plan(run_uuid="0" * 32, run_dir=str(run_dir), lock_path=str(tmp_path / "locks" / "t.lock"),
+    (base / "done").mkdir()
+    (base / "locks").mkdir()
+    plan = remote.Plan(run_uuid="0" * 32, run_dir=str(run_dir), lock_path=str(base / "locks" / "t.lock"),
                        argv=argv, limit_s=limit_s, files={})  # fmt: skip
     (run_dir / "run.sh").write_text(remote.wrapper_script(plan))
     subprocess.run(["sh", str(run_dir / "run.sh")], check=True, timeout=120)
@@ -213,26 +212,38 @@ def _alert(team, timeout: float = 30) -> Alert:
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_device_mounted_after_the_safety_check_makes_fio_abort_and_the_run_fails_with_its_words(
-    fio_installed, sshd, worker, lab: Lab
+def test_fio_that_aborts_on_a_mounted_device_and_exits_0_fails_the_run_with_its_words_and_the_alert_opens(
+    fio_installed, sshd, worker, lab: Lab, tmp_path: Path
 ) -> None:
-    """Someone formats and mounts the disk between benchweb's check and fio's start (the run waits on the
-    host for its planned start): fio refuses it, prints why and exits 0. The run fails with fio's words on
-    its page and in the API, no result is charted, and the run_failed alert opens."""
+    """fio refuses a mounted device, prints why and exits 0. benchweb's own launch can no longer get there (the
+    wrapper's first-byte check refuses a mounted device before fio starts: tests/test_first_byte.py), so this
+    test starts the run's wrapper on the host itself, as the launch would but without that check, with the job
+    benchweb builds for the run; real fio aborts, and the real collection over the test sshd reads it. The run
+    fails with fio's words on its page and in the API, no result is charted, and the run_failed alert opens."""
     device = lab.loop("a")
-    team, host = team_with_host(sshd)
-    disk = Disk.objects.create(host=host, label="loop", target_path=device, kind=Disk.Kind.BLOCK,
-                               disk_type="custom", allow_destructive=True)  # fmt: skip
-    profile = quick_profile(team, rw="randwrite", size_bytes=None)
-    run = queueing.create_run(disk, profile, not_before=timezone.now() + timedelta(seconds=15))
-    queueing.claim(run)
-    wait_state(run, Run.State.RUNNING)  # checked and launched; the wrapper now waits for not_before
-    assert run.not_before and timezone.now() < run.not_before - timedelta(seconds=3), "the launch took too long"
     sh("mkfs.ext4", "-q", "-F", device)
     lab.mount(device)
+    base = tmp_path / "runs"
+    team, host = team_with_host(sshd, run_base_dir=str(base))
+    disk = Disk.objects.create(host=host, label="loop", target_path=device, kind=Disk.Kind.BLOCK,
+                               disk_type="custom", allow_destructive=True)  # fmt: skip
+    run = queueing.create_run(disk, quick_profile(team, rw="randwrite", size_bytes=None))
+    run_dir = base / str(run.uuid)
+    (base / "done").mkdir(parents=True)
+    run_dir.mkdir()
+    argv, files, _ = runners.for_parameters(run.parameters).build(run.parameters, device, "block", str(run_dir),
+                                                                   str(run.uuid))  # fmt: skip
+    plan = remote.Plan(run_uuid=str(run.uuid), run_dir=str(run_dir), lock_path=str(base / "x.lock"), argv=argv,
+                       limit_s=60, files=files)  # fmt: skip
+    for name, data in (files | {"run.sh": remote.wrapper_script(plan).encode()}).items():
+        (run_dir / name).write_bytes(data)
+    subprocess.run(["sh", "run.sh"], cwd=run_dir, check=True, timeout=60)
+    Run.objects.filter(pk=run.pk).update(state=Run.State.COLLECTING, remote_dir=str(run_dir),
+                                         started_at=timezone.now())  # fmt: skip
 
-    run = wait_final(run)
+    lifecycle.collect(run.pk)
 
+    run.refresh_from_db()
     said = f"fio: {device} appears mounted, and 'allow_mounted_write' isn't set. Aborting."
     assert run.state == Run.State.FAILED, run.explanation
     assert run.explanation == f"fio aborted before any I/O: {said}"
