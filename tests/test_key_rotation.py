@@ -11,12 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import requests
 from cryptography.fernet import Fernet
 from django.conf import settings as django_settings
 
 from jobs.models import Disk, Membership, Run
 from jobs.runs import queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
+from tests.test_alerts_e2e import Stack, final, sign_up
+from tests.test_stack import _free_port, _stack_env, running_stack
 from tests.workers import ROOT, database_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -121,3 +124,46 @@ def test_a_run_whose_credential_no_key_decrypts_ends_with_the_reason_and_frees_i
     credential.set_secret(sshd.private_key)
     credential.save()
     assert wait_final(queueing.request_run(disk, profile)).state == Run.State.SUCCEEDED
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, f"manage.py {args[0]}: {done.stderr}"
+    return done.stdout
+
+
+def test_rotating_keys_on_a_running_bw_run_stack_needs_no_restart(fio_installed, sshd, tmp_path):
+    """The issue's own check: `./bw run` (gunicorn, worker, beat, Redis) up, a run and a connection test done with
+    the old key, `manage.py rotate_field_keys --new-key` as the README says, then both again on the same
+    processes."""
+    var_dir, port = tmp_path / "var", _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = _stack_env(var_dir, port) | {"BENCHWEB_TICK_SECONDS": "1", "BENCHWEB_DEMO_TARGET": "0"}
+    env.pop("BENCHWEB_FIELD_KEYS", None)
+    with running_stack(var_dir, env) as process:
+        sign_up(url, "olga", "a-long-test-password-1")
+        stack = Stack(url, env, requests.Session(), requests.Session())
+        stack.api.headers["Authorization"] = f"Bearer {_manage(env, 'create_api_token', 'olga').strip()}"
+        host = stack.call("POST", "/api/v1/hosts/", 201, name="loopback", address=sshd.address, port=sshd.port,
+                          username=sshd.username, private_key=sshd.private_key)  # fmt: skip
+        scanned = stack.call("POST", f"/api/v1/hosts/{host['id']}/scan-key/")
+        stack.call("POST", f"/api/v1/hosts/{host['id']}/approve-key/", fingerprint=scanned["fingerprint"])
+        disk = stack.call("POST", "/api/v1/disks/", 201, host=host["id"], label="tmp",
+                          target_path=target_dir(tmp_path), disk_type="custom")  # fmt: skip
+        profile = stack.call("POST", "/api/v1/profiles/", 201, name="quick", tool="fio", rw="randread",
+                             block_size_bytes=4096, iodepth=1, jobs=1, runtime_s=1, time_based=True,
+                             ioengine="psync", direct=False, size_bytes=16 * 2**20)  # fmt: skip
+
+        def run_and_test() -> None:
+            run = stack.call("POST", "/api/v1/runs/", 201, disk=disk["id"], profile=profile["id"])
+            assert final(stack, run["id"])["state"] == "succeeded"
+            tested = stack.call("POST", f"/api/v1/hosts/{host['id']}/test-connection/")
+            assert tested["ok"] is True, tested
+
+        run_and_test()
+        old = (var_dir / "field_keys").read_text()
+        rotated = _manage(env, "rotate_field_keys", "--new-key")
+        assert "nothing to restart" in rotated and (var_dir / "field_keys").read_text() != old
+        run_and_test()
+        assert process.poll() is None
