@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from jobs import crypto
-from jobs.models import Credential
+from jobs.models import AlertChannel, Credential
 
 CANARY = "canary-Zq8v1-do-not-leak"
 KEY_CANARY = "-----BEGIN OPENSSH PRIVATE KEY-----\ncanary-key-material-Xy77\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -63,6 +63,7 @@ def test_saving_the_admin_form_blank_keeps_the_stored_secret(credential, owner, 
 
 
 def test_a_secret_written_under_another_key_says_how_to_recover(credential, settings):
+    settings.FIELD_KEYS_FROM_ENV = True
     settings.FIELD_KEYS = [Fernet.generate_key().decode()]
     with pytest.raises(crypto.UndecryptableSecret, match="enter the secret again"):
         credential.reveal_secret()
@@ -81,7 +82,7 @@ def test_rotating_to_a_new_key_keeps_every_secret_readable_and_drops_the_old_key
     new_keys = keys_file.read_text().strip().split(",")
     assert len(new_keys) == 1 and new_keys[0] != old
     assert oct(keys_file.stat().st_mode & 0o777) == "0o600"
-    settings.FIELD_KEYS = new_keys
+    assert crypto.keys() == new_keys  # this process reads the changed file by itself
     credential.refresh_from_db()
     assert credential.secret_token != old_token
     assert credential.reveal_secret() == "hunter2-canary-password"
@@ -95,10 +96,57 @@ def test_rotation_refuses_to_edit_keys_that_come_from_the_environment(credential
         call_command("rotate_field_keys", "--new-key")
 
 
-def test_a_new_key_put_first_in_the_list_takes_over_after_rotation(credential, settings):
+def test_a_new_key_put_first_in_the_environment_s_list_takes_over_after_rotation(credential, settings):
+    settings.FIELD_KEYS_FROM_ENV = True
     new = Fernet.generate_key().decode()
     settings.FIELD_KEYS = [new, *settings.FIELD_KEYS]
     call_command("rotate_field_keys", stdout=io.StringIO())
     settings.FIELD_KEYS = [new]
+    credential.refresh_from_db()
+    assert credential.reveal_secret() == "hunter2-canary-password"
+
+
+def test_rotating_to_a_new_key_keeps_alert_channels_secrets_readable(credential, team, settings, tmp_path):
+    keys_file = tmp_path / "field_keys"
+    keys_file.write_text(settings.FIELD_KEYS[0] + "\n")
+    settings.FIELD_KEYS_FILE = keys_file
+    settings.FIELD_KEYS_FROM_ENV = False
+    hook = AlertChannel(team=team, name="hook", kind=AlertChannel.Kind.WEBHOOK, target="https://example.com/h")
+    hook.set_secret("webhook-signing-canary")
+    hook.save()
+    chat = AlertChannel(team=team, name="chat", kind=AlertChannel.Kind.APPRISE)
+    chat.set_apprise_url("slack://token-canary/a/b", masked="slack://…")
+    chat.save()
+
+    out = io.StringIO()
+    call_command("rotate_field_keys", "--new-key", stdout=out)
+
+    assert "Re-encrypted 3 secret(s)" in out.getvalue()
+    hook.refresh_from_db()
+    chat.refresh_from_db()
+    assert hook.reveal_secret() == "webhook-signing-canary"
+    assert chat.reveal_apprise_url() == "slack://token-canary/a/b"
+
+
+def test_rotation_names_a_secret_no_key_opens_leaves_it_as_it_was_and_rotates_the_others(
+    credential, team, settings, tmp_path
+):
+    keys_file = tmp_path / "field_keys"
+    keys_file.write_text(settings.FIELD_KEYS[0] + "\n")
+    settings.FIELD_KEYS_FILE = keys_file
+    settings.FIELD_KEYS_FROM_ENV = False
+    lost = Credential.objects.create(
+        team=team,
+        name="lost",
+        kind=Credential.Kind.PASSWORD,
+        secret_token=Fernet(Fernet.generate_key()).encrypt(b"x").decode(),
+    )
+    out, err = io.StringIO(), io.StringIO()
+
+    call_command("rotate_field_keys", "--new-key", stdout=out, stderr=err)
+
+    assert f"credential {lost.pk} (lost (Password)) secret_token could not be decrypted" in err.getvalue()
+    assert "enter its secret again" in err.getvalue()
+    assert Credential.objects.get(pk=lost.pk).secret_token == lost.secret_token
     credential.refresh_from_db()
     assert credential.reveal_secret() == "hunter2-canary-password"

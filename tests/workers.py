@@ -96,7 +96,7 @@ def broker(redis_server: RedisServer | None) -> str:
     return url
 
 
-def _database_url() -> str:
+def database_url() -> str:
     s = connection.settings_dict
     if connection.vendor == "sqlite":
         return f"sqlite:///{s['NAME']}"
@@ -108,7 +108,7 @@ def _env(broker: str) -> dict[str, str]:
     return dict(
         os.environ,
         REDIS_URL=broker,
-        DATABASE_URL=_database_url(),
+        DATABASE_URL=database_url(),
         BENCHWEB_VAR_DIR=str(settings.VAR_DIR),
         BENCHWEB_FIELD_KEYS=",".join(settings.FIELD_KEYS),
         BENCHWEB_TICK_SECONDS="1",
@@ -151,13 +151,14 @@ class Worker:
 def worker_factory(broker: str, transactional_db: None, tmp_path: Path) -> Iterator[Callable[..., Worker]]:
     started: list[Worker] = []
 
-    def start(*, queues: str | None = None) -> Worker:
+    def start(*, queues: str | None = None, env: dict[str, str] | None = None) -> Worker:
+        """`env` is laid over the test environment (e.g. keys read from a file of the test's own)."""
         argv = [sys.executable, "-m", "celery", "-A", "benchweb", "worker", "-l", "INFO", "--pool", "threads",
                 "--concurrency", "4", "--without-mingle", "--without-gossip",
                 "--hostname", f"test{len(started)}-{os.getpid()}@%h"]  # fmt: skip
         if queues:
             argv += ["-Q", queues]
-        worker = _start(argv, _env(broker), tmp_path / f"worker-{len(started)}.log", b" ready.")
+        worker = _start(argv, _env(broker) | (env or {}), tmp_path / f"worker-{len(started)}.log", b" ready.")
         started.append(worker)
         return worker
 

@@ -67,12 +67,12 @@ def connection_test(host: Host, user: Any = None) -> ConnectionTest:
         )
     if host.credential is None:
         return ConnectionTest(False, "This host has no credential: choose or add one on the edit page.")
-    target = host.ssh_target()
     command = CONNECTION_TEST
     if host.os == Host.OS.AIX:
         command += f"; command -v {shlex.quote(host.ndisk64_path or 'ndisk64')}"
     try:
-        with ssh.connect(target, timeout=15) as conn:
+        # Inside the try: a credential that cannot be decrypted is an answer too, never an error page.
+        with ssh.connect(host.ssh_target(), timeout=15) as conn:
             result = conn.run(command, timeout=30)
     except ssh.SSHError as exc:
         note_ssh_refusal(host, exc, user=user)

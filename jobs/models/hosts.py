@@ -142,7 +142,17 @@ class Host(models.Model):
         credential = self.credential
         if credential is None or not self.has_pinned_key:
             raise ValueError(f"host {self.name} has no credential or no approved host key")
-        secret = credential.reveal_secret()
+        try:
+            secret, passphrase = credential.reveal_secret(), credential.reveal_passphrase()
+        except crypto.UndecryptableSecret as exc:
+            raise ssh.SSHError(
+                "bad_credential",
+                f"The credential {credential.name} of host {self.name} cannot be decrypted with the server's keys: "
+                "it was written with a key that is no longer among them. Nothing was sent to the host and the "
+                "stored credential was kept as it is. Enter its secret again (the host's edit page: Add a new "
+                "credential, or Admin → Credentials), or have an administrator restore the key it was written "
+                "with (var/field_keys or BENCHWEB_FIELD_KEYS).",
+            ) from exc
         is_key = credential.kind == credential.Kind.PRIVATE_KEY
         return ssh.Target(
             address=self.address,
@@ -151,5 +161,5 @@ class Host(models.Model):
             host_key=ssh.HostKey(self.host_key_type, self.host_key_b64, self.host_key_fingerprint),
             password=None if is_key else secret,
             private_key=secret if is_key else None,
-            passphrase=credential.reveal_passphrase() or None,
+            passphrase=passphrase or None,
         )
