@@ -50,13 +50,13 @@ def send(channel: AlertChannel, payload: dict[str, Any]) -> Outcome:
             return send_email(channel.addresses, payload)
         url = channel.reveal_url()
         if channel.kind == AlertChannel.Kind.WEBHOOK:
-            return _unmasked(send_webhook(url, channel.reveal_secret(), payload), url)
-        return _unmasked(send_apprise(url, payload), url)
+            return unmasked(send_webhook(url, channel.reveal_secret(), payload), url)
+        return unmasked(send_apprise(url, payload), url)
     except Exception as exc:  # an attempt never takes the worker's task down; the log says what went wrong
-        return _unmasked(Outcome(False, error=f"{type(exc).__name__}: {exc}"[:ERROR_MAX]), url)
+        return unmasked(Outcome(False, error=f"{type(exc).__name__}: {exc}"[:ERROR_MAX]), url)
 
 
-def _unmasked(outcome: Outcome, url: str) -> Outcome:
+def unmasked(outcome: Outcome, url: str) -> Outcome:
     """The outcome with the URL's password (or user name) and the URL itself nowhere in its words."""
     parts = urlsplit(url) if url else None
     hidden = [url, parts.password if parts.password is not None else parts.username] if parts else []
