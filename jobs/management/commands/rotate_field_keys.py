@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from jobs import crypto
-from jobs.models import Credential
+from jobs.models import AlertChannel, Credential
 
 
 def _write_keys(keys: list[str]) -> None:
@@ -49,7 +49,9 @@ class Command(BaseCommand):
         count = self._reencrypt(keys)
         if options["new_key"] and not options["keep_old"]:
             _write_keys(keys[:1])
-        self.stdout.write(f"Re-encrypted {count} credential(s) under the first of {len(keys)} key(s).")
+        self.stdout.write(
+            f"Re-encrypted {count} credential(s) and alert channel(s) with the first of {len(keys)} keys."
+        )
 
     @transaction.atomic
     def _reencrypt(self, keys: list[str]) -> int:
@@ -59,5 +61,11 @@ class Command(BaseCommand):
             if credential.passphrase_token:
                 credential.passphrase_token = crypto.rotate(credential.passphrase_token, keys)
             credential.save(update_fields=["secret_token", "passphrase_token"])
+            count += 1
+        # An alert channel's webhook signing secret and its webhook or Apprise URL are encrypted with the same keys.
+        for channel in AlertChannel.objects.select_for_update():
+            channel.secret_token = crypto.rotate(channel.secret_token, keys) if channel.secret_token else ""
+            channel.url_token = crypto.rotate(channel.url_token, keys) if channel.url_token else ""
+            channel.save(update_fields=["secret_token", "url_token"])
             count += 1
         return count
