@@ -333,6 +333,10 @@ if RETENTION_DAYS:
 DELIVERY_RETRY_SECONDS = [float(wait) for wait in env_list("BENCHWEB_DELIVERY_RETRY_SECONDS", "30,120,600,3600")]
 CHANNEL_DEAD_AFTER = int(os.environ.get("BENCHWEB_CHANNEL_DEAD_AFTER", "3"))
 WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("BENCHWEB_WEBHOOK_TIMEOUT_SECONDS", "10"))
+# A webhook or Apprise URL may name any host, so benchweb judges the addresses it resolves to, when a channel is
+# saved and again before each delivery (jobs/egress.py): cloud metadata and link-local addresses never; loopback,
+# private, CGNAT, multicast and reserved ones only inside these networks (comma-separated, e.g. 127.0.0.0/8).
+CHANNEL_ALLOW_NETWORKS = env_list("BENCHWEB_CHANNEL_ALLOW_NETWORKS", "")
 # Links in e-mails and webhooks that an event gives as paths are made absolute on the one public address
 # (BENCHWEB_PUBLIC_URL, above); the alerts already give absolute ones.
 SITE_URL = PUBLIC_URL

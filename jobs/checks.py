@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import Warning, register
+from django.core.checks import Error, Warning, register
+
+from jobs import egress
 
 
 @register()
@@ -58,3 +60,12 @@ def prometheus_and_grafana_settings(app_configs: Any, **kwargs: Any) -> list[War
             )
         )
     return found
+
+
+@register()
+def channel_allow_networks_are_networks(app_configs: Any, **kwargs: Any) -> list[Error]:
+    try:
+        egress.parse_networks(settings.CHANNEL_ALLOW_NETWORKS)
+    except ValueError as exc:
+        return [Error(str(exc), hint="Give CIDR networks separated by commas, or leave it empty.", id="benchweb.E001")]
+    return []

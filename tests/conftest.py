@@ -83,7 +83,7 @@ def fio_installed():
 
 
 from tests.browser import *  # noqa: E402, F403  (fixtures: browser, page, screenshot)
-from tests.receivers import *  # noqa: E402, F403  (fixtures: smtp_server, smtp_settings, http_receiver)
+from tests.receivers import *  # noqa: E402, F403  (fixtures: smtp_server, smtp_settings, http_receiver, loopback_allowed)
 from tests.sshd import *  # noqa: E402, F403  (fixtures: sshd, sshd_target, sshd_factory, other_sshd)
 from tests.workers import *  # noqa: E402, F403  (fixtures: broker, worker_factory, worker)
 

@@ -24,7 +24,9 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 
-__all__ = ["HttpReceiver", "SmtpServer", "http_receiver", "smtp_server", "smtp_settings"]
+__all__ = [
+    "LOOPBACK", "HttpReceiver", "SmtpServer", "http_receiver", "loopback_allowed", "smtp_server", "smtp_settings",
+]  # fmt: skip
 # The SMTP server needs a fixed port (aiosmtpd connects to it to see it is up); this session's come from here,
 # or from BENCHWEB_TEST_SMTP_PORTS (first-last) when sessions on one machine keep to ranges of their own.
 _FIRST, _, _LAST = os.environ.get("BENCHWEB_TEST_SMTP_PORTS", "18200-18249").partition("-")
@@ -90,6 +92,9 @@ def smtp_settings(settings: Any, smtp_server: SmtpServer) -> SmtpServer:
     return smtp_server
 
 
+LOOPBACK = ["127.0.0.0/8", "::1/128"]
+
+
 @dataclass(frozen=True)
 class Received:
     method: str
@@ -149,7 +154,17 @@ class HttpReceiver:
 
 
 @pytest.fixture
-def http_receiver() -> Iterator[HttpReceiver]:
+def loopback_allowed(settings: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Alert channels may send to loopback, as an operator allows it with BENCHWEB_CHANNEL_ALLOW_NETWORKS (off by
+    default): in this process, and in the workers a test starts after it (they take the environment)."""
+    settings.CHANNEL_ALLOW_NETWORKS = LOOPBACK
+    monkeypatch.setenv("BENCHWEB_CHANNEL_ALLOW_NETWORKS", ",".join(LOOPBACK))
+    return LOOPBACK
+
+
+@pytest.fixture
+def http_receiver(loopback_allowed: list[str]) -> Iterator[HttpReceiver]:
+    """A receiver on 127.0.0.1; channels may send to it because loopback_allowed allows loopback."""
     receiver = HttpReceiver()
     receiver.thread.start()
     try:

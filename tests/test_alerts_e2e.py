@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.receivers import HttpReceiver, Received, SmtpServer
+from tests.receivers import LOOPBACK, HttpReceiver, Received, SmtpServer
 from tests.test_stack import ROOT, _free_port, _stack_env, running_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -81,6 +81,8 @@ def stack(tmp_path: Path, smtp_server: SmtpServer) -> Iterator[Stack]:
         "EMAIL_HOST": smtp_server.host, "EMAIL_PORT": str(smtp_server.port), "DEFAULT_FROM_EMAIL": "bench@example.com",
         "BENCHWEB_PUBLIC_URL": url, "BENCHWEB_DELIVERY_RETRY_SECONDS": "0.5,0.5",
         "BENCHWEB_ALERTS_SWEEP_SECONDS": "2", "BENCHWEB_TICK_SECONDS": "1", "BENCHWEB_DEMO_TARGET": "0",
+        # The webhook receiver is on 127.0.0.1, where channels may send only when the operator allows it.
+        "BENCHWEB_CHANNEL_ALLOW_NETWORKS": ",".join(LOOPBACK),
     }  # fmt: skip
     with running_stack(var_dir, env):
         browser = sign_up(url, "olga", "a-long-test-password-1")

@@ -192,7 +192,7 @@ def test_a_dead_receiver_gives_up_after_the_last_retry_and_the_channel_shows_dea
     assert [(d["state"], d["attempts"]) for d in log["results"]] == [("gave_up", 3)]
 
 
-def test_a_receiver_that_never_answers_fails_the_attempt_at_the_timeout(team, owner, settings):
+def test_a_receiver_that_never_answers_fails_the_attempt_at_the_timeout(team, owner, settings, loopback_allowed):
     import socket
 
     settings.WEBHOOK_TIMEOUT_SECONDS = 0.5
@@ -310,8 +310,8 @@ def test_an_apprise_urls_tokens_are_stored_encrypted_and_shown_masked(api, owner
     created = post(api, "/api/v1/alert-channels/", {"kind": "apprise", "url": url, "name": "slack"})
     assert created.status_code == 201, created.content
     chat = AlertChannel.objects.get()
-    assert "TIiajkdnlazkcOXrIdevi7FQ" not in chat.target and "TIiajkdnlazkcOXrIdevi7FQ" not in chat.apprise_url_token
-    assert chat.reveal_apprise_url() == url
+    assert "TIiajkdnlazkcOXrIdevi7FQ" not in chat.target and "TIiajkdnlazkcOXrIdevi7FQ" not in chat.url_token
+    assert chat.reveal_url() == url
     for answer in (created, api.get("/api/v1/alert-channels/"), owner_client.get(f"/channels/{chat.pk}/")):
         assert "TIiajkdnlazkcOXrIdevi7FQ" not in answer.content.decode()
 

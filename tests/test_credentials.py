@@ -88,6 +88,27 @@ def test_rotating_to_a_new_key_keeps_every_secret_readable_and_drops_the_old_key
     assert credential.reveal_secret() == "hunter2-canary-password"
 
 
+def test_rotating_to_a_new_key_keeps_alert_channels_secrets_and_urls_readable(credential, settings, tmp_path, owner):
+    from jobs.notify.channels import ChannelInput, save_channel
+
+    keys_file = tmp_path / "field_keys"
+    keys_file.write_text(settings.FIELD_KEYS[0] + "\n")
+    settings.FIELD_KEYS_FILE, settings.FIELD_KEYS_FROM_ENV = keys_file, False
+    settings.CHANNEL_ALLOW_NETWORKS = ["127.0.0.0/8"]
+    url = "http://bench:s3cr3t-pw@127.0.0.1:9/hook"
+    hook, secret = save_channel(None, ChannelInput(kind="webhook", url=url), team=credential.team, user=owner)
+    chat, _ = save_channel(None, ChannelInput(kind="apprise", url="json://127.0.0.1:9/"), team=credential.team,
+                           user=owner)  # fmt: skip
+
+    call_command("rotate_field_keys", "--new-key", stdout=io.StringIO())
+
+    settings.FIELD_KEYS = keys_file.read_text().strip().split(",")
+    hook.refresh_from_db()
+    chat.refresh_from_db()
+    assert (hook.reveal_url(), hook.reveal_secret()) == (url, secret)
+    assert chat.reveal_url() == "json://127.0.0.1:9/"
+
+
 def test_rotation_refuses_to_edit_keys_that_come_from_the_environment(credential, settings):
     from django.core.management.base import CommandError
 

@@ -2,9 +2,10 @@
 became of each one sent there (Delivery, the channel's delivery log).
 
 A channel's secrets are stored encrypted (jobs/crypto.py) and never shown back: the webhook signing secret once,
-at creation; an Apprise URL (it carries the service's tokens) only masked. `target` is what the pages and the
-API show: the addresses, the webhook URL, or the masked Apprise URL. Deliveries are attempted by the workers
-(jobs/notify/delivery.py), never on a request or a run; a channel whose last attempts all failed is "dead".
+at creation; a webhook or Apprise URL (it may carry a user:password@, an Apprise URL the service's tokens) only
+masked. `target` is what the pages and the API show: the addresses, or the URL masked. Deliveries are attempted
+by the workers (jobs/notify/delivery.py), never on a request or a run; a channel whose last attempts all failed is
+"dead".
 """
 
 from __future__ import annotations
@@ -30,10 +31,8 @@ class AlertChannel(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alert_channels", editable=False)
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    target = models.CharField(
-        max_length=2000, help_text="The e-mail addresses, the webhook URL, or the Apprise URL masked."
-    )
-    apprise_url_token = models.TextField(blank=True, editable=False)
+    target = models.CharField(max_length=2000, help_text="The e-mail addresses, or the webhook or Apprise URL masked.")
+    url_token = models.TextField(blank=True, editable=False)
     secret_token = models.TextField(blank=True, editable=False)
     events = models.JSONField(default=list, blank=True, help_text="Alert events it wants; empty: every event.")
     kinds = models.JSONField(default=list, blank=True, help_text="Alert kinds it wants; empty: every kind.")
@@ -74,12 +73,13 @@ class AlertChannel(models.Model):
     def reveal_secret(self) -> str:
         return crypto.decrypt(self.secret_token)
 
-    def set_apprise_url(self, url: str, masked: str) -> None:
-        self.apprise_url_token = crypto.encrypt(url)
+    def set_url(self, url: str, masked: str) -> None:
+        """A webhook's or Apprise URL: stored encrypted, shown masked."""
+        self.url_token = crypto.encrypt(url)
         self.target = masked
 
-    def reveal_apprise_url(self) -> str:
-        return crypto.decrypt(self.apprise_url_token)
+    def reveal_url(self) -> str:
+        return crypto.decrypt(self.url_token)
 
 
 class Delivery(models.Model):

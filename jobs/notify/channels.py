@@ -1,5 +1,6 @@
 """Adding and changing a channel, the one rule the channel form and the API both call: the target checked for
-the channel's kind (jobs/notify/targets.py), a name unique in the team, a new webhook's signing secret made."""
+the channel's kind (jobs/notify/targets.py: where it sends, and whether benchweb may send there), a name unique in
+the team, a new webhook's signing secret made."""
 
 from __future__ import annotations
 
@@ -88,9 +89,11 @@ def _set_target(channel: AlertChannel, entered: ChannelInput, creating: bool) ->
         )
         raise ChannelRefused("url", f"Give the {channel.kind} URL, e.g. {example}.")
     if channel.kind == Kind.WEBHOOK:
-        channel.target = targets.webhook_url(entered.url)
+        if not creating and entered.url.strip() == channel.target:
+            return  # the edit form gives the stored URL back as shown, its password masked: nothing changed
+        channel.set_url(*targets.webhook_url(entered.url))
     else:
-        channel.set_apprise_url(entered.url.strip(), targets.apprise_url(entered.url))
+        channel.set_url(entered.url.strip(), targets.apprise_url(entered.url))
 
 
 def _set_name(channel: AlertChannel, name: str | None, creating: bool) -> None:

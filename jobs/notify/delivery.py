@@ -6,7 +6,8 @@ back-off, never on a request or a run.
    receiver: a failure to store or send is logged, and the beat's sweep sends what is due.
 2. `attempt` claims the delivery by a conditional UPDATE (due, not held by another attempt) and counts the
    attempt, hands the event to the channel's sender, and records the outcome: sent; or failed, due again after
-   the next wait of BENCHWEB_DELIVERY_RETRY_SECONDS; or gave_up after the last. The channel keeps how many
+   the next wait of BENCHWEB_DELIVERY_RETRY_SECONDS; or gave_up after the last, or at once when the receiver's
+   address is one benchweb will not send to (BENCHWEB_CHANNEL_ALLOW_NETWORKS). The channel keeps how many
    attempts in a row failed (dead past BENCHWEB_CHANNEL_DEAD_AFTER) and the last error.
 3. `send_due` (the beat, every BENCHWEB_DELIVERY_SWEEP_SECONDS) re-sends deliveries whose time has passed: a
    wait longer than SHORT_WAIT gets no message of its own, and a message lost with Redis is found again here.
@@ -93,8 +94,8 @@ def attempt(delivery_id: int) -> str:
     if channel.enabled or delivery.event.get("alert", {}).get("kind") == "test":
         outcome = senders.send(channel, {**delivery.payload(), "sent_at": now.isoformat().replace("+00:00", "Z")})
         return _record(delivery, lease, outcome)
-    off = senders.Outcome(False, error="The channel was turned off before this delivery was sent.")
-    return _record(delivery, lease, off, give_up=True)
+    off = senders.Outcome(False, error="The channel was turned off before this delivery was sent.", final=True)
+    return _record(delivery, lease, off, counts=False)
 
 
 def send_due() -> str:
@@ -129,10 +130,13 @@ def _with_absolute_links(event: dict[str, Any]) -> dict[str, Any]:
     return {**event, "alert": alert}
 
 
-def _record(delivery: Delivery, lease: Any, outcome: senders.Outcome, give_up: bool = False) -> str:
+def _record(delivery: Delivery, lease: Any, outcome: senders.Outcome, counts: bool = True) -> str:
+    """The attempt's outcome on the delivery (sent, failed and due again, or given up: after the last wait, or at
+    once when the outcome is final) and on its channel, unless it said nothing of the receiver (`counts`)."""
     finished = timezone.now()
     waits = settings.DELIVERY_RETRY_SECONDS
-    wait = None if outcome.sent or give_up or delivery.attempts > len(waits) else waits[delivery.attempts - 1]
+    last = outcome.sent or outcome.final or delivery.attempts > len(waits)
+    wait = None if last else waits[delivery.attempts - 1]
     if outcome.sent:
         state = Delivery.State.SENT
     else:
@@ -148,7 +152,7 @@ def _record(delivery: Delivery, lease: Any, outcome: senders.Outcome, give_up: b
     channels = AlertChannel.objects.filter(pk=delivery.channel_id)
     if outcome.sent:
         channels.update(failures_in_a_row=0, last_sent_at=finished)
-    elif not give_up:  # a channel turned off said nothing about its receiver
+    elif counts:  # a channel turned off said nothing about its receiver
         channels.update(failures_in_a_row=F("failures_in_a_row") + 1, last_error=outcome.error, last_failed_at=finished)
     if wait is not None and wait <= SHORT_WAIT:
         _send(delivery.pk, countdown=wait)

@@ -14,7 +14,8 @@ from jobs.notify.channels import ChannelInput
 Kind = AlertChannel.Kind
 TARGET_HELP = {
     Kind.EMAIL: "One address per line (or separated by commas). Sent through the server's SMTP settings.",
-    Kind.WEBHOOK: "benchweb POSTs each alert as JSON, signed with a secret shown once after you add it.",
+    Kind.WEBHOOK: "benchweb POSTs each alert as JSON, signed with a secret shown once after you add it. A "
+    "user:password@ in the URL is stored encrypted and shown masked.",
     Kind.APPRISE: "e.g. slack://TokenA/TokenB/TokenC, msteams://…, discord://…, matrixs://…, pagerduty://…; "
     "stored encrypted and shown masked.",
 }

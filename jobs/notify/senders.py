@@ -2,6 +2,10 @@
 webhook, or a message through Apprise. Each returns an Outcome (sent or not, the reply, the error in words) and
 never raises: the caller counts the attempt and schedules the next.
 
+Before anything is sent to a webhook or an Apprise service, the address it resolves to is judged as when the
+channel was saved (jobs/egress.py, BENCHWEB_CHANNEL_ALLOW_NETWORKS): a refused one is final, the delivery gives up
+with the reason. A webhook is sent to the very address judged; Apprise resolves again itself.
+
 A webhook is signed so its receiver can tell it came from benchweb and was not changed on the way:
 `X-Benchweb-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed with the channel's secret>`. The body
 holds `sent_at`, so the time is signed too (`X-Benchweb-Timestamp` repeats it); a receiver refuses old ones.
@@ -13,16 +17,18 @@ import hashlib
 import hmac
 import json
 import smtplib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import apprise
 import requests
 from django.conf import settings
 from django.core.mail import EmailMessage
 
+from jobs import egress
 from jobs.models import AlertChannel
-from jobs.notify import texts
+from jobs.notify import targets, texts
 
 USER_AGENT = "benchweb-alerts/1"
 ERROR_MAX = 1000
@@ -33,17 +39,36 @@ class Outcome:
     sent: bool
     response: str = ""
     error: str = ""
+    # Trying again cannot help (the receiver's address is one benchweb will not send to): the delivery gives up.
+    final: bool = False
 
 
 def send(channel: AlertChannel, payload: dict[str, Any]) -> Outcome:
+    url = ""
     try:
         if channel.kind == AlertChannel.Kind.EMAIL:
             return send_email(channel.addresses, payload)
+        url = channel.reveal_url()
         if channel.kind == AlertChannel.Kind.WEBHOOK:
-            return send_webhook(channel.target, channel.reveal_secret(), payload)
-        return send_apprise(channel.reveal_apprise_url(), payload)
+            return unmasked(send_webhook(url, channel.reveal_secret(), payload), url)
+        return unmasked(send_apprise(url, payload), url)
     except Exception as exc:  # an attempt never takes the worker's task down; the log says what went wrong
-        return Outcome(False, error=f"{type(exc).__name__}: {exc}"[:ERROR_MAX])
+        return unmasked(Outcome(False, error=f"{type(exc).__name__}: {exc}"[:ERROR_MAX]), url)
+
+
+def unmasked(outcome: Outcome, url: str) -> Outcome:
+    """The outcome with the URL's password (or user name) and the URL itself nowhere in its words."""
+    parts = urlsplit(url) if url else None
+    hidden = [url, parts.password if parts.password is not None else parts.username] if parts else []
+    response, error = outcome.response, outcome.error
+    for secret in sorted(filter(None, hidden), key=len, reverse=True):
+        shown = targets.masked_url(secret) if secret == url else targets.MASK
+        response, error = response.replace(secret, shown), error.replace(secret, shown)
+    return replace(outcome, response=response, error=error)
+
+
+def refused(exc: egress.Refused) -> Outcome:
+    return Outcome(False, error=f"Not sent, and not tried again: {exc}."[:ERROR_MAX], final=True)
 
 
 def send_email(addresses: list[str], payload: dict[str, Any]) -> Outcome:
@@ -78,12 +103,23 @@ def send_webhook(url: str, secret: str, payload: dict[str, Any]) -> Outcome:
         "X-Benchweb-Timestamp": str(payload.get("sent_at", "")),
         "X-Benchweb-Signature": signature(secret, body),
     }
-    try:
-        answer = requests.post(
-            url, data=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS, allow_redirects=False
-        )
-    except requests.RequestException as exc:
-        return Outcome(False, error=f"Could not reach the webhook: {exc}"[:ERROR_MAX])
+    with requests.Session() as session:
+        # Straight to the receiver, through no proxy, on the address the adapter has judged: the one connected to.
+        session.trust_env = False
+        session.mount("http://", egress.PinnedAdapter(targets.allowed_networks()))
+        session.mount("https://", egress.PinnedAdapter(targets.allowed_networks()))
+        try:
+            answer = session.post(
+                url, data=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS, allow_redirects=False
+            )
+        except egress.Refused as exc:
+            return refused(exc)
+        except requests.RequestException as exc:
+            return Outcome(False, error=f"Could not reach the webhook: {exc}"[:ERROR_MAX])
+    return _answered(answer)
+
+
+def _answered(answer: requests.Response) -> Outcome:
     status = f"HTTP {answer.status_code}"
     if 200 <= answer.status_code < 300:
         return Outcome(True, status)
@@ -91,8 +127,19 @@ def send_webhook(url: str, secret: str, payload: dict[str, Any]) -> Outcome:
 
 
 def send_apprise(url: str, payload: dict[str, Any]) -> Outcome:
+    plugin = apprise.Apprise.instantiate(url)
+    if plugin is None:
+        return Outcome(False, error="Apprise cannot read this channel's URL any more; enter it again.")
+    # Judged right before sending; Apprise resolves the name again itself, so unlike a webhook it is not pinned.
+    try:
+        for host, port in targets.hosts(plugin):
+            egress.checked(host, port, targets.allowed_networks())
+    except egress.Refused as exc:
+        return refused(exc)
+    except (OSError, UnicodeError) as exc:
+        return Outcome(False, error=f"Could not resolve the service's host: {exc}"[:ERROR_MAX])
     notifier = apprise.Apprise()
-    notifier.add(url)
+    notifier.add(plugin)
     with apprise.LogCapture(level=apprise.logging.WARNING, fmt="%(message)s") as log:
         sent = notifier.notify(title=texts.subject(payload), body=texts.body(payload))
         said = " ".join(log.getvalue().split())

@@ -1,16 +1,27 @@
 """Where a channel sends, checked where people type it (the channel form and the API): e-mail addresses, a webhook
-URL (http or https only), an Apprise URL whose scheme Apprise knows. Each refusal names the field and the fix."""
+URL (http or https only), an Apprise URL whose scheme Apprise knows. Each refusal names the field and the fix.
+
+A URL's host is judged by jobs/egress.py against BENCHWEB_CHANNEL_ALLOW_NETWORKS, here after resolving it and
+again by the sender before each delivery (`hosts` says which hosts an Apprise URL makes benchweb connect to).
+A name that does not resolve now is accepted: it is judged when an alert is sent. A URL's user:password@ is
+shown masked (`masked_url`), never as typed."""
 
 from __future__ import annotations
 
-from urllib.parse import SplitResult, urlsplit
+from typing import Any
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import apprise
 from apprise.manager_plugins import NotificationManager
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from jobs import egress
+
 MAX_ADDRESSES = 20
+MASK = "\N{BULLET}" * 3
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class ChannelRefused(ValueError):
@@ -47,7 +58,45 @@ def _parts(url: str) -> SplitResult:
     return parts
 
 
-def webhook_url(url: str) -> str:
+def allowed_networks() -> list[egress.Network]:
+    return egress.parse_networks(settings.CHANNEL_ALLOW_NETWORKS)
+
+
+def masked_url(url: str) -> str:
+    """The URL with its password (or a user name alone, which may be a token) shown as •••."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    who = f"{parts.username}:{MASK}" if parts.password is not None else MASK
+    return urlunsplit(parts._replace(netloc=f"{who}@{host}"))
+
+
+def hosts(plugin: Any) -> list[tuple[str, int]]:
+    """The hosts an Apprise service connects to when its URL names them (json://, ntfys://, matrixs://, mailto's
+    SMTP server …); none for services at a fixed address (Slack, Teams, Discord …), whose first part is a token."""
+    smtp = getattr(plugin, "smtp_host", None)
+    if smtp:
+        return [(str(smtp), int(getattr(plugin, "port", None) or 0))]
+    host = getattr(plugin, "host", None)
+    if host and "host" in getattr(plugin, "template_tokens", {}):
+        return [(str(host), int(getattr(plugin, "port", None) or 0))]
+    return []
+
+
+def reachable(host: str, port: int) -> None:
+    """Refuses a host that resolves to an address benchweb will not send to; a name that does not resolve now
+    passes (the sender judges it again before each delivery)."""
+    try:
+        egress.checked(host, port, allowed_networks())
+    except egress.Refused as exc:
+        raise ChannelRefused("url", f"benchweb will not send alerts to this URL: {exc}.") from exc
+    except (OSError, UnicodeError):
+        return
+
+
+def webhook_url(url: str) -> tuple[str, str]:
+    """The webhook URL, and as it is shown (masked), once its host is judged."""
     parts = _parts(url)
     if parts.scheme not in ("http", "https"):
         raise ChannelRefused(
@@ -57,11 +106,15 @@ def webhook_url(url: str) -> str:
         )
     if not parts.hostname:
         raise ChannelRefused("url", "This webhook URL names no host; write it as https://hooks.example.com/benchweb.")
-    return url.strip()
+    if MASK in (parts.password or "") or MASK in (parts.username or ""):
+        raise ChannelRefused("url", f"This URL holds the masked password {MASK}; type the password again.")
+    reachable(parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme])
+    return url.strip(), masked_url(url.strip())
 
 
 def apprise_url(url: str) -> str:
-    """The URL masked as Apprise shows it (tokens and passwords hidden), once Apprise has read it."""
+    """The URL masked as Apprise shows it (tokens and passwords hidden), once Apprise has read it and its host
+    (where it names one) is judged."""
     scheme = _parts(url).scheme.lower()
     if scheme not in NotificationManager().schemas():
         raise ChannelRefused(
@@ -76,5 +129,7 @@ def apprise_url(url: str) -> str:
             f"Apprise knows {scheme}:// but cannot read this URL; check its parts against the {scheme} page of "
             "https://github.com/caronc/apprise/wiki.",
         )
+    for host, port in hosts(plugin):
+        reachable(host, port)
     masked: str = plugin.url(privacy=True)
     return masked

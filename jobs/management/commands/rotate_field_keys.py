@@ -19,7 +19,7 @@ from jobs.models import AlertChannel, Credential
 # Every encrypted field, by model: a token left out here would be unreadable once its key is dropped.
 ENCRYPTED: list[tuple[type[models.Model], tuple[str, ...]]] = [
     (Credential, ("secret_token", "passphrase_token")),
-    (AlertChannel, ("secret_token", "apprise_url_token")),
+    (AlertChannel, ("secret_token", "url_token")),
 ]
 
 
