@@ -114,6 +114,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Each page in its reader's time zone (jobs.clock); after authentication, which it reads.
     "jobs.middleware.TimeZoneMiddleware",
+    # A RecursionError out of a view (data nested too deeply to read) answered with 400, not a server error.
+    "jobs.middleware.TooDeepMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -243,8 +245,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "jobs.api.base.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON bodies only: a form cannot say null, so its schema would promise what it cannot carry. The import
-    # endpoint adds multipart for files.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # endpoint adds multipart for files. DRF's parser with a nesting limit (jobs/nesting.py).
+    "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.JSONParser"],
 }
 # OpenAPI 3 at /api/schema/, Swagger UI at /api/docs/, its files served from here (drf-spectacular-sidecar).
 SPECTACULAR_SETTINGS = {

@@ -14,6 +14,8 @@ from django.shortcuts import render
 from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found as django_page_not_found
 
+from jobs import nesting
+
 IMPORT_COMMAND = "`manage.py import_results FILE --disk ID`"
 
 
@@ -30,6 +32,14 @@ def too_big_message(request: HttpRequest) -> str:
 def too_many_message(exc: Exception) -> str:
     what = "files" if isinstance(exc, TooManyFilesSent) else "fields"
     return f"The request has too many {what} ({exc}); nothing was stored. Send fewer at a time."
+
+
+# jobs/nesting.py says why a limit, and why this one.
+TOO_DEEP = (
+    f"The request holds JSON nested more than {nesting.MAX_DEPTH} levels deep (arrays or objects inside each "
+    "other), so it was not read. No benchweb field takes more than a few levels: send each value as its field "
+    "describes."
+)
 
 
 def refusal(request: HttpRequest, exc: Exception) -> tuple[int, str] | None:
@@ -50,7 +60,11 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     found = refusal(request, exception)
     if found is None:
         return django_bad_request(request, exception)
-    status, message = found
+    return refused(request, *found)
+
+
+def refused(request: HttpRequest, status: int, message: str) -> HttpResponse:
+    """The answer to a request benchweb would not read: JSON under /api/, a page elsewhere."""
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": message}, status=status)
     return render(request, "request_refused.html", {"message": message}, status=status)

@@ -1,14 +1,18 @@
-"""Each page in its reader's time zone (jobs.clock): their Preferences, else their browser's, else UTC."""
+"""Each page in its reader's time zone (jobs.clock): their Preferences, else their browser's, else UTC; and a
+request whose data nests too deeply to read refused with 400, not a server error."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from jobs import clock
+from jobs import clock, errors
 from jobs.models import Preferences
+
+log = logging.getLogger(__name__)
 
 
 class TimeZoneMiddleware:
@@ -33,3 +37,21 @@ class TimeZoneMiddleware:
             return self.get_response(request)
         finally:
             timezone.deactivate()
+
+
+class TooDeepMiddleware:
+    """A RecursionError out of a view is a request nesting data deeper than Python reads (a JSON field of a form,
+    the admin's among them): 400 with what to do, JSON under /api/. The API's parser refuses such bodies before
+    any view (jobs.api.parsers.JSONParser); this answers for every other reader, present or to come."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, RecursionError):
+            return None
+        log.warning("%s %s refused: data nested too deeply to read", request.method, request.path, exc_info=True)
+        return errors.refused(request, 400, errors.TOO_DEEP)

@@ -23,6 +23,8 @@ from types import TracebackType
 import paramiko
 from paramiko.ssh_exception import IncompatiblePeer  # paramiko exports it; its stubs do not
 
+from jobs import addresses
+
 KEEPALIVE_S = 15
 MAX_OUTPUT_BYTES = 256 * 2**20
 # An SFTP request that makes no progress for this long means the connection is gone.
@@ -52,7 +54,7 @@ _PRIVATE_KEY_CLASSES: tuple[type[paramiko.PKey], ...] = (paramiko.Ed25519Key, pa
 
 
 class SSHError(Exception):
-    """`reason` is one of: unreachable, timeout, host_key_unknown, host_key_changed, auth_failed,
+    """`reason` is one of: bad_address, unreachable, timeout, host_key_unknown, host_key_changed, auth_failed,
     bad_credential, channel. str(error) says what happened and what to do next."""
 
     def __init__(self, reason: str, message: str) -> None:
@@ -134,6 +136,12 @@ def _timed_out(where: str, budget: _Budget, step: str) -> SSHError:
 
 
 def _tcp_connect(address: str, port: int, budget: _Budget) -> socket.socket:
+    try:
+        address = addresses.check(address)
+    except addresses.AddressError as exc:
+        raise SSHError("bad_address", f"{exc} Correct it on the host's edit page; nothing was sent.") from exc
+    if not 1 <= port <= 65535:
+        raise SSHError("bad_address", f"The port {port} is not 1 to 65535: correct it on the host's edit page.")
     where = _where(address, port)
     try:
         sock = socket.create_connection((address, port), timeout=max(budget.remaining(), 0.001))

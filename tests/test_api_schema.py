@@ -2,9 +2,15 @@
 process by the Django app, as a member of a team with a few objects. Every default check runs: no 5xx, every
 status, content type, header and body as the schema documents them, requests that break the schema refused
 (ST201) and requests it allows accepted (ST202), except where the schema cannot say what is allowed (see
-NAMES_OTHER_OBJECTS). Examples are few and derandomized so the suite stays quick and repeatable."""
+NAMES_OTHER_OBJECTS). Examples are few and derandomized so the suite stays quick and repeatable.
+
+Two things a schema does not list get their own tests over every path it does: OPTIONS (DRF answers it on every
+endpoint, asked for in JSON or CSV), and a JSON body nested past what the API reads (jobs/nesting.py)."""
 
 from __future__ import annotations
+
+import json
+import re
 
 import pytest
 import schemathesis
@@ -12,11 +18,13 @@ from django.contrib.auth.models import User
 from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
+from django.test import Client
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from jobs.alerts import evaluate
+from jobs.api.base import MAX_ID
 from jobs.api.models import ApiToken
 from jobs.models import (
     Alert,
@@ -150,3 +158,62 @@ def test_every_operation_answers_without_a_server_error_and_as_its_schema_says(c
     for canary in (CANARY_PASSWORD, "bystander"):
         assert canary not in response.text
     assert snapshot(bystander) == before
+
+
+PATHS: dict[str, dict[str, object]] = schema.raw_schema["paths"]
+# A format= DRF negotiates (json, csv on the exports), one no endpoint renders, and an Accept asking for CSV.
+ASKED_FOR = [
+    ("", {}),
+    ("?format=json", {}),
+    ("?format=csv", {}),
+    ("?format=xml", {}),
+    ("", {"HTTP_ACCEPT": "text/csv"}),
+]
+
+
+def _path(template: str, ids: dict[str, int]) -> str:
+    """The path with each {id} the world's own object where the resource is one of it, else an id no team has."""
+    resource = template.removeprefix("/api/v1/").split("/", 1)[0]
+    return re.sub(r"\{[^}]+\}", str(ids.get(resource, MAX_ID)), template)
+
+
+@pytest.mark.parametrize("template", sorted(PATHS))
+def test_options_on_every_path_describes_it_in_json_however_it_is_asked_for(template):
+    world, _ = make_world("options")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {ApiToken.issue(world.owner, world.team, 'options')[1]}",
+                 raise_request_exception=False)  # fmt: skip
+    path = _path(template, world.ids())
+    for query, headers in ASKED_FOR:
+        response = api.options(path + query, **headers)
+        assert response.status_code < 500, (path + query, headers, response.content[:300])
+        assert response["Content-Type"] == "application/json", (path + query, headers)
+        assert "Allow" in response or response.status_code == 404
+
+
+BODY_OPERATIONS = sorted(
+    (template, method.upper())
+    for template, methods in PATHS.items()
+    for method, operation in methods.items()
+    if isinstance(operation, dict) and "requestBody" in operation
+)
+TOO_DEEP = "[" * 1000 + "]" * 1000
+
+
+@pytest.mark.parametrize(("template", "method"), BODY_OPERATIONS, ids=[f"{m} {t}" for t, m in BODY_OPERATIONS])
+def test_every_operation_that_takes_a_body_refuses_json_nested_too_deeply_with_a_json_400(template, method):
+    world, _ = make_world("deep")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {ApiToken.issue(world.owner, world.team, 'deep')[1]}",
+                 raise_request_exception=False)  # fmt: skip
+    ids = world.ids()
+    path = _path(template, ids)
+    before = snapshot(world.team)
+    body = '{"name": ' + TOO_DEEP + "}"
+    response = api.generic(method, path, body, content_type="application/json")
+    assert response["Content-Type"] == "application/json", response.content[:300]
+    reached = "{" not in template or template.removeprefix("/api/v1/").split("/", 1)[0] in ids
+    if reached:  # the caller's own object, or a collection: the body is read, and refused
+        assert response.status_code == 400, response.content[:300]
+        assert "nested more than 32 levels deep" in json.loads(response.content)["detail"]
+    else:  # an id no team has: 404 before any body is read
+        assert response.status_code == 404
+    assert snapshot(world.team) == before

@@ -360,3 +360,101 @@ def test_a_collected_run_whose_output_is_beyond_any_disk_fails_with_the_field_an
     Host.objects.filter(pk=host.pk).update(ndisk64_path=str(FIXTURES / "ndisk64-standin.sh"))
     after = wait_final(queueing.request_run(disk, preset))
     assert after.state == Run.State.SUCCEEDED, after.explanation
+
+
+# --- JSON nested too deeply --------------------------------------------------------------------------------------
+
+DEEP_ARRAYS = "[" * 1000 + "]" * 1000  # past json's own limit (a RecursionError, an HTML 500 before)
+JUST_TOO_DEEP = "[" * 33 + "]" * 33  # readable by json, one level past benchweb's limit (jobs/nesting.py)
+
+
+def _deep_fio_json(levels: int) -> str:
+    """The real fio JSON with a value nested `levels` deep inside its job, where fio prints none."""
+    text = (FIXTURES / "fio-3.33-randrw.json").read_text()
+    return _replace_in(text, '"jobname"', '"x": ' + "[" * levels + "]" * levels + ', "jobname"')
+
+
+@pytest.mark.parametrize("nested", [DEEP_ARRAYS, JUST_TOO_DEEP], ids=["1000-levels", "33-levels"])
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [("post", "/api/v1/import/"), ("post", "/api/v1/profiles/"), ("post", "/api/v1/tokens/"),
+     ("post", "/api/v1/hosts/"), ("patch", "/api/v1/hosts/{host}/"), ("post", "/api/v1/schedules/")],
+)  # fmt: skip
+def test_a_json_body_nested_too_deeply_gets_a_json_400_naming_the_problem_and_stores_nothing(
+    api_ours, method, url, nested
+):
+    world, secret = api_ours
+    api = client_for(secret)
+    api.raise_request_exception = False  # the 500 it once was, as a response
+    before = (Run.objects.count(), Profile.objects.count(), Host.objects.get(pk=world.host.pk).name)
+    body = '{"name": "deep", "extra": ' + nested + "}"
+    response = getattr(api, method)(url.format(host=world.host.pk), body, content_type="application/json")
+    assert response.status_code == 400, response.content[:200]
+    assert response["Content-Type"] == "application/json"
+    assert "nested more than 32 levels deep" in response.json()["detail"]
+    assert (Run.objects.count(), Profile.objects.count(), Host.objects.get(pk=world.host.pk).name) == before
+
+
+def test_a_json_body_nested_32_levels_is_read_as_any_other(api_ours):
+    _, secret = api_ours
+    body = {"name": "flat enough", "extra_options": {}, "description": "", "junk": json.loads("[" * 31 + "]" * 31)}
+    response = client_for(secret).post("/api/v1/profiles/", json.dumps(body), content_type="application/json")
+    assert response.status_code == 201, response.content[:300]
+
+
+def test_fio_json_nested_deep_enough_to_read_once_but_not_twice_is_refused_on_every_import_path(api_ours, tmp_path):
+    # json's own limit depends on the caller's stack: 900 levels read in the dry parse and failed in the storing
+    # one, a ParseError nobody caught there (an HTML 500 from the API).
+    world, secret = api_ours
+    api = client_for(secret)
+    api.raise_request_exception = False
+    text = _deep_fio_json(900)
+    pasted = api.post("/api/v1/import/", json.dumps({"disk": world.disk.pk, "text": text}),
+                      content_type="application/json")  # fmt: skip
+    assert pasted.status_code == 400, pasted.content[:200]
+    assert "nests more than 32 levels deep" in pasted.json()["text"][0]
+    upload = io.BytesIO(text.encode())
+    upload.name = "deep.json"
+    uploaded = api.post("/api/v1/import/", {"disk": world.disk.pk, "files": [upload], "tool": "auto"})
+    assert uploaded.status_code == 400 and "deep.json: line 1" in uploaded.json()["files"][0]
+    file, err = tmp_path / "deep.json", io.StringIO()
+    file.write_text(text)
+    with pytest.raises(SystemExit):
+        call_command("import_results", str(file), "--disk", str(world.disk.pk), stdout=io.StringIO(), stderr=err)
+    assert "deep.json: not imported: line 1: the fio JSON document starting here nests more than 32" in err.getvalue()
+    assert Run.objects.filter(trigger=Run.Trigger.IMPORT).count() == 0
+
+
+def test_the_import_page_refuses_deeply_nested_fio_json_in_its_preview_and_its_save(owner_client, disk):
+    owner_client.raise_request_exception = False
+    text = _deep_fio_json(900)
+    for step in ("preview", "save"):
+        data = {"step": step, "disk": disk.pk, "tool": "auto", "text": text, "source_name": "x", "source_text": text}
+        response = owner_client.post("/import/", data)
+        assert response.status_code == 200
+        assert "nests more than 32 levels deep" in response.content.decode()
+    assert not Run.objects.filter(trigger=Run.Trigger.IMPORT).exists()
+
+
+def test_deeply_nested_extra_options_on_the_profile_page_are_refused_on_their_field(owner_client, team):
+    owner_client.raise_request_exception = False
+    nested = '{"a": ' * 1200 + "1" + "}" * 1200
+    preview = owner_client.get("/profiles/preview.json", {"tool": "fio", "extra_options": nested})
+    assert preview.status_code == 200 and "name=value per line" in preview.json()["errors"]["extra_options"]
+    page = owner_client.post("/profiles/new/", {"name": "deep", "tool": "fio", "extra_options": nested})
+    assert page.status_code == 200 and "name=value per line" in page.content.decode()
+    assert not Profile.objects.filter(name="deep").exists()
+
+
+def test_any_other_reader_of_deeply_nested_json_answers_400_not_a_server_error(owner, owner_client, team):
+    # The admin's JSON fields read with Django's forms.JSONField, which catches no RecursionError: the middleware
+    # (jobs.middleware.TooDeepMiddleware) answers for it and any reader to come.
+    owner_client.raise_request_exception = False
+    type(owner).objects.filter(pk=owner.pk).update(is_staff=True, is_superuser=True)
+    profile = Profile.objects.create(team=team, name="mine")
+    nested = '{"a": ' * 1200 + "1" + "}" * 1200
+    response = owner_client.post(f"/admin/jobs/profile/{profile.pk}/change/", {"name": "mine", "extra_options": nested})
+    assert response.status_code == 400
+    assert "nested more than 32 levels deep" in response.content.decode()
+    profile.refresh_from_db()
+    assert profile.extra_options == {}

@@ -152,6 +152,26 @@ def test_a_plain_request_is_401(disk, imported):
     assert Client().get(f"/api/v1/runs/{imported.pk}/samples.csv").status_code == 401
 
 
+@pytest.mark.parametrize("ask", [{"path": "?format=csv"}, {"path": "", "HTTP_ACCEPT": "text/csv"}, {"path": ""}])
+def test_options_on_a_csv_export_describes_it_in_json_however_csv_is_asked_for(owner, team, imported, ask):
+    api = _api(owner, team)
+    api.raise_request_exception = False  # the 500 it once was, as a response
+    headers = {name: value for name, value in ask.items() if name != "path"}
+    for url in ("/api/v1/runs/export.csv", f"/api/v1/runs/{imported.pk}/samples.csv"):
+        response = api.options(url + ask["path"], **headers)
+        assert response.status_code == 200, response.content[:300]
+        assert response["Content-Type"] == "application/json"
+        assert "text/csv" in response.json()["renders"]
+
+
+def test_a_format_the_exports_do_not_have_is_a_400_naming_the_parameter(owner, team, imported):
+    api = _api(owner, team)
+    for url in ("/api/v1/runs/export.csv", f"/api/v1/runs/{imported.pk}/samples.csv"):
+        response = api.get(url + "?format=xml")
+        assert response.status_code == 400
+        assert response.json() == {"format": ["Give csv or json, not 'xml'."]}
+
+
 def test_the_samples_csv_equals_the_stored_samples(owner, team, owner_client, imported):
     stored = list(RunSample.objects.filter(run=imported).order_by("t_s"))
     assert len(stored) == 3

@@ -608,7 +608,13 @@ def test_totals_that_overflow_to_infinity_are_refused_as_implausible() -> None:
 
 @pytest.mark.parametrize(
     ("tail", "why"),
-    [('"x": ' + "1" * 4301 + "}", "holds a number too long to read"), ('"x": ' + "[" * 100_000, "nests too deeply")],
+    [
+        ('"x": ' + "1" * 4301 + "}", "holds a number too long to read"),
+        ('"x": ' + "[" * 100_000, "nests more than 32 levels deep"),
+        # Readable by json at a shallow stack, not at a deep one: refused wherever it is read, not once of twice.
+        ('"x": ' + "[" * 900 + "]" * 900 + "}", "nests more than 32 levels deep"),
+        ('"x": ' + "[" * 32 + "]" * 32 + "}", "nests more than 32 levels deep"),
+    ],
 )
 def test_json_that_python_cannot_read_is_refused_with_its_line(tail: str, why: str) -> None:
     with pytest.raises(ParseError, match=f"line 2: the fio JSON document starting here {why}"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -54,6 +54,16 @@ class _CsvView(APIView):
         # A refusal is the API's JSON body, as documented, whatever the client asked for.
         self.request.accepted_renderer, self.request.accepted_media_type = JSONRenderer(), "application/json"
         return super().handle_exception(exc)
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[BaseRenderer, str]:
+        # So is OPTIONS's description of the endpoint: only GET has CSV to send (?format=csv once gave a 500).
+        if request.method == "OPTIONS":
+            return JSONRenderer(), "application/json"
+        try:
+            return super().perform_content_negotiation(request, force)
+        except Http404 as exc:  # DRF's bare 404 "Not found." for a format it has no renderer of
+            given = request.query_params.get("format", "")
+            raise ValidationError({"format": [f"Give csv or json, not {given[:40]!r}."]}) from exc
 
 
 class RunsCsvView(_CsvView):

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import ssh
+from jobs import addresses, ssh
 from jobs.api.base import (
     PLACEHOLDER,
     JsonTypes,
@@ -69,6 +69,12 @@ class HostSerializer(ModelSerializer):
         if name_taken(Host.objects.filter(team=team_of(self)), self.instance, name=name):
             raise serializers.ValidationError(f"Your team already has a host named {name!r}; choose another name.")
         return name
+
+    def validate_address(self, address: str) -> str:
+        try:
+            return addresses.check(address)
+        except addresses.AddressError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
 
     def validate_run_base_dir(self, base: str) -> str:
         return checked_path(base, field="run directory", home=True) if base else base

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from jobs import crypto, paths, ssh
+from jobs import addresses, crypto, paths, ssh
 from jobs.models.teams import Team
 
 
@@ -56,7 +56,11 @@ class Host(models.Model):
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="hosts")
     name = models.CharField(max_length=100)
-    address = models.CharField(max_length=255, help_text="DNS name or IP address the workers connect to.")
+    address = models.CharField(
+        max_length=255,
+        help_text="What the workers connect to: a host name (letters, digits and '-' in dot-separated labels, e.g. "
+        "bench-01.example.com) or an IP address (192.0.2.10, 2001:db8::10). The port has its own field.",
+    )
     port = models.PositiveIntegerField(default=22, validators=[MinValueValidator(1), MaxValueValidator(65535)])
     username = models.CharField(max_length=64)
     credential = models.ForeignKey(Credential, on_delete=models.PROTECT, null=True, blank=True, related_name="hosts")
@@ -109,6 +113,10 @@ class Host(models.Model):
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
+        try:
+            self.address = addresses.check(self.address)
+        except addresses.AddressError as exc:
+            errors["address"] = str(exc)
         if self.credential_id and self.credential is not None and self.credential.team_id != self.team_id:
             errors["credential"] = "Choose a credential of this host's team."
         if problem := self.run_base_problem():

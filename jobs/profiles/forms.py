@@ -9,6 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
+from jobs import nesting
 from jobs.disks.forms import SizeField
 from jobs.models import Profile, Team
 from jobs.models.names import name_taken
@@ -156,7 +157,12 @@ class ProfileForm(forms.ModelForm):
                 raise ValidationError(
                     f"This JSON does not parse ({exc.msg}); or write one name=value per line."
                 ) from exc
-            if not isinstance(parsed, dict):
+            except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits; nesting past ~1,000 levels
+                raise ValidationError(
+                    "This JSON cannot be read (nested too deeply or a number too long); write one name=value per "
+                    "line, e.g. norandommap=1."
+                ) from exc
+            if not isinstance(parsed, dict) or nesting.nests_too_deep(parsed, 2):
                 raise ValidationError("Give one name=value per line, e.g. norandommap=1.")
             return parsed
         extras: dict[str, str] = {}

@@ -8,6 +8,7 @@ import re
 from itertools import pairwise
 from typing import Any
 
+from jobs import nesting
 from jobs.tools import fio_fill
 from jobs.tools.fio_common import (
     DIRECTIONS,
@@ -78,12 +79,20 @@ def _line_of(text: str, pos: int) -> int:
 
 
 def _decode(text: str, start: int, limit: int, decoder: json.JSONDecoder = _DECODER) -> tuple[dict[str, Any], int]:
+    doc, end = _decode_any_depth(text, start, limit, decoder)
+    # json's own limit depends on the caller's stack: a document it read once could fail at the next reading.
+    if nesting.nests_too_deep(doc):
+        raise _undecodable(text, start, too_deep=True)
+    return doc, end
+
+
+def _decode_any_depth(text: str, start: int, limit: int, decoder: json.JSONDecoder) -> tuple[dict[str, Any], int]:
     try:
         return decoder.raw_decode(text, start)
     except json.JSONDecodeError:
         pass
     except (ValueError, RecursionError) as exc:
-        raise _undecodable(text, start, exc) from exc
+        raise _undecodable(text, start, too_deep=isinstance(exc, RecursionError)) from exc
     shifts: list[tuple[int, int]] = []
 
     def to_null(match: re.Match[str]) -> str:
@@ -101,7 +110,7 @@ def _decode(text: str, start: int, limit: int, decoder: json.JSONDecoder = _DECO
             f"at its line {exc.lineno}, column {exc.colno}."
         ) from exc
     except (ValueError, RecursionError) as exc:
-        raise _undecodable(text, start, exc) from exc
+        raise _undecodable(text, start, too_deep=isinstance(exc, RecursionError)) from exc
     moved = 0
     for position, shift in shifts:
         if position + moved >= end:
@@ -110,10 +119,10 @@ def _decode(text: str, start: int, limit: int, decoder: json.JSONDecoder = _DECO
     return doc, start + end - moved
 
 
-def _undecodable(text: str, start: int, exc: Exception) -> ParseError:
-    """Valid JSON that json still cannot read: an integer of more than 4300 digits (int() refuses it) or nesting
-    deeper than Python's recursion limit. fio prints neither."""
-    why = "nests too deeply" if isinstance(exc, RecursionError) else "holds a number too long to read"
+def _undecodable(text: str, start: int, *, too_deep: bool) -> ParseError:
+    """Valid JSON that benchweb does not read: an integer of more than 4300 digits (int() refuses it) or nesting
+    deeper than jobs/nesting.py allows. fio prints neither."""
+    why = f"nests more than {nesting.MAX_DEPTH} levels deep" if too_deep else "holds a number too long to read"
     return ParseError(
         f"line {_line_of(text, start)}: the fio JSON document starting here {why}; fio never prints one like it."
     )
