@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0019_alert_channels'),
+        ('jobs', '0020_channel_url_token'),
     ]
 
     operations = [
