@@ -217,7 +217,7 @@ def _check_resolved(resolved: str, expected: str) -> None:
             "started: check the login user's home and the run directory on the host page"
         )
     try:
-        paths.check(resolved, field="run directory as the host resolved it (check the login user's home)")
+        paths.check(resolved, field="run directory as the host resolved it (check the login user's home)", home=True)
     except paths.PathError as exc:
         raise RemoteError(f"{exc} Nothing was started.") from exc
 
