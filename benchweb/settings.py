@@ -294,6 +294,9 @@ CELERY_TIMEZONE = "UTC"
 CELERY_DB_REUSE_MAX = 1000
 # Runs of hosts with a site go to the queue site.<name>; everything else to this one.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
+# A worker that also consumes site.<name> for every site a host has, added as hosts get sites (jobs/runs/sites.py);
+# `./bw run` sets it for its one worker, which reaches every host from this machine.
+WORKER_EVERY_SITE = os.environ.get("BENCHWEB_WORKER_EVERY_SITE", "0") == "1"
 # Seconds between the beat's alerts sweeps (stale disks, and alerts whose hook was missed).
 ALERTS_SWEEP_SECONDS = float(os.environ.get("BENCHWEB_ALERTS_SWEEP_SECONDS", "60"))
 # Beat only ticks; the runs and schedules in the database say what is due

@@ -303,7 +303,9 @@ def run() -> int:
         if os.environ.get("BENCHWEB_DEMO_TARGET", "1") != "0":
             _start_demo_target(env, children)
         children.append(Child("web", _web_argv(host, port), env))
-        children.append(Child("worker", _worker_argv(), env))
+        # This machine reaches every host, so its worker also runs every site's (jobs/runs/sites.py).
+        worker_env = dict(env, BENCHWEB_WORKER_EVERY_SITE=env.get("BENCHWEB_WORKER_EVERY_SITE", "1"))
+        children.append(Child("worker", _worker_argv(), worker_env))
         children.append(Child("beat", [PYTHON, "-m", "celery", "-A", "benchweb", "beat", "-l", "INFO",
                                        "-s", str(VAR / "celerybeat-schedule"), "--pidfile="], env))  # fmt: skip
         _wait_for("the web server", lambda: _http_ready(url) or stopping.is_set(), children, timeout=90)
@@ -343,7 +345,7 @@ def _worker_argv() -> list[str]:
         "--pool", os.environ.get("BENCHWEB_WORKER_POOL", "threads"),
         "--concurrency", os.environ.get("BENCHWEB_WORKER_CONCURRENCY", "8"),
         "--hostname", f"worker-{os.getpid()}@%h",
-        # The default queue, plus site.<name> queues when this machine should also run those sites' hosts.
+        # The default queue (and any site.<name> named here); with BENCHWEB_WORKER_EVERY_SITE, every site's too.
         "-Q", os.environ.get("BENCHWEB_WORKER_QUEUES", "celery"),
     ]  # fmt: skip
 

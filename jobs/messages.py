@@ -38,6 +38,28 @@ def ping_workers(timeout: float) -> list[str]:
     return sorted(name for reply in replies for name in reply)
 
 
+# The remote-control command each worker answers with the queues it consumes and whether it serves every site
+# (registered by jobs/tasks.py; jobs/runs/sites.py asks it).
+SERVES = "benchweb_serves"
+
+
+def ask_workers(command: str, timeout: float) -> dict[str, object]:
+    """Every worker's answer to a broadcast remote-control `command`, by worker name, within `timeout` seconds;
+    waits the whole timeout, and raises at once when the broker cannot be reached (as ping_workers)."""
+    with current_app.connection_for_write(connect_timeout=timeout) as connection:
+        connection.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
+        replies: list[dict[str, object]] = current_app.control.broadcast(
+            command, reply=True, timeout=timeout, connection=connection
+        )
+    return {name: answer for reply in replies for name, answer in reply.items()}
+
+
+def consume(queue: str, worker: str, timeout: float) -> bool:
+    """Ask one worker (by name) to consume `queue` too (Celery's add_consumer); True when it said it will."""
+    replies = current_app.control.add_consumer(queue, destination=[worker], reply=True, timeout=timeout)
+    return any("ok" in answer for reply in replies or [] for answer in reply.values())
+
+
 # One quick retry, then the caller hears the broker is away; the beat's sweep finds the work in the database.
 QUICK_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 

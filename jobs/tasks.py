@@ -7,16 +7,20 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from typing import Any
 
 from celery import shared_task
+from celery.signals import worker_ready, worker_shutdown
+from celery.worker.control import inspect_command
 from django.conf import settings
 from django.db import connection
 
+from jobs import messages
 from jobs.alerts import evaluate as alerts
 from jobs.metrics import grafana
 from jobs.models import Team
 from jobs.notify import delivery
-from jobs.runs import lifecycle, observing, retention
+from jobs.runs import lifecycle, observing, retention, sites
 from jobs.schedules import dispatcher
 
 log = logging.getLogger(__name__)
@@ -24,6 +28,35 @@ log = logging.getLogger(__name__)
 # wait for the database would pile up, each holding a thread and all wanting its write lock; a tick that finds
 # another under way in this process leaves the work to it and to the next one.
 _TICKING = threading.Lock()
+
+
+_STOP_SERVING = threading.Event()
+
+
+@inspect_command(name=messages.SERVES)
+def serves(state: Any) -> dict[str, object]:
+    """This worker's answer to "which queues do you run?" (jobs/runs/sites.py asks every worker)."""
+    consumer = state.consumer.task_consumer
+    return {
+        "queues": sorted(queue.name for queue in consumer.queues) if consumer else [],
+        "every_site": settings.WORKER_EVERY_SITE,
+    }
+
+
+@worker_ready.connect
+def start_serving_every_site(sender: Any = None, **kwargs: object) -> None:
+    """A worker started with BENCHWEB_WORKER_EVERY_SITE=1 consumes every site's queue, as hosts get sites."""
+    if not settings.WORKER_EVERY_SITE or sender is None:
+        return
+    consuming = [queue.name for queue in sender.task_consumer.queues] if sender.task_consumer else []
+    threading.Thread(
+        target=sites.serve_every_site, args=(sender.hostname, consuming, _STOP_SERVING), name="every-site", daemon=True
+    ).start()
+
+
+@worker_shutdown.connect
+def stop_serving_every_site(**kwargs: object) -> None:
+    _STOP_SERVING.set()
 
 
 @shared_task(name="jobs.health")

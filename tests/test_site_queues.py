@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Disk, Host, Run
-from jobs.runs import lifecycle, queueing
+from jobs.runs import lifecycle, queueing, sites
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -44,3 +44,134 @@ def test_a_run_whose_site_has_no_worker_says_which_queue_it_waits_on(db, host, d
     run.refresh_from_db()
     assert run.state == Run.State.QUEUED
     assert "queued on site.mars" in run.explanation and "-Q site.mars" in run.explanation
+
+
+@pytest.fixture(autouse=True)
+def _fresh_answer_from_the_workers():
+    """Each test starts its own workers: no answer kept from another test's."""
+    sites.forget()
+    yield
+    sites.forget()
+
+
+def test_a_worker_that_serves_every_site_runs_a_site_set_after_it_started(fio_installed, sshd, worker_factory,
+                                                                          tmp_path):  # fmt: skip
+    every = worker_factory(env={"BENCHWEB_WORKER_EVERY_SITE": "1"})  # -Q celery only, as `./bw run` starts it
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="lab", target_path=target_dir(tmp_path), disk_type="custom")
+    Host.objects.filter(pk=host.pk).update(site="lab")  # set once the worker is up
+    disk.refresh_from_db()
+    assert sites.status("lab").served, sites.status("lab").text
+    run = queueing.request_run(disk, quick_profile(team, runtime_s=2, size_bytes=4 * 2**20))
+    assert run.explanation == "queued for a worker"
+    run = wait_final(run, timeout=60)
+    assert run.state == Run.State.SUCCEEDED, run.explanation
+    log = every.log.read_text()
+    assert "now consumes site.lab" in log and f"run {run.pk}: launching" in log
+
+
+def test_a_run_queued_for_a_site_no_worker_serves_says_so_at_once_on_its_page_and_in_the_api(
+    worker, host, disk, client, owner
+):
+    Host.objects.filter(pk=host.pk).update(site="lab")
+    disk.refresh_from_db()
+    run = queueing.request_run(disk, quick_profile(disk.team))
+    assert run.state == Run.State.QUEUED
+    expected = (
+        "waiting for a worker of site lab: none is running; start one with `celery -A benchweb worker -Q site.lab` "
+        "(near the host, against the same database and broker) or clear the host's site"
+    )
+    assert run.explanation == expected
+    client.force_login(owner)
+    assert client.get(f"/api/v1/runs/{run.pk}/").json()["explanation"] == expected
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "waiting for a worker of site lab: none is running" in page
+
+    # The one worker of the default queue still runs the hosts without a site.
+    Host.objects.filter(pk=host.pk).update(site="")
+    assert not sites.unserved("")
+
+
+def test_cancelling_a_queued_run_that_no_worker_holds_ends_it_at_once_and_its_late_launch_starts_nothing(
+    db, host, disk, client, owner
+):
+    host.site = "lab"
+    host.save()
+    run = queueing.create_run(disk, quick_profile(disk.team))
+    Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED, queued_at=run.created_at,
+                                         heartbeat_at=run.created_at)  # fmt: skip
+    client.force_login(owner)
+    answer = client.post(f"/api/v1/runs/{run.pk}/cancel/")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["state"] == Run.State.CANCELLED
+    run.refresh_from_db()
+    assert run.state == Run.State.CANCELLED and run.finished_at is not None
+    assert run.explanation == "cancelled before it started"
+    # The launch message a site worker started later takes finds the run ended: no connection is tried.
+    assert lifecycle.launch(run.pk) == Run.State.CANCELLED
+    run.refresh_from_db()
+    assert run.launch_attempt == 0 and run.state == Run.State.CANCELLED
+
+
+def test_a_queued_run_a_launch_took_first_is_cancelled_as_a_launching_one(db, host, disk):
+    run = queueing.create_run(disk, quick_profile(disk.team))
+    Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED)
+    stale = Run.objects.get(pk=run.pk)  # read as queued; the launch moves it on before the cancel's UPDATE
+    Run.objects.filter(pk=run.pk).update(state=Run.State.LAUNCHING, launch_attempt=1)
+    lifecycle.cancel(stale)
+    run.refresh_from_db()
+    assert run.state == Run.State.LAUNCHING and run.cancel_requested and run.explanation == "cancelling"
+
+
+def test_the_host_form_says_which_workers_serve_a_site_and_warns_when_none_does(worker_factory, host, client, owner):
+    worker_factory(queues="celery,site.east")
+    every = worker_factory(env={"BENCHWEB_WORKER_EVERY_SITE": "1"})
+    client.force_login(owner)
+    form = client.get(f"/hosts/{host.pk}/edit/").content.decode()
+    assert "For analysis, the Stability card compares the hosts of one site" in form
+    assert "For routing, the host&#x27;s runs go to queue site.&lt;name&gt;" in form
+    assert 'id="site-workers-data"' in form and '"every_site": ["test1-' in form
+
+    every.stop()
+    sites.forget()
+    Host.objects.filter(pk=host.pk).update(site="east")
+    form = client.get(f"/hosts/{host.pk}/edit/").content.decode()
+    assert "Runs go to queue site.east, served by test0-" in form
+
+    Host.objects.filter(pk=host.pk).update(site="lab")
+    detail = client.get(f"/hosts/{host.pk}/").content.decode()
+    assert "No running worker serves site lab: this host&#x27;s runs would wait in queue site.lab" in detail
+    form = client.get(f"/hosts/{host.pk}/edit/").content.decode()
+    assert 'class="warn"' in form and "No running worker serves site lab" in form
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_the_host_form_warns_as_a_site_no_worker_serves_is_typed(width, worker, host, owner, page, phone_page,
+                                                                 live_server, screenshot):  # fmt: skip
+    page = page if width == "desktop" else phone_page
+    owner.set_password("a-long-test-password-1")
+    owner.save()
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(owner.username)
+    page.get_by_label("Password").fill("a-long-test-password-1")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/hosts/{host.pk}/edit/")
+    line = page.locator("#site-workers")
+    assert line.inner_text().startswith("Runs go to queue celery, served by test0-")
+    page.locator("#id_site").fill("mars")
+    assert line.inner_text() == (
+        "No running worker serves site mars: this host's runs would wait in queue site.mars. Start one near the "
+        "host with `celery -A benchweb worker -Q site.mars`, or leave the site empty."
+    )
+    assert line.get_attribute("class") == "warn"
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    line.scroll_into_view_if_needed()
+    screenshot(f"typed-{width}", on=page)
+    page.get_by_role("button", name="Save host").click()
+    page.wait_for_url(f"{live_server.url}/hosts/{host.pk}/")
+    assert "No running worker serves site mars" in page.locator("#site-workers").inner_text()
+    assert "Host vm1 saved." in page.locator("ul.messages").inner_text()
+    assert "No running worker serves site mars" in page.locator("ul.messages li.warning").inner_text()
+    screenshot(f"saved-{width}", on=page)
+    assert page.js_errors == []

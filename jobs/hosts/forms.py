@@ -82,7 +82,9 @@ class HostForm(forms.ModelForm):
             "cloud_metadata": "Ask the cloud's metadata service",
         }
         help_texts = {
-            "site": "Names the worker queue of workers near the host, e.g. eu-west. Empty: the default queue.",
+            "site": "A site (e.g. eu-west) means two things. For analysis, the Stability card compares the hosts "
+            "of one site for drops they share. For routing, the host's runs go to queue site.<name>, which only "
+            "the workers serving that site run. Empty: no neighbours, and the default queue.",
             "enabled": "Untick to disable the host: no run starts on it until it is enabled again.",
             "tunable": "Off: benchweb never changes the host. On: a profile pinned to the queue CPUs sets the "
             "device's rq_affinity to 2 before fio starts, when the login user may write it (it stays so).",

@@ -17,7 +17,7 @@ from jobs.changes.forms import AnnotationForm
 from jobs.hosts import connecting
 from jobs.hosts.forms import HostForm
 from jobs.models import Annotation, Host
-from jobs.runs import queueing
+from jobs.runs import queueing, sites
 
 
 @login_required
@@ -43,8 +43,16 @@ def host_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
                 f"Host {host.name} saved."
                 + ("" if host.has_pinned_key else " Next: scan its host key, compare the fingerprint and approve it."),
             )
+            if sites.unserved(host.site):
+                messages.warning(request, sites.status(host.site).text)
             return redirect("host_detail", pk=host.pk)
-    context = {"form": form, "host": host if pk else None, "can_change": access.can_change(request, team)}
+    context = {
+        "form": form,
+        "host": host if pk else None,
+        "can_change": access.can_change(request, team),
+        "site_status": sites.status(str(form["site"].value() or "").strip()),
+        "site_workers": sites.browser_data(),
+    }
     return render(request, "jobs/manage/host_form.html", context)
 
 
@@ -53,7 +61,8 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
     host = access.host(request, pk)
     notes = Annotation.objects.filter(Q(host=host) | Q(disk__host=host), team=host.team).select_related("disk", "host")
     form = AnnotationForm(team=host.team, host=host) if access.can_change(request, host.team) else None
-    context = {"host": host, "disks": host.disks.all(), "host_annotations": notes[:20], "annotation_form": form}
+    context = {"host": host, "disks": host.disks.all(), "host_annotations": notes[:20], "annotation_form": form,
+               "site_status": sites.status(host.site)}  # fmt: skip
     return render(request, "jobs/host_detail.html", context)
 
 

@@ -89,7 +89,11 @@ def shared_drops(disk: Disk, query: Query) -> dict[str, Any]:
     site = disk.host.site
     base = {**query.as_dict(), "zone": "UTC", "site": site, "dip_percent": round(100 * stability.DIP_FRACTION)}
     if not site:
-        return base | {"why": "The host has no site: set one to compare it with its neighbours.", "groups": []}
+        why = (
+            "The host has no site: set one on the host's form to compare it with its neighbours (a site also routes "
+            "the host's runs to that site's workers; the form says which serve it)."
+        )
+        return base | {"why": why, "groups": []}
     disks = Disk.objects.filter(team_id=disk.team_id, host__site=site)
     rows = query.results_on(disks).values_list(
         "run_id", "disk_id", "disk__host_id", "profile_name", "run__started_at", "finished_ms", "total_iops"

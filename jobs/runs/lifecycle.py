@@ -20,7 +20,7 @@ from jobs.alerts import evaluate as alerts
 from jobs.disks import identity, precondition
 from jobs.hosts import connecting
 from jobs.models import Disk, Host, Run, RunResult, RunSample
-from jobs.runs import queueing
+from jobs.runs import queueing, sites
 from jobs.safety import guard
 
 log = logging.getLogger(__name__)
@@ -90,14 +90,21 @@ def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int 
     return bool(changed)
 
 
-def finish(run: Run, state: str, explanation: str, *, attempt: int | None = None, **fields: Any) -> bool:
-    """Move a run to a final state, and hand the disk (or exclusive host) it held to the runs waiting for it
-    in the same transaction: a free disk does not wait for the beat tick, and no waiting run keeps naming a
-    run that has ended."""
-    active = (Run.State.PENDING, *Run.ACTIVE_STATES)
+def finish(
+    run: Run,
+    state: str,
+    explanation: str,
+    *,
+    attempt: int | None = None,
+    from_states: tuple[str, ...] = (Run.State.PENDING, *Run.ACTIVE_STATES),
+    **fields: Any,
+) -> bool:
+    """Move a run to a final state (from one of `from_states`: any unfinished one by default), and hand the disk
+    (or exclusive host) it held to the runs waiting for it in the same transaction: a free disk does not wait
+    for the beat tick, and no waiting run keeps naming a run that has ended."""
     with transaction.atomic():
         finished = move(
-            run, active, state, attempt=attempt, explanation=explanation, finished_at=timezone.now(), **fields
+            run, from_states, state, attempt=attempt, explanation=explanation, finished_at=timezone.now(), **fields
         )
         if finished:
             _claim_waiting(run)
@@ -553,11 +560,18 @@ def _cleanup(conn: ssh.Connection, run: Run) -> None:
 
 
 def cancel(run: Run) -> Run:
-    """Pending runs stop at once; running ones are stopped on the host by their own task (a launching one by
-    its host's next observation step, once it runs)."""
-    if run.state == Run.State.PENDING:
-        finish(run, Run.State.CANCELLED, "cancelled before it started")
-    elif run.is_active:
+    """Pending and queued runs stop at once; running ones are stopped on the host by their own task (a launching
+    one by its host's next observation step, once it runs).
+
+    A queued run is one no worker holds yet: a launch moves it to *launching* with a conditional UPDATE before
+    it does anything, so of that UPDATE and this one only one wins. When the cancel wins, the launch message
+    still waiting in the queue finds the run cancelled and starts nothing; when the launch won, the run is
+    cancelled as a launching one."""
+    unheld = (Run.State.PENDING, Run.State.QUEUED)
+    if run.state in unheld and finish(run, Run.State.CANCELLED, "cancelled before it started", from_states=unheld):
+        return run
+    run.refresh_from_db()  # a launch may have taken it meanwhile
+    if run.is_active:
         Run.objects.filter(pk=run.pk).update(cancel_requested=True, explanation="cancelling",
                                              heartbeat_at=timezone.now())  # fmt: skip
         if run.state == Run.State.RUNNING:
@@ -597,10 +611,14 @@ def sweep(now: Any = None) -> int:
         fields: dict[str, Any] = {"heartbeat_at": now}
         if run.state == Run.State.QUEUED and run.queued_at and now - run.queued_at > queueing.UNCLAIMED_AFTER:
             # No worker took the launch: most often nobody listens on this site's queue.
-            queue = queueing.queue_for(run.disk.host.site)
+            site = run.disk.host.site
+            queue = queueing.queue_for(site)
+            waited = f"queued on {queue} for {(now - run.queued_at).total_seconds():.0f} s"
             fields["explanation"] = (
-                f"queued on {queue} for {(now - run.queued_at).total_seconds():.0f} s and no worker has taken it: "
-                f"is a worker running with -Q {queue}? (celery -A benchweb worker -Q {queue})"
+                f"{sites.waiting_text(site)} ({waited})"
+                if sites.unserved(site)
+                else f"{waited} and no worker has taken it: is a worker running with -Q {queue}? "
+                f"(celery -A benchweb worker -Q {queue})"
             )
         if not Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields):
             continue  # another sweep, or the run's own chain, moved it on meanwhile

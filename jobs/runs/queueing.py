@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, Q, Value, When
 from django.utils import timezone
@@ -20,6 +19,8 @@ from audit import log as audit
 from audit.models import AuditEvent
 from jobs import messages
 from jobs.models import Disk, Host, Profile, Run, Schedule
+from jobs.runs import sites
+from jobs.runs.sites import queue_for
 
 # Runs are claimed and launched this long before their not_before; the wrapper waits on the host until
 # then, so neither the beat tick's period nor the SSH launch delays the start. 30 s covers a fan-out: one
@@ -34,6 +35,9 @@ START_GRACE = timedelta(seconds=60)
 
 # A queued run no worker has taken for this long says so (and which queue it waits on).
 UNCLAIMED_AFTER = timedelta(seconds=60)
+
+
+QUEUED_TEXT = "queued for a worker"
 
 
 class RunRefused(Exception):
@@ -139,15 +143,20 @@ def claim(run: Run, now: Any = None) -> bool:
                 _explain_if_changed(run, f"waiting: disk busy with run {busy.pk}")
                 return False
             changed = Run.objects.filter(pk=run.pk, state=Run.State.PENDING).update(
-                state=Run.State.QUEUED, queued_at=now, heartbeat_at=now, explanation="queued for a worker"
+                state=Run.State.QUEUED, queued_at=now, heartbeat_at=now, explanation=QUEUED_TEXT
             )
     except IntegrityError:
         # Another run took the disk between our look and our update: the constraint said no.
         _explain_if_changed(run, "waiting: disk busy with another run")
         return False
     if changed:
-        transaction.on_commit(lambda: send("launch", run))
+        transaction.on_commit(lambda: _send_launch(run, host.site))
     return bool(changed)
+
+
+def _send_launch(run: Run, site: str) -> None:
+    send("launch", run)
+    _say_if_unserved(site, [run.pk])
 
 
 def dispatch_due(now: Any = None) -> int:
@@ -253,7 +262,7 @@ def _claim_together(sites: dict[int, str], now: Any) -> int:
     try:
         with transaction.atomic():
             claimed = Run.objects.filter(pk__in=ids, state=Run.State.PENDING).update(
-                state=Run.State.QUEUED, queued_at=now, heartbeat_at=now, explanation="queued for a worker"
+                state=Run.State.QUEUED, queued_at=now, heartbeat_at=now, explanation=QUEUED_TEXT
             )
     except IntegrityError:
         # A run on one of these disks was claimed elsewhere since we looked: claim them one at a time.
@@ -270,20 +279,25 @@ def _explain_if_changed(run: Run, explanation: str) -> None:
     )
 
 
-def queue_for(site: str) -> str:
-    """The Celery queue of a host's site: `site.<name>` (workers near those hosts listen with -Q), or the
-    default queue for hosts without a site."""
-    return f"site.{site}" if site else settings.CELERY_TASK_DEFAULT_QUEUE
-
-
-def _send_launches(sites: dict[int, str]) -> None:
+def _send_launches(by_run: dict[int, str]) -> None:
     """One message per site for many launches: a worker of that site fans it out, so the tick publishes once
     per site and every launch runs near its host."""
-    by_queue: dict[str, list[int]] = {}
-    for run_id, site in sites.items():
-        by_queue.setdefault(queue_for(site), []).append(run_id)
-    for queue, run_ids in by_queue.items():
+    by_site: dict[str, list[int]] = {}
+    for run_id, site in by_run.items():
+        by_site.setdefault(site, []).append(run_id)
+    for site, run_ids in by_site.items():
+        queue = queue_for(site)
         messages.send(messages.LAUNCH_RUNS, run_ids, queue, queue=queue)
+        _say_if_unserved(site, run_ids)
+
+
+def _say_if_unserved(site: str, run_ids: list[int]) -> None:
+    """Runs just queued for a site that no running worker serves say so at once, rather than "queued for a
+    worker" (the message stays in the site's queue: a worker started there takes it)."""
+    if sites.unserved(site):
+        Run.objects.filter(pk__in=run_ids, state=Run.State.QUEUED, explanation=QUEUED_TEXT).update(
+            explanation=sites.waiting_text(site)
+        )
 
 
 def send(step: str, run: Run, countdown: float = 0) -> None:
