@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs.models import Credential, Disk, Host, Membership, Profile, Run, Team
+from tests import test_phone as phone
 from tests.factories import HostFactory, RunFactory
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -408,6 +409,25 @@ def test_comparing_runs_and_a_wrong_count(owner_client, disk):
     assert "Pick 2 to 8; you picked 1." in owner_client.get(f"/compare/?runs={a.pk}").content.decode()
 
 
+def _runs_on_two_kernels(disk: Disk) -> tuple[Run, Run]:
+    """A run on kernel 6.1 finished yesterday and, stored after it (an import, say), one on 5.10 two days ago."""
+    newer = _finished_run(disk, profile_name="4k randread", iops=3000, limit=4000, days_ago=1,
+                          environment={"kernel": "6.1.0-13-amd64"})  # fmt: skip
+    older = _finished_run(disk, profile_name="4k randread", iops=2000, limit=4000, days_ago=2,
+                          environment={"kernel": "5.10.0-21-amd64"})  # fmt: skip
+    return older, newer
+
+
+@pytest.mark.parametrize("order", ["newer first", "older first"])
+def test_the_environment_of_compared_runs_reads_older_to_newer_whatever_the_order_picked(owner_client, disk, order):
+    older, newer = _runs_on_two_kernels(disk)
+    picked = [newer, older] if order == "newer first" else [older, newer]
+    page = owner_client.get(f"/compare/?{'&'.join(f'runs={run.pk}' for run in picked)}").content.decode()
+    changes = html.unescape(re.sub(r"<[^>]+>", "", page.split('id="environment-changes"')[1].split("</section>")[0]))
+    assert f"#{older.pk} → #{newer.pk}: kernel 5.10.0-21-amd64 → 6.1.0-13-amd64" in changes
+    assert f"#{newer.pk} → #{older.pk}" not in changes
+
+
 def test_the_overview_shows_results_running_and_failed_runs(owner_client, disk):
     _finished_run(disk, profile_name="4k randread", iops=3000, limit=4000, days_ago=2)
     _finished_run(disk, profile_name="4k randread", iops=3600, limit=4000)
@@ -629,3 +649,25 @@ def test_the_forms_preview_live_and_the_compare_chart_draws_under_a_strict_csp(p
     assert page.evaluate(drawn) == 4
     screenshot("compare")
     assert page.js_errors == []
+
+
+@pytest.mark.parametrize("screen", ["phone_page", "page"])
+def test_ticking_two_runs_on_the_compare_page_shows_their_environment_older_to_newer(
+    screen, owner, disk, request, live_server, screenshot
+):
+    older, newer = _runs_on_two_kernels(disk)
+    page = request.getfixturevalue(screen)
+    _strict_browser(page, live_server, owner)
+    page.goto(f"{live_server.url}/compare/")
+    phone._settle(page)
+    for run in (newer, older):  # as listed: newest first
+        page.locator(f"#pick-runs ~ fieldset input[value='{run.pk}']").check()
+    page.get_by_role("button", name="Compare runs").click()
+    page.wait_for_url("**runs=**")
+    phone._settle(page)
+    changes = page.locator("#environment-changes li")
+    assert changes.inner_text() == f"#{older.pk} → #{newer.pk}: kernel 5.10.0-21-amd64 → 6.1.0-13-amd64"
+    shot = screenshot("environment", on=page)
+    page.locator("#environment-changes").screenshot(path=str(shot.with_name(f"{shot.stem}-card.png")))
+    phone._assert_fits(page, "compare")
+    assert not page.js_errors
