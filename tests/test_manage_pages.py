@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -240,6 +241,46 @@ def test_a_forbidden_extra_option_is_refused_on_its_field(owner_client, team):
     assert response.status_code == 200
     assert "not allowed" in " ".join(response.context["form"].errors["extra_options"])
     assert not Profile.objects.filter(team=team).exists()
+
+
+BLOCK_OVER_FILE = "The block size (3 GiB) is larger than the file size per job (128 MiB)"
+
+
+def test_a_block_size_larger_than_the_file_per_job_is_refused_on_the_block_size_with_the_fix(owner_client, team):
+    response = owner_client.post("/profiles/new/", _profile_data(block_size_bytes="3G", size_bytes="128M"))
+    assert response.status_code == 200
+    (error,) = [e for e in response.context["form"].errors["block_size_bytes"] if e.startswith(BLOCK_OVER_FILE)]
+    assert error.endswith("Make the block size at most 128 MiB, or the file size per job at least 3 GiB.")
+    page = response.content.decode()
+    assert html.escape(BLOCK_OVER_FILE) in page and 'value="3G"' in page and 'value="128M"' in page
+    assert not Profile.objects.filter(team=team).exists()
+
+
+def test_the_api_and_the_model_refuse_a_block_size_no_job_can_run(owner, team):
+    from jobs.api.models import ApiToken
+
+    api = Client(headers={"Authorization": f"Bearer {ApiToken.issue(owner, team, 'p')[1]}"})
+    body = {"name": "too big", "rw": "randread", "block_size_bytes": 2**30, "size_bytes": 128 * 2**20}
+    refused = api.post("/api/v1/profiles/", body, content_type="application/json")
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["block_size_bytes"] == [
+        "The block size (1 GiB) is larger than the file size per job (128 MiB): fio cannot run a job whose file is "
+        "smaller than one block. Make the block size at most 128 MiB, or the file size per job at least 1 GiB."
+    ]
+    split = api.post("/api/v1/profiles/", body | {"block_size_bytes": 64 * 2**20, "extra_options": {"nrfiles": "4"}},
+                     content_type="application/json")  # fmt: skip
+    assert split.status_code == 400 and "each of the 4 files (nrfiles)" in split.json()["block_size_bytes"][0]
+    odd = api.post("/api/v1/profiles/", body | {"block_size_bytes": 1000}, content_type="application/json")
+    assert odd.status_code == 400 and "whole number of 512-byte sectors" in odd.json()["block_size_bytes"][0]
+    buffered = api.post("/api/v1/profiles/", body | {"block_size_bytes": 1000, "direct": False},
+                        content_type="application/json")  # fmt: skip
+    assert buffered.status_code == 201, buffered.content  # without direct I/O any block size is fine
+    # A profile stored before this rule is refused at its next save too, by the model's own check.
+    edited = Profile(team=team, name="old", block_size_bytes=2**30, size_bytes=2**27)
+    with pytest.raises(ValidationError) as raised:
+        edited.full_clean()
+    assert "block_size_bytes" in raised.value.message_dict
+    assert Profile.objects.filter(team=team).count() == 1
 
 
 def test_the_profile_preview_shows_the_exact_job_file(owner_client, team):
@@ -670,4 +711,28 @@ def test_ticking_two_runs_on_the_compare_page_shows_their_environment_older_to_n
     shot = screenshot("environment", on=page)
     page.locator("#environment-changes").screenshot(path=str(shot.with_name(f"{shot.stem}-card.png")))
     phone._assert_fits(page, "compare")
+    assert not page.js_errors
+
+
+@pytest.mark.parametrize("screen", ["phone_page", "page"])
+def test_saving_a_block_larger_than_the_file_shows_the_fix_under_the_block_size(
+    screen, owner, team, request, live_server, screenshot
+):
+    page = request.getfixturevalue(screen)
+    _strict_browser(page, live_server, owner)
+    page.goto(f"{live_server.url}/profiles/new/")
+    page.get_by_label("Name").fill("too big a block")
+    page.get_by_label("Block size").fill("3G")
+    page.get_by_label("File size per job").fill("128M")
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_load_state()
+    row = page.locator("#row-block_size_bytes")
+    assert BLOCK_OVER_FILE in row.inner_text()
+    assert "Make the block size at most 128 MiB, or the file size per job at least 3 GiB." in row.inner_text()
+    assert page.get_by_label("Block size").input_value() == "3G"
+    row.scroll_into_view_if_needed()
+    shot = screenshot("profile-refused", on=page)
+    row.screenshot(path=str(shot.with_name(f"{shot.stem}-field.png")))
+    phone._assert_fits(page, "profile form")
+    assert not Profile.objects.filter(team=team).exists()
     assert not page.js_errors

@@ -93,8 +93,11 @@ def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int 
 def finish(run: Run, state: str, explanation: str, *, attempt: int | None = None, **fields: Any) -> bool:
     """Move a run to a final state, and hand the disk (or exclusive host) it held to the runs waiting for it
     in the same transaction: a free disk does not wait for the beat tick, and no waiting run keeps naming a
-    run that has ended."""
+    run that has ended. A run that ended otherwise than succeeded has no number to judge: it keeps no validity
+    stamp (the warnings given at its launch, such as fresh blocks, and no steady-state stamp)."""
     active = (Run.State.PENDING, *Run.ACTIVE_STATES)
+    if state != Run.State.SUCCEEDED:
+        fields |= {"warnings": [], "steady_state": None}
     with transaction.atomic():
         finished = move(
             run, active, state, attempt=attempt, explanation=explanation, finished_at=timezone.now(), **fields
