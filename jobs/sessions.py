@@ -18,7 +18,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -60,10 +60,14 @@ class Pool:
         self.logins = 0
 
     @contextmanager
-    def session(self, key: str, target: ssh.Target) -> Iterator[ssh.Connection]:
-        """The live connection for `key`, opened (and counted in `logins`) only when there is none. An SSHError
-        that makes the connection suspect drops it on its way out."""
-        connection = self._checkout(key, target)
+    def session(
+        self, key: str, target: ssh.Target, on_login: Callable[[], None] | None = None
+    ) -> Iterator[ssh.Connection]:
+        """The live connection for `key`, opened (and counted in `logins`, and told to `on_login`) only when there
+        is none. An SSHError that makes the connection suspect drops it on its way out."""
+        connection, logged_in = self._checkout(key, target)
+        if logged_in and on_login is not None:
+            on_login()
         try:
             yield connection
         except ssh.SSHError as exc:
@@ -98,7 +102,7 @@ class Pool:
         with self._lock:
             return len(self._entries)
 
-    def _checkout(self, key: str, target: ssh.Target) -> ssh.Connection:
+    def _checkout(self, key: str, target: ssh.Target) -> tuple[ssh.Connection, bool]:
         self._after_fork()
         self._close_idle()
         with self._lock:
@@ -109,7 +113,7 @@ class Pool:
                 if entry is not None and entry.connection.is_active():
                     entry.users += 1
                     entry.used_at = time.monotonic()
-                    return entry.connection
+                    return entry.connection, False
                 stale = self._entries.pop(key, None)
             if stale is not None:
                 stale.connection.close()
@@ -117,7 +121,7 @@ class Pool:
             with self._lock:
                 self.logins += 1
                 self._entries[key] = _Entry(connection, time.monotonic(), users=1)
-            return connection
+            return connection, True
 
     def _checkin(self, key: str, connection: ssh.Connection) -> None:
         with self._lock:

@@ -204,10 +204,13 @@ def _handshake(address: str, port: int, budget: _Budget, key_types: tuple[str, .
         ) from exc
 
 
-def scan_host_key(address: str, port: int, *, timeout: float = 10) -> HostKey:
-    """The key the server presents, fetched without authenticating, for a person to compare and approve."""
+def scan_host_key(address: str, port: int, *, timeout: float = 10, key_type: str | None = None) -> HostKey:
+    """The key the server presents, fetched without authenticating, for a person to compare and approve; with
+    `key_type`, only a key of that type (the approved key's, to see whether the host presents it again)."""
     budget = _Budget(timeout, None)
-    offered = tuple(algorithm for algorithms in _HOST_KEY_ALGORITHMS.values() for algorithm in algorithms)
+    offered = _HOST_KEY_ALGORITHMS.get(key_type or "") or tuple(
+        algorithm for algorithms in _HOST_KEY_ALGORITHMS.values() for algorithm in algorithms
+    )
     try:
         transport = _handshake(address, port, budget, offered)
     except IncompatiblePeer as exc:

@@ -16,6 +16,7 @@ from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.results import compliance
 from jobs.results import stability as disk_stability
 from jobs.runs import queueing
+from jobs.shares import sharing
 from tests import test_api_schema as api_schema
 from tests import test_phone as phone
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
@@ -348,6 +349,48 @@ def test_the_run_page_shows_the_runs_stability(disk, owner_client):
     assert "read 3.6×" in page
 
 
+def selected_period(page: str) -> str:
+    field = page[page.index('id="compliance-period"') : page.index("</select>", page.index('id="compliance-period"'))]
+    chosen = [option for option in field.split("<option")[1:] if " selected" in option.split(">")[0]]
+    assert len(chosen) == 1, field
+    return chosen[0].split(">")[1].split("<")[0]
+
+
+def a_month_of_runs(disk: Disk) -> None:
+    """Three runs in the last 7 days and two more between 7 and 30 days ago."""
+    now = datetime.now(UTC)
+    for days in (1, 2, 3, 12, 20):
+        measured(disk, at=now - timedelta(days=days), iops=4000.0)
+
+
+def test_the_period_field_shows_the_30_days_it_counts_when_none_is_asked_on_the_disk_and_share_pages(
+    disk, owner, owner_client
+):
+    a_month_of_runs(disk)
+    _, token = sharing.create(disk.team, owner, days=7, disk=disk)
+    for url in (f"/disks/{disk.pk}/", f"/s/{token}/"):
+        page = Client().get(url) if url.startswith("/s/") else owner_client.get(url)
+        text = page.content.decode()
+        assert selected_period(text) == "Last 30 days"
+        assert "5 runs against a limit" in text
+        week = (Client().get if url.startswith("/s/") else owner_client.get)(f"{url}?period=7d").content.decode()
+        assert selected_period(week) == "Last 7 days" and "3 runs against a limit" in week
+
+
+def test_a_period_from_the_address_is_shown_as_it_is_and_kept_by_apply(disk, owner_client):
+    a_month_of_runs(disk)
+    since = (datetime.now(UTC) - timedelta(days=15)).date().isoformat()
+    page = owner_client.get(f"/disks/{disk.pk}/?since={since}").content.decode()
+    assert selected_period(page) == f"From {since} to now" and "4 runs against a limit" in page
+    assert f'<input type="hidden" name="since" value="{since}">' in page
+    # Apply sends the field as shown (period=custom and the hidden since): the same 4 runs.
+    applied = owner_client.get(f"/disks/{disk.pk}/?period=custom&since={since}&tolerance=5").content.decode()
+    assert selected_period(applied) == f"From {since} to now" and "4 runs against a limit" in applied
+    # Another period chosen in the field replaces since/until.
+    week = owner_client.get(f"/disks/{disk.pk}/?period=7d&since={since}&tolerance=5").content.decode()
+    assert selected_period(week) == "Last 7 days" and "3 runs against a limit" in week
+
+
 # ----------------------------------------------------------------------------- in a real browser
 
 
@@ -384,6 +427,35 @@ def test_the_compliance_cards_fit_a_phone_and_a_desktop_screen(
     screenshot("run", on=page)
     phone._assert_fits(page, "run")
     assert page.locator("#run-stability").is_visible()
+    assert not page.js_errors
+
+
+@pytest.mark.parametrize("screen", ["phone_page", "page"])
+def test_the_period_shown_is_the_one_counted_and_apply_keeps_it_on_the_disk_and_share_pages(
+    screen, disk, owner, request, live_server, screenshot
+):
+    a_month_of_runs(disk)
+    _, token = sharing.create(disk.team, owner, days=7, disk=disk)
+    page = request.getfixturevalue(screen)
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(owner.username)
+    page.get_by_label("Password").fill("a-long-test-password-1")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+    for name, url in (("disk", f"/disks/{disk.pk}/"), ("share", f"/s/{token}/")):
+        page.goto(f"{live_server.url}{url}")
+        phone._settle(page)
+        period = page.get_by_label("Period")
+        assert period.evaluate("select => select.selectedOptions[0].textContent") == "Last 30 days"
+        assert page.locator("#compliance-runs").inner_text().startswith("5 runs against a limit")
+        shot = screenshot(f"period-{name}", on=page)
+        page.locator("#disk-compliance").screenshot(path=str(shot.with_name(f"{shot.stem}-card.png")))
+        page.get_by_role("button", name="Apply").click()
+        page.wait_for_url("**period=30d**")
+        phone._settle(page)
+        assert page.get_by_label("Period").evaluate("s => s.selectedOptions[0].textContent") == "Last 30 days"
+        assert page.locator("#compliance-runs").inner_text().startswith("5 runs against a limit")
+        phone._assert_fits(page, name)
     assert not page.js_errors
 
 

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs.models import Credential, Disk, Host, Membership, Profile, Run, Team
+from tests import test_phone as phone
 from tests.factories import HostFactory, RunFactory
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -241,6 +243,46 @@ def test_a_forbidden_extra_option_is_refused_on_its_field(owner_client, team):
     assert not Profile.objects.filter(team=team).exists()
 
 
+BLOCK_OVER_FILE = "The block size (3 GiB) is larger than the file size per job (128 MiB)"
+
+
+def test_a_block_size_larger_than_the_file_per_job_is_refused_on_the_block_size_with_the_fix(owner_client, team):
+    response = owner_client.post("/profiles/new/", _profile_data(block_size_bytes="3G", size_bytes="128M"))
+    assert response.status_code == 200
+    (error,) = [e for e in response.context["form"].errors["block_size_bytes"] if e.startswith(BLOCK_OVER_FILE)]
+    assert error.endswith("Make the block size at most 128 MiB, or the file size per job at least 3 GiB.")
+    page = response.content.decode()
+    assert html.escape(BLOCK_OVER_FILE) in page and 'value="3G"' in page and 'value="128M"' in page
+    assert not Profile.objects.filter(team=team).exists()
+
+
+def test_the_api_and_the_model_refuse_a_block_size_no_job_can_run(owner, team):
+    from jobs.api.models import ApiToken
+
+    api = Client(headers={"Authorization": f"Bearer {ApiToken.issue(owner, team, 'p')[1]}"})
+    body = {"name": "too big", "rw": "randread", "block_size_bytes": 2**30, "size_bytes": 128 * 2**20}
+    refused = api.post("/api/v1/profiles/", body, content_type="application/json")
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["block_size_bytes"] == [
+        "The block size (1 GiB) is larger than the file size per job (128 MiB): fio cannot run a job whose file is "
+        "smaller than one block. Make the block size at most 128 MiB, or the file size per job at least 1 GiB."
+    ]
+    split = api.post("/api/v1/profiles/", body | {"block_size_bytes": 64 * 2**20, "extra_options": {"nrfiles": "4"}},
+                     content_type="application/json")  # fmt: skip
+    assert split.status_code == 400 and "each of the 4 files (nrfiles)" in split.json()["block_size_bytes"][0]
+    odd = api.post("/api/v1/profiles/", body | {"block_size_bytes": 1000}, content_type="application/json")
+    assert odd.status_code == 400 and "whole number of 512-byte sectors" in odd.json()["block_size_bytes"][0]
+    buffered = api.post("/api/v1/profiles/", body | {"block_size_bytes": 1000, "direct": False},
+                        content_type="application/json")  # fmt: skip
+    assert buffered.status_code == 201, buffered.content  # without direct I/O any block size is fine
+    # A profile stored before this rule is refused at its next save too, by the model's own check.
+    edited = Profile(team=team, name="old", block_size_bytes=2**30, size_bytes=2**27)
+    with pytest.raises(ValidationError) as raised:
+        edited.full_clean()
+    assert "block_size_bytes" in raised.value.message_dict
+    assert Profile.objects.filter(team=team).count() == 1
+
+
 def test_the_profile_preview_shows_the_exact_job_file(owner_client, team):
     preview = owner_client.get("/profiles/preview.json", _profile_data()).json()
     assert "rw=randread" in preview["text"] and "bs=4096" in preview["text"]
@@ -406,6 +448,25 @@ def test_comparing_runs_and_a_wrong_count(owner_client, disk):
     page = owner_client.get(f"/compare/?runs={a.pk}&runs={b.pk}").content.decode()
     assert f">#{a.pk}</a>" in page and "a · vm1:data" in page and "25 %" in page and "50 %" in page
     assert "Pick 2 to 8; you picked 1." in owner_client.get(f"/compare/?runs={a.pk}").content.decode()
+
+
+def _runs_on_two_kernels(disk: Disk) -> tuple[Run, Run]:
+    """A run on kernel 6.1 finished yesterday and, stored after it (an import, say), one on 5.10 two days ago."""
+    newer = _finished_run(disk, profile_name="4k randread", iops=3000, limit=4000, days_ago=1,
+                          environment={"kernel": "6.1.0-13-amd64"})  # fmt: skip
+    older = _finished_run(disk, profile_name="4k randread", iops=2000, limit=4000, days_ago=2,
+                          environment={"kernel": "5.10.0-21-amd64"})  # fmt: skip
+    return older, newer
+
+
+@pytest.mark.parametrize("order", ["newer first", "older first"])
+def test_the_environment_of_compared_runs_reads_older_to_newer_whatever_the_order_picked(owner_client, disk, order):
+    older, newer = _runs_on_two_kernels(disk)
+    picked = [newer, older] if order == "newer first" else [older, newer]
+    page = owner_client.get(f"/compare/?{'&'.join(f'runs={run.pk}' for run in picked)}").content.decode()
+    changes = html.unescape(re.sub(r"<[^>]+>", "", page.split('id="environment-changes"')[1].split("</section>")[0]))
+    assert f"#{older.pk} → #{newer.pk}: kernel 5.10.0-21-amd64 → 6.1.0-13-amd64" in changes
+    assert f"#{newer.pk} → #{older.pk}" not in changes
 
 
 def test_the_overview_shows_results_running_and_failed_runs(owner_client, disk):
@@ -629,3 +690,49 @@ def test_the_forms_preview_live_and_the_compare_chart_draws_under_a_strict_csp(p
     assert page.evaluate(drawn) == 4
     screenshot("compare")
     assert page.js_errors == []
+
+
+@pytest.mark.parametrize("screen", ["phone_page", "page"])
+def test_ticking_two_runs_on_the_compare_page_shows_their_environment_older_to_newer(
+    screen, owner, disk, request, live_server, screenshot
+):
+    older, newer = _runs_on_two_kernels(disk)
+    page = request.getfixturevalue(screen)
+    _strict_browser(page, live_server, owner)
+    page.goto(f"{live_server.url}/compare/")
+    phone._settle(page)
+    for run in (newer, older):  # as listed: newest first
+        page.locator(f"#pick-runs ~ fieldset input[value='{run.pk}']").check()
+    page.get_by_role("button", name="Compare runs").click()
+    page.wait_for_url("**runs=**")
+    phone._settle(page)
+    changes = page.locator("#environment-changes li")
+    assert changes.inner_text() == f"#{older.pk} → #{newer.pk}: kernel 5.10.0-21-amd64 → 6.1.0-13-amd64"
+    shot = screenshot("environment", on=page)
+    page.locator("#environment-changes").screenshot(path=str(shot.with_name(f"{shot.stem}-card.png")))
+    phone._assert_fits(page, "compare")
+    assert not page.js_errors
+
+
+@pytest.mark.parametrize("screen", ["phone_page", "page"])
+def test_saving_a_block_larger_than_the_file_shows_the_fix_under_the_block_size(
+    screen, owner, team, request, live_server, screenshot
+):
+    page = request.getfixturevalue(screen)
+    _strict_browser(page, live_server, owner)
+    page.goto(f"{live_server.url}/profiles/new/")
+    page.get_by_label("Name").fill("too big a block")
+    page.get_by_label("Block size").fill("3G")
+    page.get_by_label("File size per job").fill("128M")
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_load_state()
+    row = page.locator("#row-block_size_bytes")
+    assert BLOCK_OVER_FILE in row.inner_text()
+    assert "Make the block size at most 128 MiB, or the file size per job at least 3 GiB." in row.inner_text()
+    assert page.get_by_label("Block size").input_value() == "3G"
+    row.scroll_into_view_if_needed()
+    shot = screenshot("profile-refused", on=page)
+    row.screenshot(path=str(shot.with_name(f"{shot.stem}-field.png")))
+    phone._assert_fits(page, "profile form")
+    assert not Profile.objects.filter(team=team).exists()
+    assert not page.js_errors

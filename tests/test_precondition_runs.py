@@ -145,3 +145,23 @@ def test_a_fill_on_a_device_holding_a_filesystem_is_refused_with_nothing_written
     assert _sha256(device) == before
     disk.refresh_from_db()
     assert disk.precondition == {}
+
+
+def test_a_run_that_fails_in_fio_keeps_no_fresh_block_warning_nor_any_other_stamp(
+    fio_installed, sshd, worker, tmp_path
+):
+    team, host = team_with_host(sshd)
+    disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
+    # Stored before profiles were refused such sizes (the factory does not clean): fio refuses it at once.
+    impossible = quick_profile(team, name="too big a block", block_size_bytes=32 * MiB, size_bytes=16 * MiB)
+
+    run = wait_final(queueing.request_run(disk, impossible))
+
+    assert run.state == Run.State.FAILED, run.explanation
+    assert "size too small" in run.explanation
+    assert run.warnings == [] and run.steady_state is None
+    assert _api(team).get(f"/api/v1/runs/{run.pk}/").json()["warnings"] == []
+    client = Client()
+    client.force_login(User.objects.get(username="reader"))
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Fresh blocks" not in page and "run-warning" not in page and 'id="run-steady"' not in page

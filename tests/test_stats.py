@@ -39,7 +39,9 @@ def pair(host: Host) -> tuple[Disk, Disk]:
     )
 
 
-def nightly(disk: Disk, iops: list[float], *, start: datetime = T0, clat: dict | None = None) -> list[Run]:
+def nightly(
+    disk: Disk, iops: list[float], *, start: datetime = T0, clat: dict | None = None, profile_name: str = PROFILE
+) -> list[Run]:
     """One run a night at 02:00 from `start`, of total IOPS iops[i], stored as a succeeded run stores it."""
     runs = []
     for night, value in enumerate(iops):
@@ -49,7 +51,7 @@ def nightly(disk: Disk, iops: list[float], *, start: datetime = T0, clat: dict |
             summary["read"]["clat_us"] = clat
         run = RunFactory(
             disk=disk,
-            profile_name=PROFILE,
+            profile_name=profile_name,
             state=Run.State.SUCCEEDED,
             started_at=finished - timedelta(seconds=60),
             finished_at=finished,
@@ -312,6 +314,24 @@ def test_the_compare_page_has_a_statistics_card_for_two_disks_and_a_before_after
     assert json.status_code == 200 and json.json()["series"][0]["disk"] == pair[0].pk
 
 
+def thirty_nights_and_one_odd_run(disk: Disk) -> None:
+    """30 nights of the usual profile, 20 % slower from 2026-09-16; and one run of a profile first by name."""
+    rng = np.random.default_rng(6)
+    nightly(disk, [*rng.normal(4000, 100, 15), *rng.normal(3200, 80, 15)])
+    nightly(disk, [5000.0], start=T0 + timedelta(days=3, hours=1), profile_name="1m seqread")
+
+
+def test_before_and_after_starts_with_the_disks_profile_of_the_most_runs(pair, owner_client):
+    thirty_nights_and_one_odd_run(pair[0])
+    page = owner_client.get(f"/compare/?disk={pair[0].pk}&split=2026-09-16").content.decode()
+    assert '<option value="4k randread" selected>4k randread (30 runs)</option>' in page
+    assert '<option value="1m seqread">1m seqread (1 run)</option>' in page
+    assert "Not enough runs to tell" not in page and "% slower than before" in page
+    # Asked for by name, the other profile is still there to choose.
+    odd = owner_client.get(f"/compare/?disk={pair[0].pk}&split=2026-09-16&profile=1m%20seqread").content.decode()
+    assert '<option value="1m seqread" selected>' in odd and "Not enough runs to tell" in odd
+
+
 @pytest.mark.parametrize("screen", ["phone_page", "page"])
 def test_the_compare_statistics_and_distributions_fit_a_phone_and_a_desktop(
     screen, pair, owner, request, live_server, screenshot
@@ -342,6 +362,33 @@ def test_the_compare_statistics_and_distributions_fit_a_phone_and_a_desktop(
     page.locator("#before-after button").click()
     page.wait_for_url("**split=2026-09-05**")
     assert "Not enough runs to tell" in page.locator("#statistics").inner_text()
+    assert not page.js_errors
+
+
+@pytest.mark.parametrize("screen", ["phone_page", "page"])
+def test_the_before_after_form_compares_the_profile_of_the_most_runs(
+    screen, pair, owner, request, live_server, screenshot
+):
+    thirty_nights_and_one_odd_run(pair[0])
+    page = request.getfixturevalue(screen)
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(owner.username)
+    page.get_by_label("Password").fill("a-long-test-password-1")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/compare/")
+    phone._settle(page)
+    page.select_option("#before-after select[name=disk]", str(pair[0].pk))
+    page.fill("#before-after input[name=split]", "2026-09-16")
+    page.locator("#before-after button").click()
+    page.wait_for_url("**split=2026-09-16**")
+    phone._settle(page)
+    assert page.locator("#stats-profile").evaluate("s => s.selectedOptions[0].textContent") == "4k randread (30 runs)"
+    verdict = page.locator("#statistics-verdict").inner_text()
+    assert "slower than before" in verdict and "Not enough runs" not in verdict
+    shot = screenshot("before-after", on=page)
+    page.locator("#statistics").screenshot(path=str(shot.with_name(f"{shot.stem}-card.png")))
+    phone._assert_fits(page, "compare before/after")
     assert not page.js_errors
 
 

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from jobs import clock, scheduling
+from jobs import clock, scheduling, ssh
 from jobs.alerts.lifecycle import Found, clear, raise_alert
 from jobs.models import Alert, AlertRule, ChangePoint, Disk, Host, Run, RunResult, Schedule
 from jobs.results.compliance import DEFAULT_TOLERANCE
@@ -35,6 +35,8 @@ FAILED = (Run.State.FAILED, Run.State.ERROR, Run.State.LOST)
 STALE_SLACK = timedelta(minutes=15)
 # The sweep looks again at failures and skipped fires this far back (a hook missed by a killed worker).
 LOOKBACK = timedelta(minutes=10)
+# The sweep's look at the key a host with a host-key alert presents: short, a host that does not answer waits.
+HOST_KEY_SCAN_TIMEOUT_S = 5.0
 
 
 def safely(check: Callable[P, Any]) -> Callable[P, None]:
@@ -89,7 +91,7 @@ def series_failed(pairs: Iterable[tuple[int, str]]) -> None:
 def host_key_refused(host: Host, presented: str, during: str) -> None:
     """The host presented another key than the approved one (a run, a test, a scan)."""
     raise_alert(Found(
-        team_id=host.team_id, kind=Kind.HOST_KEY_CHANGED, condition=f"host_key_changed:host={host.pk}",
+        team_id=host.team_id, kind=Kind.HOST_KEY_CHANGED, condition=_host_key_condition(host.pk),
         title=f"Host key changed: {host.name}",
         summary=(
             f"{host.name} ({host.address}:{host.port}) presented the key {presented or '(none)'} during {during}, "
@@ -101,7 +103,19 @@ def host_key_refused(host: Host, presented: str, during: str) -> None:
 
 
 def host_key_approved(host: Host) -> None:
-    clear(host.team_id, f"host_key_changed:host={host.pk}", f"a key was approved: {host.host_key_fingerprint}")
+    clear(host.team_id, _host_key_condition(host.pk), f"a key was approved: {host.host_key_fingerprint}")
+
+
+def host_key_presented(host: Host, during: str) -> None:
+    """The host presented its approved key again (a login, a test, a scan): the condition no longer holds."""
+    clear(
+        host.team_id, _host_key_condition(host.pk),
+        f"{host.name} presented the approved key {host.host_key_fingerprint} again during {during}",
+    )  # fmt: skip
+
+
+def _host_key_condition(host_id: int) -> str:
+    return f"host_key_changed:host={host_id}"
 
 
 # ----------------------------------------------------------------------------- the kinds
@@ -269,6 +283,26 @@ def _overdue(
     return None
 
 
+def host_key_check(alert: Alert, now: datetime) -> None:
+    """Holds while the host presents another key than the approved one: the sweep reads the key it presents (a
+    key scan, nothing is sent) and clears the alert when it is the approved one again. A host that does not
+    answer keeps its alert: nothing says which key it would present."""
+    host = alert.host
+    if host is None:
+        clear(alert.team_id, alert.condition, "its host was removed", now)
+        return
+    if not host.has_pinned_key or not host.enabled:
+        return
+    try:
+        presented = ssh.scan_host_key(
+            host.address, host.port, timeout=HOST_KEY_SCAN_TIMEOUT_S, key_type=host.host_key_type
+        )
+    except ssh.SSHError:
+        return
+    if presented.key_type == host.host_key_type and presented.key_b64 == host.host_key_b64:
+        host_key_presented(host, "the alerts sweep's key check")
+
+
 # ----------------------------------------------------------------------------- the minute's sweep
 
 
@@ -278,7 +312,7 @@ def sweep(now: datetime | None = None) -> str:
     scheduled = Disk.objects.filter(schedules__enabled=True).distinct().select_related("host")
     for disk in scheduled:
         safely(stale)(disk, now)
-    unresolved = Alert.objects.filter(state__in=Alert.UNRESOLVED).select_related("disk__host", "schedule")
+    unresolved = Alert.objects.filter(state__in=Alert.UNRESOLVED).select_related("host", "disk__host", "schedule")
     for alert in unresolved:
         safely(_judge_again)(alert, now)
     recent = Run.objects.filter(finished_at__gte=now - LOOKBACK)
@@ -291,7 +325,8 @@ def sweep(now: datetime | None = None) -> str:
 
 def _judge_again(alert: Alert, now: datetime) -> None:
     if alert.kind == Kind.HOST_KEY_CHANGED:
-        return  # only an approval clears it, and that clears it at once
+        host_key_check(alert, now)
+        return
     if alert.kind == Kind.SCHEDULE_SKIPPED:
         if alert.schedule is None:
             clear(alert.team_id, alert.condition, "its schedule was deleted", now)

@@ -204,10 +204,13 @@ def _compliance(disk: Disk, params: Any) -> dict[str, Any]:
     """The Compliance and Stability cards: the period, profile and tolerance asked in the page's query string,
     or the refusal naming the one to fix (the cards then show their form only)."""
     profiles = RunResultDay.objects.filter(disk=disk).values_list("profile_name", flat=True).distinct()
+    params = _compliance_params(params)
     form = {
         "compliance_profiles": sorted({name for name in profiles if name}),
         "compliance_query": params,
         "compliance_periods": COMPLIANCE_PERIODS,
+        # What the Period field shows: the period counted, the default when none was asked (never the first option).
+        "compliance_period": params.get("period") or ("custom" if _custom(params) else compliance.DEFAULT_PERIOD),
     }
     try:
         query = compliance.parse(params)
@@ -232,6 +235,22 @@ def _compliance(disk: Disk, params: Any) -> dict[str, Any]:
 
 
 COMPLIANCE_PERIODS = [("7d", "Last 7 days"), ("30d", "Last 30 days"), ("90d", "Last 90 days"), ("all", "All time")]
+
+
+def _custom(params: Any) -> bool:
+    return bool(params.get("since", "").strip() or params.get("until", "").strip())
+
+
+def _compliance_params(params: Any) -> dict[str, str]:
+    """The card's form sends the period chosen in its Period field, and since/until when the address gave them
+    (the field then shows them as its 'custom' choice): a named period chosen there replaces them."""
+    asked = {key: params.get(key, "") for key in ("period", "since", "until", "profile", "tolerance") if key in params}
+    if asked.get("period") == "custom":
+        del asked["period"]
+    elif asked.get("period") in compliance.PERIODS:
+        asked.pop("since", None)
+        asked.pop("until", None)
+    return asked
 
 
 def _moment(iso: str | None) -> datetime | None:

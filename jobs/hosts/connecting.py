@@ -20,9 +20,11 @@ from jobs.models import Host, Run
 from jobs.runs import queueing
 
 
-def connect(host: Host) -> ssh.Connection:
+def connect(host: Host, during: str = "a connection") -> ssh.Connection:
     """A connection of its own, closed by the caller (`with connect(host) as conn:`)."""
-    return ssh.connect(_target(host))
+    connection = ssh.connect(_target(host))
+    _presented_approved_key(host, during)
+    return connection
 
 
 @contextmanager
@@ -30,8 +32,14 @@ def session(host: Host) -> Iterator[ssh.Connection]:
     """The worker's persistent session to `host` (jobs/sessions.py), for launches, observation, collection and
     cancels: one login per host per worker process, whatever the runs. The same refusals as `connect` first."""
     target = _target(host)
-    with sessions.POOL.session(sessions.key_of(host.pk, target), target) as conn:
+    key = sessions.key_of(host.pk, target)
+    with sessions.POOL.session(key, target, on_login=lambda: _presented_approved_key(host, "a worker's login")) as conn:
         yield conn
+
+
+def _presented_approved_key(host: Host, during: str) -> None:
+    """A login passed the pinned-key check: a host-key-changed alert of the host no longer holds."""
+    alerts.after_commit(alerts.host_key_presented, host, during)
 
 
 def _target(host: Host) -> ssh.Target:
@@ -73,6 +81,7 @@ def connection_test(host: Host, user: Any = None) -> ConnectionTest:
     try:
         # Inside the try: a credential that cannot be decrypted is an answer too, never an error page.
         with ssh.connect(host.ssh_target(), timeout=15) as conn:
+            _presented_approved_key(host, "a connection test")
             result = conn.run(command, timeout=30)
     except ssh.SSHError as exc:
         note_ssh_refusal(host, exc, user=user)
@@ -94,6 +103,8 @@ def scan_host_key(host: Host, user: Any = None) -> ssh.HostKey:
         audit.record(host.team, user, AuditEvent.Action.HOST_KEY_CHANGED, host, pinned=host.host_key_fingerprint,
                      presented=key.fingerprint, presented_type=key.key_type)  # fmt: skip
         alerts.after_commit(alerts.host_key_refused, host, key.fingerprint, "a key scan")
+    elif host.has_pinned_key and key.key_type == host.host_key_type:
+        _presented_approved_key(host, "a key scan")
     Host.objects.filter(pk=host.pk).update(
         scanned_key_type=key.key_type,
         scanned_key_b64=key.key_b64,

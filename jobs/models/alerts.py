@@ -41,8 +41,8 @@ KIND_HELP = {
     Kind.SCHEDULE_SKIPPED: "A schedule's fire that was skipped (missed while beat or the workers were down, or "
     "outside its window); resolved when a later fire starts.",
     Kind.STALE: "A disk with an enabled schedule and no successful run for N of its intervals (plus 15 minutes).",
-    Kind.HOST_KEY_CHANGED: "A host presented another SSH key than the approved one; resolved when a key is "
-    "approved again.",
+    Kind.HOST_KEY_CHANGED: "A host presented another SSH key than the approved one; resolved when it presents the "
+    "approved key again (a login, a test, a key scan, the minute's sweep) or a person approves a key.",
 }
 
 

@@ -9,7 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from jobs import runners
+from jobs import runners, units
 from jobs.models.teams import Team
 
 
@@ -121,10 +121,43 @@ class Profile(models.Model):
         if self.tool == self.Tool.FIO and self.ioengine not in options.IOENGINES:
             errors["ioengine"] = f"Choose one of {', '.join(sorted(options.IOENGINES))}."
         errors |= self._steady_state_errors()
+        errors |= self._size_errors()
         if self.tool == self.Tool.NDISK64 and self.precondition:
             errors["precondition"] = "Only fio profiles can fill the target first; leave this empty for ndisk64."
         if errors:
             raise ValidationError(errors)
+
+    def _size_errors(self) -> dict[str, str]:
+        """Sizes the tool cannot run: a block larger than the file per job (fio: "size too small, must not be less
+        than minimum block size"), or than each of its nrfiles files (fio then does no I/O at all), and a direct
+        block size that is not whole sectors (EINVAL on the first read). Refused at save, not by a failed run."""
+        errors: dict[str, str] = {}
+        block, size = self.block_size_bytes, self.size_bytes
+        files = self._nrfiles()
+        if block and size and block > size:
+            errors["block_size_bytes"] = (
+                f"The block size ({units.format_bytes(block)}) is larger than the file size per job "
+                f"({units.format_bytes(size)}): {self.tool} cannot run a job whose file is smaller than one block. "
+                f"Make the block size at most {units.format_bytes(size)}, or the file size per job at least "
+                f"{units.format_bytes(block)}."
+            )
+        elif block and size and files > 1 and block > size // files:
+            errors["block_size_bytes"] = (
+                f"The block size ({units.format_bytes(block)}) is larger than each of the {files} files "
+                f"(nrfiles) the file size per job is split into ({units.format_bytes(size // files)}): fio would do no "
+                f"I/O at all. Make the block size at most {units.format_bytes(size // files)}, the file size per job "
+                f"at least {units.format_bytes(block * files)}, or nrfiles smaller."
+            )
+        elif self.tool == self.Tool.FIO and self.direct and block and block % 512:
+            errors["block_size_bytes"] = (
+                f"With direct I/O the block size must be a whole number of 512-byte sectors; {block:,} bytes is not, "
+                "and fio's first read would fail (Invalid argument). Use e.g. 4k or 64k, or turn direct I/O off."
+            )
+        return errors
+
+    def _nrfiles(self) -> int:
+        value = str((self.extra_options or {}).get("nrfiles", "")) if self.tool == self.Tool.FIO else ""
+        return int(value) if value.isdigit() and len(value) < 10 else 1
 
     def _steady_state_errors(self) -> dict[str, str]:
         from jobs.tools import options

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
@@ -234,9 +235,10 @@ def _chart(groups: list[Group], by_disk: bool) -> dict[str, Any]:
 
 
 def _environment_changes(groups: list[Group]) -> list[tuple[Column, Column, list[str]]]:
-    """For runs compared, what differs between each run's environment and the next one's, in the order picked:
-    (column, next column, lines), or (column, next column, []) where nothing recorded differs."""
-    columns = [c for c in (groups[0].columns if groups else []) if c.run is not None]
+    """For runs compared, what differs between each run's environment and the next one's, older to newer
+    whatever the order picked: (column, next column, lines), or (column, next column, []) where nothing recorded
+    differs."""
+    columns = sorted((c for c in (groups[0].columns if groups else []) if c.run is not None), key=_ran_at)
     found = []
     for before, after in pairwise(columns):
         assert before.run is not None and after.run is not None  # filtered above
@@ -245,6 +247,13 @@ def _environment_changes(groups: list[Group]) -> list[tuple[Column, Column, list
             lines = ["not comparable: the environment of one of them was not recorded"]
         found.append((before, after, lines))
     return found
+
+
+def _ran_at(column: Column) -> tuple[datetime, int]:
+    """When the column's run ran (its finish; its creation for one that never finished), then its id."""
+    run = column.run
+    assert run is not None  # the caller keeps columns with a run
+    return (run.finished_at or run.created_at, run.pk)
 
 
 def _add_credits(groups: list[Group]) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 from django.utils.dateparse import parse_date, parse_datetime
 
 from jobs import clock, units
@@ -254,8 +254,9 @@ def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str
     ids = [asked[key] for key in ("disk", "a_disk", "b_disk") if key in asked]
     found["profiles"] = _shared_profiles([int(v) for v in ids if v.isascii() and v.isdigit() and len(v) < 19], team)
     if not asked["profile"] and found["profiles"]:
-        # The page starts with the first profile the disks share; the API asks for one when there are several.
-        asked["profile"] = found["profiles"][0]
+        # The page starts with the profile of the most runs (a first profile by name may have one run, too few to
+        # tell anything); the API asks for one when there are several.
+        asked["profile"] = min(found["profiles"], key=lambda pair: (-pair[1], pair[0]))[0]
     try:
         query = parse(asked, team)
     except StatsError as exc:
@@ -267,10 +268,25 @@ def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str
     return found | {"result": result, "query": query}
 
 
-def _shared_profiles(disk_ids: list[int], team: Team) -> list[str]:
-    """The profiles the disks share or, when they share none, any of them has (as choose_profile picks)."""
-    names = [profiles_of(disk) for disk in Disk.objects.filter(team=team, pk__in=disk_ids)]
-    return sorted(set.intersection(*names) or set.union(*names)) if names else []
+def _shared_profiles(disk_ids: list[int], team: Team) -> list[tuple[str, int]]:
+    """The profiles the disks share or, when they share none, any of them has (as choose_profile picks), by name,
+    each with its number of results on those disks (from the day rollup)."""
+    rows = (
+        RunResultDay.objects.filter(disk__team=team, disk_id__in=disk_ids)
+        .values_list("disk_id", "profile_name")
+        .annotate(runs=Sum("runs"))
+        .order_by()
+    )
+    names: dict[int, set[str]] = {
+        disk_id: set() for disk_id in Disk.objects.filter(team=team, pk__in=disk_ids).values_list("pk", flat=True)
+    }
+    runs: Counter[str] = Counter()
+    for disk_id, name, count in rows:
+        names[disk_id].add(name)
+        runs[name] += count
+    sets = list(names.values())
+    shared = set.intersection(*sets) or set.union(*sets) if sets else set()
+    return [(name, runs[name]) for name in sorted(shared)]
 
 
 def profiles_of(disk: Disk) -> set[str]:

@@ -101,7 +101,11 @@ def finish(
 ) -> bool:
     """Move a run to a final state (from one of `from_states`: any unfinished one by default), and hand the disk
     (or exclusive host) it held to the runs waiting for it in the same transaction: a free disk does not wait
-    for the beat tick, and no waiting run keeps naming a run that has ended."""
+    for the beat tick, and no waiting run keeps naming a run that has ended. A run that ended otherwise than
+    succeeded has no number to judge: it keeps no validity stamp (the warnings given at its launch, such as
+    fresh blocks, and no steady-state stamp)."""
+    if state != Run.State.SUCCEEDED:
+        fields |= {"warnings": [], "steady_state": None}
     with transaction.atomic():
         finished = move(
             run, from_states, state, attempt=attempt, explanation=explanation, finished_at=timezone.now(), **fields
