@@ -16,7 +16,6 @@ import smtplib
 from dataclasses import dataclass
 from typing import Any
 
-import apprise
 import requests
 from django.conf import settings
 from django.core.mail import EmailMessage
@@ -91,6 +90,8 @@ def send_webhook(url: str, secret: str, payload: dict[str, Any]) -> Outcome:
 
 
 def send_apprise(url: str, payload: dict[str, Any]) -> Outcome:
+    import apprise  # here, not at start-up: its plugins take ~0.2 s and ~15 MB to load (bench/startup.py)
+
     notifier = apprise.Apprise()
     notifier.add(url)
     with apprise.LogCapture(level=apprise.logging.WARNING, fmt="%(message)s") as log:
