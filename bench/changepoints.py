@@ -53,7 +53,8 @@ LOWERED = 400
 
 
 def _shift_last_runs(disk_pk: int) -> int:
-    """Lower the first profile's last LOWERED results (at most half of them) by STEP; the id of its first lowered run."""
+    """Lower the first profile's last LOWERED results (at most half of them) by STEP; the id of its first
+    lowered run."""
     from django.db.models import F
 
     from jobs.models import RunResult
