@@ -34,8 +34,9 @@ this script (the load generator shares the machine's CPUs with both), and the lo
 one client alone makes --solo-requests requests: the service time without queueing.
 
 Then, in this process, through Django's test client with the same token header: the SQL statements of one
-request and the EXPLAIN (ANALYZE, BUFFERS) of its SELECTs on runs, a check that another team's disk lists
-nothing (EXPLAIN QUERY PLAN on SQLite), and, when the target is missed (or with --profile), a cProfile of --profile-requests requests.
+request and the EXPLAIN (ANALYZE, BUFFERS) of its SELECTs on runs (EXPLAIN QUERY PLAN on SQLite), a check that
+another team's disk lists nothing, and, when the target is missed (or with --profile), a cProfile of
+--profile-requests requests.
 
 Target: p95 <= 50 ms. By Little's law, 20 closed-loop clients with no think time keep 20 requests in the
 system, so p95 <= 50 ms needs a mean latency well under 50 ms, i.e. >= ~400 requests/s; --think-ms 500 has
