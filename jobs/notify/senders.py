@@ -16,7 +16,6 @@ import smtplib
 from dataclasses import dataclass
 from typing import Any
 
-import requests
 from django.conf import settings
 from django.core.mail import EmailMessage
 
@@ -68,6 +67,8 @@ def signature(secret: str, body: bytes) -> str:
 
 
 def send_webhook(url: str, secret: str, payload: dict[str, Any]) -> Outcome:
+    import requests  # here, not at start-up (bench/startup.py)
+
     body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
     headers = {
         "Content-Type": "application/json",
