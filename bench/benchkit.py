@@ -403,6 +403,11 @@ def configure_django(stack: Stack, db: str, database_url: str) -> None:
         url = database_url
     else:
         url = f"sqlite:///{stack.var / 'benchweb.sqlite3'}"
+        # A migrated database to start from (tests/test_bench_smoke.py makes one for all its smoke runs); the
+        # migrate below then has little or nothing to do.
+        template = os.environ.get("BENCHWEB_BENCH_SQLITE_TEMPLATE")
+        if template:
+            shutil.copyfile(template, stack.var / "benchweb.sqlite3")
     os.environ["DJANGO_SETTINGS_MODULE"] = "benchweb.settings"
     os.environ["BENCHWEB_VAR_DIR"] = str(stack.var)
     os.environ["DATABASE_URL"] = url

@@ -72,7 +72,10 @@ print(" ".join(m for m in {HEAVY!r} if m in sys.modules))
 
 
 def environment(stack: Stack, port: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    # As a user's shell has it: no DATABASE_URL or REDIS_URL (SQLite and the embedded Redis), and bytecode
+    # written and reused (PYTHONDONTWRITEBYTECODE would compile every module again at each start).
+    drop = ("DATABASE_URL", "REDIS_URL", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     return env | {
         "BENCHWEB_VAR_DIR": str(stack.var),
         "BENCHWEB_PORT": str(port),
@@ -132,6 +135,7 @@ def migrate(env: dict[str, str]) -> tuple[float, float]:
     """(wall s, peak RSS MB) of `manage.py migrate --noinput` with nothing to do."""
     began = time.perf_counter()
     child = subprocess.Popen([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env)
+    # wait4 rather than wait: it returns the child's own resource use (its peak RSS)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - began
     child.returncode = os.waitstatus_to_exitcode(status)

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,15 @@ BENCH = ROOT / "bench"
 HELPERS = {"benchkit.py"}
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in HELPERS)
 SMOKE_TIMEOUT_S = 300
+SMOKE_AT_ONCE = 3
+
+# The slowest first, so that the last to finish is not one of them.
+SLOWEST = ("observer_cost.py", "fanout.py", "startup.py", "api_runs_list.py", "start_precision.py")
 
 sys.path.insert(0, str(BENCH))
 import start_precision  # noqa: E402  (bench/ is not a package)
+
+sys.path.remove(str(BENCH))
 
 
 def _needs(script: str) -> list[str]:
@@ -33,9 +40,16 @@ def _needs(script: str) -> list[str]:
     return [what for what, sign in (("sshd", "start_sshd("), ("fio", '"fio"')) if sign in text]
 
 
+def _missing(script: str) -> list[str]:
+    return [what for what in _needs(script) if _absent(what)]
+
+
+def _absent(what: str) -> bool:
+    return not sshd_local.sshd_available() if what == "sshd" else shutil.which("fio") is None
+
+
 def _require(what: str) -> None:
-    missing = not sshd_local.sshd_available() if what == "sshd" else shutil.which("fio") is None
-    if missing:
+    if _absent(what):
         reason = f"{what} is missing: the bench script needs it (apt-get install openssh-server fio)"
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
@@ -59,25 +73,49 @@ def test_every_bench_module_but_the_helpers_is_a_script_with_a_smoke_mode():
         assert 'if __name__ == "__main__":' in text and "add_smoke_option(" in text, script
 
 
-@pytest.mark.slow
-@pytest.mark.django_db
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_the_bench_script_runs_at_smoke_size_and_prints_its_figures(script, tmp_path):
-    for what in _needs(script):
-        _require(what)
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+def _smoke(script: str, env: dict[str, str], tmp: Path) -> tuple[subprocess.CompletedProcess[str], float]:
     began = time.monotonic()
     done = subprocess.run([sys.executable, str(BENCH / script), "--smoke", *_database_options(script)], cwd=ROOT,
-                          env=env | {"TMPDIR": str(tmp_path)}, capture_output=True, text=True,
-                          timeout=SMOKE_TIMEOUT_S, check=False)  # fmt: skip
-    said = (
-        f"exit {done.returncode} after {time.monotonic() - began:.0f} s\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
-    )
+                          env=env | {"TMPDIR": str(tmp)}, capture_output=True, text=True, timeout=SMOKE_TIMEOUT_S,
+                          check=False)  # fmt: skip
+    return done, time.monotonic() - began
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(tmp_path_factory):
+    """Every script's smoke run, SMOKE_AT_ONCE at a time in the background from the first test on (most of a
+    run is waiting: for sshd, a worker, beat, fio), each in a TMPDIR of its own; SQLite runs start from one
+    migrated database."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+    if connection.vendor != "postgresql":
+        template = tmp_path_factory.mktemp("template") / "benchweb.sqlite3"
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
+                       env=env | {"DATABASE_URL": f"sqlite:///{template}",
+                                  "BENCHWEB_VAR_DIR": str(template.parent)}, timeout=300)  # fmt: skip
+        env["BENCHWEB_BENCH_SQLITE_TEMPLATE"] = str(template)
+    pool = ThreadPoolExecutor(max_workers=SMOKE_AT_ONCE)
+    runs = {}
+    for script in sorted(SCRIPTS, key=lambda name: name not in SLOWEST):
+        if not _missing(script):
+            tmp = tmp_path_factory.mktemp(Path(script).stem)
+            runs[script] = (pool.submit(_smoke, script, env, tmp), tmp)
+    yield runs
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_bench_script_runs_at_smoke_size_and_prints_its_figures(script, smoke_runs):
+    for what in _missing(script):
+        _require(what)
+    future, tmp = smoke_runs[script]
+    done, spent = future.result()
+    said = f"exit {done.returncode} after {spent:.0f} s\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     assert done.returncode == 0, said
     assert "smoke run: measured and reported" in done.stderr, said
     # Its figures: lines with numbers in them, on standard output.
     assert len([line for line in done.stdout.splitlines() if re.search(r"\d", line)]) >= 1, said
-    assert not list(tmp_path.iterdir()), f"{script} left {sorted(p.name for p in tmp_path.iterdir())} behind"
+    assert not list(tmp.iterdir()), f"{script} left {sorted(p.name for p in tmp.iterdir())} behind"
 
 
 def test_a_process_tree_s_cpu_counts_what_a_live_child_has_reaped():
