@@ -1,23 +1,27 @@
-"""How fast the REST API lists runs under gunicorn, on PostgreSQL with 1,000,000 runs and 20 concurrent clients.
+"""How fast the REST API lists runs under gunicorn, with 1,000,000 runs and 20 concurrent clients, on PostgreSQL
+(or SQLite).
 
-    .venv/bin/python bench/api_runs_list.py [--runs 1000000] [--clients 20] [--duration 60] [--warmup 10]
-        [--workers 5] [--threads 1] [--think-ms 0] [--solo-requests 200] [--profile]
-        [--database-url postgres://postgres@127.0.0.1:5432/benchweb_bench_api]
+    .venv/bin/python bench/api_runs_list.py [--db postgres|sqlite] [--runs 1000000] [--clients 20] [--duration 60]
+        [--warmup 10] [--workers 5] [--threads 1] [--think-ms 0] [--solo-requests 200] [--hosts 20]
+        [--disks-per-host 10] [--profile] [--smoke] [--database-url postgres://postgres@127.0.0.1:5432/benchweb_bench_api]
 
-A fresh, migrated PostgreSQL database (which must not exist beforehand; dropped again at the end, also on error
-or Ctrl-C) gets one team with 20 hosts, 200 disks of catalog types, four profiles and a schedule per profile,
-and a second team with 2 hosts and 20 disks, so that team scoping has rows to keep out. --runs finished runs
-(default 1,000,000) are spread uniformly over all 220 disks (the first team holds ~91 % of them) and over the
-last 365 days, in time order as a live site inserts them. They are made by one INSERT ... SELECT ...
-FROM generate_series in the database, as a finished run stores them: 85 % scheduled, 10 % manual, 5 % API;
-2 % failed; the summary a real fio 3.33 JSON parses to (tests/fixtures/fio-3.33-randrw.json, total IOPS
-varied per run), the profile's parameters and job file, the disk's limits snapshot, progress, timestamps. Raw
-output is left empty: a real run's (fio JSON every second) is compressed out of line into the TOAST table,
-where it leaves an 18-byte pointer in the row, and the list never reads it. RunResult and RunSample rows are
-not made either: the list endpoint and its serializer do not read them. The table's indexes that back no
-constraint are dropped for the INSERT and built again after it (the same definitions; faster than keeping
-them up to date row by row), then VACUUM (ANALYZE), as autovacuum would have done on a live table. The report
-says how long each step took (~160 s for 1,000,000 runs on the 2-CPU development machine).
+A fresh, migrated database (PostgreSQL: the one named, which must not exist beforehand, dropped again at the end,
+also on error or Ctrl-C; SQLite: a file in a temporary directory) gets one team with --hosts hosts (default 20)
+of --disks-per-host disks (default 10) of catalog types, four profiles and a schedule per profile, and a second
+team with a tenth as many hosts, so that team scoping has rows to keep out. --runs finished runs (default
+1,000,000) are spread uniformly over all disks (the first team holds ~91 % of them) and over the last 365 days,
+in time order as a live site inserts them, as a finished run stores them: 85 % scheduled, 10 % manual, 5 % API;
+2 % failed; the summary a real fio 3.33 JSON parses to (tests/fixtures/fio-3.33-randrw.json, total IOPS varied
+per run), the profile's parameters and job file, the disk's limits snapshot, progress, timestamps; every other
+column of the run table at its model default (so a column added later does not break the set-up). On PostgreSQL
+they are made by one INSERT ... SELECT ... FROM generate_series in the database; the table's indexes that back
+no constraint are dropped for the INSERT and built again after it (the same definitions; faster than keeping
+them up to date row by row), then VACUUM (ANALYZE), as autovacuum would have done on a live table (~160 s for
+1,000,000 runs on the 2-CPU development machine). On SQLite they are made here and inserted in batches, then
+ANALYZE. Raw output is left empty: a real run's (fio JSON every second) is compressed out of line into the
+TOAST table on PostgreSQL, where it leaves an 18-byte pointer in the row, and the list never reads it. RunResult
+and RunSample rows are not made either: the list endpoint and its serializer do not read them. The report says
+how long each step took.
 
 gunicorn from the venv serves that database on a free 127.0.0.1 port (--workers, default 2 x CPUs + 1;
 --threads 1 means sync workers, which close the connection after every response). --clients threads, each
@@ -30,13 +34,15 @@ this script (the load generator shares the machine's CPUs with both), and the lo
 one client alone makes --solo-requests requests: the service time without queueing.
 
 Then, in this process, through Django's test client with the same token header: the SQL statements of one
-request and the EXPLAIN (ANALYZE, BUFFERS) of its SELECTs on runs, a check that another team's disk lists
-nothing, and, when the target is missed (or with --profile), a cProfile of --profile-requests requests.
+request and the EXPLAIN (ANALYZE, BUFFERS) of its SELECTs on runs (EXPLAIN QUERY PLAN on SQLite), a check that
+another team's disk lists nothing, and, when the target is missed (or with --profile), a cProfile of
+--profile-requests requests.
 
 Target: p95 <= 50 ms. By Little's law, 20 closed-loop clients with no think time keep 20 requests in the
 system, so p95 <= 50 ms needs a mean latency well under 50 ms, i.e. >= ~400 requests/s; --think-ms 500 has
 each client wait half a second between requests, as a locust user with a wait time does. Exit status: 0 met,
-1 missed, 2 the measurement failed, 130 interrupted.
+1 missed, 2 the measurement failed, 130 interrupted. --smoke: 800 runs on 3 disks, 2 clients for a second (the
+set-up and the report work; the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchkit import (
@@ -64,23 +71,27 @@ from benchkit import (
     BenchError,
     Stack,
     add_database_options,
+    add_smoke_option,
     configure_django,
     free_port,
     interrupt_on_signals,
+    parse_args,
     percentile,
     run_guarded,
     say,
+    server_version,
     sql_shape,
     start_gunicorn,
     stop_group,
+    verdict_status,
     wait_for_http,
 )
 
 DEFAULT_URL = f"{PG_SERVER}/benchweb_bench_api"
 TARGET_P95_MS = 50.0
 PAGE_SIZE = 50
-HOSTS, DISKS_PER_HOST = 20, 10
-OTHER_HOSTS = 2  # the second team's, with DISKS_PER_HOST disks each
+HOSTS, DISKS_PER_HOST = 20, 10  # the defaults of --hosts and --disks-per-host
+# The second team has a tenth as many hosts (at least one), with --disks-per-host disks each.
 DAYS = 365
 # (name, rw, block size, runtime s)
 PROFILES = (
@@ -100,7 +111,7 @@ INSERT_RUNS = """
 INSERT INTO jobs_run (uuid, team_id, disk_id, profile_id, profile_name, parameters, schedule_id, fire_time,
     trigger, created_by_id, state, explanation, created_at, not_before, queued_at, started_at, finished_at,
     progress, heartbeat_at, cancel_requested, command, remote_dir, remote_pid, exit_status, raw_output,
-    raw_stderr, summary, limits_snapshot, destructive, warnings)
+    raw_stderr, summary, limits_snapshot, destructive, warnings/*other columns*/)
 SELECT r.u, d.team_id, d.disk_id, p.profile_id, p.name, p.parameters,
     CASE WHEN r.kind < 0.85 THEN p.schedule_id END,
     CASE WHEN r.kind < 0.85 THEN r.t END,
@@ -118,7 +129,7 @@ SELECT r.u, d.team_id, d.disk_id, p.profile_id, p.name, p.parameters,
     CASE WHEN r.failed THEN NULL
          ELSE jsonb_set(%(summary)s::jsonb, '{total,iops}', to_jsonb(round((800 + 400 * r.kind)::numeric, 1)))
     END,
-    d.limits_snapshot, false, '[]'::jsonb
+    d.limits_snapshot, false, '[]'::jsonb/*other values*/
 FROM (
     SELECT g, gen_random_uuid() AS u,
         now() - interval '10 minutes' - (%(n)s - g) * (make_interval(days => %(days)s) / %(n)s) AS t,
@@ -156,7 +167,11 @@ class Fleet:
     build_s: dict[str, float] = field(default_factory=dict)
 
 
-def build_fleet(n_runs: int, clients: int, seed: int) -> Fleet:
+def other_hosts(hosts: int) -> int:
+    return max(1, hosts // 10)
+
+
+def build_fleet(n_runs: int, clients: int, seed: int, hosts: int, disks_per_host: int) -> Fleet:
     from django.contrib.auth.models import User
     from django.db import connection
 
@@ -173,14 +188,14 @@ def build_fleet(n_runs: int, clients: int, seed: int) -> Fleet:
     Membership.objects.create(user=user, team=team, role=Membership.Role.MEMBER)
     Membership.objects.create(user=other_user, team=other, role=Membership.Role.MEMBER)
     disk_rows, profile_rows = [], []
-    for t, n_hosts in ((team, HOSTS), (other, OTHER_HOSTS)):
+    for t, n_hosts in ((team, hosts), (other, other_hosts(hosts))):
         hosts = Host.objects.bulk_create(
             Host(team=t, name=f"{t.pk}-vm{h:02}", address=f"10.{t.pk}.0.{h + 1}", username="bench", site="dc1")
             for h in range(n_hosts)
         )
         made = []
         for h, host in enumerate(hosts):
-            for d in range(DISKS_PER_HOST):
+            for d in range(disks_per_host):
                 kind, size, extra = DISK_TYPES[rng.randrange(len(DISK_TYPES))]
                 made.append(Disk(host=host, team=t, label=f"h{h:02}d{d}", target_path=f"/data/d{d}",
                                  disk_type=kind, size=size, **extra))  # fmt: skip
@@ -200,6 +215,48 @@ def build_fleet(n_runs: int, clients: int, seed: int) -> Fleet:
 
     summary = lifecycle.stored_summary(importing.parse_import(FIO_FIXTURE.read_text()).summary)
     progress = {"eta_s": 0, "read_iops": 612.0, "write_iops": 608.5}
+    fleet = Fleet(
+        team_disks=[pk for pk, team_pk, _ in disk_rows if team_pk == team.pk],
+        other_disks=[pk for pk, team_pk, _ in disk_rows if team_pk == other.pk],
+        tokens=tokens, profile_token=profile_token, other_token=other_token,
+    )  # fmt: skip
+    fleet_s = time.perf_counter() - t0
+    if connection.vendor == "postgresql":
+        _insert_runs_postgres(fleet, n_runs, user.pk, disk_rows, profile_rows, summary, progress)
+    else:
+        _insert_runs_sqlite(fleet, n_runs, user.pk, disk_rows, profile_rows, summary, progress, rng)
+    fleet.build_s = {"fleet": fleet_s, **fleet.build_s}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT team_id, count(*) FROM jobs_run GROUP BY team_id ORDER BY team_id")
+        fleet.runs_by_team = {("first" if pk == team.pk else "second"): count for pk, count in cursor.fetchall()}
+    fleet.runs = sum(fleet.runs_by_team.values())
+    return fleet
+
+
+def _other_columns(named: str) -> dict[str, Any]:
+    """The run table's NOT NULL columns the INSERT does not name, with their model defaults as the database
+    stores them: a column added later (launch_attempt, import_fingerprint ...) cannot break the INSERT."""
+    from django.db import connection
+
+    from jobs.models import Run
+
+    listed = {name.strip() for name in named.split(",")}
+    return {
+        f.column: f.get_db_prep_save(f.get_default(), connection)
+        for f in Run._meta.concrete_fields
+        if not f.null and not f.primary_key and f.column not in listed
+    }
+
+
+def _insert_runs_postgres(fleet: Fleet, n_runs: int, user_pk: int, disk_rows: list[tuple[Any, ...]],
+                          profile_rows: list[tuple[Any, ...]], summary: dict[str, Any],
+                          progress: dict[str, Any]) -> None:  # fmt: skip
+    from django.db import connection
+
+    named = INSERT_RUNS.split("(", 1)[1].split(")", 1)[0].replace("/*other columns*/", "")
+    other = _other_columns(named)
+    sql = INSERT_RUNS.replace("/*other columns*/", "".join(f", {column}" for column in other))
+    sql = sql.replace("/*other values*/", "".join(f", %(other_{column})s" for column in other))
     with connection.cursor() as cursor:
         cursor.execute("CREATE TEMPORARY TABLE bench_disk (i integer, disk_id bigint, team_id bigint, "
                        "limits_snapshot jsonb)")  # fmt: skip
@@ -209,7 +266,6 @@ def build_fleet(n_runs: int, clients: int, seed: int) -> Fleet:
                        "name text, parameters jsonb, command text, runtime_s integer, schedule_id bigint)")  # fmt: skip
         cursor.executemany("INSERT INTO bench_profile VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", profile_rows)
         cursor.execute("ANALYZE bench_disk; ANALYZE bench_profile")
-        fleet_s = time.perf_counter() - t0
         # Filling a table is faster without its indexes, then building each once: the ones that back no
         # constraint are dropped and made again from their own definitions (names and all).
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'jobs_run' AND indexname NOT IN "
@@ -218,9 +274,9 @@ def build_fleet(n_runs: int, clients: int, seed: int) -> Fleet:
         t0 = time.perf_counter()
         for name, _ in secondary:
             cursor.execute(f'DROP INDEX "{name}"')
-        cursor.execute(INSERT_RUNS, {"n": n_runs, "days": DAYS, "disks": len(disk_rows), "profiles": len(PROFILES),
-                                     "user": user.pk, "summary": json.dumps(summary),
-                                     "progress": json.dumps(progress)})  # fmt: skip
+        cursor.execute(sql, {"n": n_runs, "days": DAYS, "disks": len(disk_rows), "profiles": len(PROFILES),
+                             "user": user_pk, "summary": json.dumps(summary), "progress": json.dumps(progress),
+                             **{f"other_{column}": value for column, value in other.items()}})  # fmt: skip
         insert_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         for _, definition in secondary:
@@ -229,21 +285,79 @@ def build_fleet(n_runs: int, clients: int, seed: int) -> Fleet:
         t0 = time.perf_counter()
         cursor.execute("VACUUM (ANALYZE) jobs_run")
         vacuum_s = time.perf_counter() - t0
-        cursor.execute("SELECT team_id, count(*) FROM jobs_run GROUP BY team_id ORDER BY team_id")
-        by_team = {("first" if pk == team.pk else "second"): count for pk, count in cursor.fetchall()}
         cursor.execute("SELECT pg_relation_size(oid), pg_indexes_size(oid), coalesce(pg_total_relation_size("
                        "reltoastrelid), 0) FROM pg_class WHERE relname = 'jobs_run'")  # fmt: skip
         heap, indexes, toast = cursor.fetchone()
         cursor.execute("SELECT correlation FROM pg_stats WHERE tablename = 'jobs_run' AND attname = 'created_at'")
-        correlation = (cursor.fetchone() or (None,))[0]
-    return Fleet(
-        team_disks=[pk for pk, team_pk, _ in disk_rows if team_pk == team.pk],
-        other_disks=[pk for pk, team_pk, _ in disk_rows if team_pk == other.pk],
-        tokens=tokens, profile_token=profile_token, other_token=other_token, runs=sum(by_team.values()),
-        runs_by_team=by_team, heap_mb=heap / 2**20, indexes_mb=indexes / 2**20, toast_mb=toast / 2**20,
-        correlation=correlation, build_s={"fleet": fleet_s, "insert": insert_s, f"{len(secondary)} indexes": index_s,
-                 "vacuum analyze": vacuum_s},
-    )  # fmt: skip
+        fleet.correlation = (cursor.fetchone() or (None,))[0]
+    fleet.heap_mb, fleet.indexes_mb, fleet.toast_mb = heap / 2**20, indexes / 2**20, toast / 2**20
+    fleet.build_s = {"insert": insert_s, f"{len(secondary)} indexes": index_s, "vacuum analyze": vacuum_s}
+
+
+def _insert_runs_sqlite(fleet: Fleet, n_runs: int, user_pk: int, disk_rows: list[tuple[Any, ...]],
+                        profile_rows: list[tuple[Any, ...]], summary: dict[str, Any], progress: dict[str, Any],
+                        rng: random.Random) -> None:  # fmt: skip
+    """The same runs as the PostgreSQL INSERT makes, made here and inserted in batches (every column of the
+    model, the ones not set here at their defaults), then ANALYZE."""
+    import uuid
+    from datetime import timedelta
+
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from jobs.models import Run
+
+    fields = [f for f in Run._meta.concrete_fields if not f.primary_key]
+    sql = (f"INSERT INTO jobs_run ({', '.join(f.column for f in fields)}) "  # noqa: S608  (the model's columns)
+           f"VALUES ({', '.join(['%s'] * len(fields))})")  # fmt: skip
+    defaults = {f.attname: f.get_default() for f in fields}
+    profiles: dict[int, list[tuple[Any, ...]]] = {}
+    for row in profile_rows:
+        profiles.setdefault(row[0], []).append(row)
+    end = timezone.now() - timedelta(minutes=10)
+    step = timedelta(days=DAYS) / n_runs
+    t0 = time.perf_counter()
+    batch: list[list[Any]] = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        for g in range(1, n_runs + 1):
+            disk_pk, team_pk, limits = disk_rows[rng.randrange(len(disk_rows))]
+            _, _, profile_pk, name, params, command, runtime, schedule_pk = profiles[team_pk][
+                rng.randrange(len(PROFILES))
+            ]
+            kind, failed, t = rng.random(), rng.random() < 0.02, end - (n_runs - g) * step
+            u = uuid.uuid4()
+            finished = t + timedelta(seconds=runtime + 3.5)
+            run_summary = (
+                None if failed else summary | {"total": summary["total"] | {"iops": round(800 + 400 * kind, 1)}}
+            )
+            values = defaults | {
+                "uuid": u, "team_id": team_pk, "disk_id": disk_pk, "profile_id": profile_pk, "profile_name": name,
+                "parameters": json.loads(params), "schedule_id": schedule_pk if kind < 0.85 else None,
+                "fire_time": t if kind < 0.85 else None,
+                "trigger": "schedule" if kind < 0.85 else "manual" if kind < 0.95 else "api",
+                "created_by_id": user_pk if kind >= 0.85 else None, "state": "failed" if failed else "succeeded",
+                "explanation": "fio exited with status 1: fio: io_u error on file: Input/output error" if failed
+                else "finished",
+                "created_at": t + timedelta(milliseconds=40), "not_before": t,
+                "queued_at": t + timedelta(milliseconds=150), "started_at": t + timedelta(seconds=1.2),
+                "finished_at": finished, "progress": progress | {"elapsed_s": runtime}, "heartbeat_at": finished,
+                "cancel_requested": False, "command": command, "remote_dir": f"/var/tmp/benchweb/run-{u}",  # noqa: S108
+                "remote_pid": 20000 + g % 30000, "exit_status": 1 if failed else 0, "raw_output": "",
+                "raw_stderr": "", "summary": run_summary, "limits_snapshot": json.loads(limits),
+                "destructive": False, "warnings": [],
+            }  # fmt: skip
+            batch.append([f.get_db_prep_save(values[f.attname], connection) for f in fields])
+            if len(batch) == 5000 or g == n_runs:
+                cursor.executemany(sql, batch)
+                batch = []
+    insert_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE jobs_run")
+    analyze_s = time.perf_counter() - t0
+    database = Path(connection.settings_dict["NAME"])
+    fleet.heap_mb = database.stat().st_size / 2**20  # the whole database file: SQLite has no per-table size here
+    fleet.build_s = {"insert": insert_s, "analyze": analyze_s}
 
 
 # ----------------------------------------------------------------------------------------- the load
@@ -371,7 +485,7 @@ class CpuMeter:
         for p in psutil.process_iter(["cmdline"]):
             # A backend names its database in its title: "postgres: user dbname 127.0.0.1(port) state".
             title = " ".join(p.info["cmdline"] or [])
-            if title.startswith("postgres: ") and f" {self.database} " in title:
+            if self.database and title.startswith("postgres: ") and f" {self.database} " in title:
                 found.append(("postgres backends", p))
         return found
 
@@ -463,8 +577,12 @@ def inspect_request(fleet: Fleet) -> dict[str, Any]:
     with connection.cursor() as cursor:
         for q in queries:
             if q["sql"].startswith("SELECT") and "jobs_run" in q["sql"]:
-                cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + q["sql"])
-                plan = "\n".join(row[0] for row in cursor.fetchall())
+                if connection.vendor == "postgresql":
+                    cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + q["sql"])
+                    plan = "\n".join(row[0] for row in cursor.fetchall())
+                else:
+                    cursor.execute("EXPLAIN QUERY PLAN " + q["sql"])
+                    plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
                 plans.append({"sql": sql_shape(q["sql"], tables=False), "plan": plan})
     # Team scoping: the first team's token asking for the second team's disk sees nothing; its owner sees runs.
     # Runs page by cursor, without a total: a page's length is what can be compared.
@@ -527,10 +645,10 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     # Set before Django starts here, so this process and gunicorn read the same settings.
     os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
     os.environ["BENCHWEB_FIELD_KEYS"] = Fernet.generate_key().decode()
-    configure_django(stack, "postgres", args.database_url)
-    say(f"building {args.runs:,} runs ...")
+    configure_django(stack, args.db, args.database_url)
+    say(f"[{args.db}] building {args.runs:,} runs ...")
     t0 = time.perf_counter()
-    fleet = build_fleet(args.runs, args.clients, args.seed)
+    fleet = build_fleet(args.runs, args.clients, args.seed, args.hosts, args.disks_per_host)
     fleet.build_s["total"] = time.perf_counter() - t0
     say(f"built in {fleet.build_s['total']:.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in fleet.build_s.items()))
 
@@ -555,7 +673,7 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     return {
         "fleet": fleet, "solo": solo, "loaded": loaded, "connects": load.connects, "meter": meter,
         "load_before": load_before, "load_after": load_after, "inspected": inspected, "profile": profile,
-        "cpus": os.cpu_count(),
+        "cpus": os.cpu_count(), "server": server_version(),
     }  # fmt: skip
 
 
@@ -567,9 +685,12 @@ def print_report(args: argparse.Namespace, r: dict[str, Any]) -> bool:
           f"{len(fleet.team_disks)} disks, ~{fleet.runs_by_team.get('first', 0) // len(fleet.team_disks):,} a disk; "
           f"{fleet.runs_by_team.get('second', 0):,} of the second team on {len(fleet.other_disks)} disks) over "
           f"{DAYS} days")  # fmt: skip
-    print(f"  jobs_run: heap {fleet.heap_mb:,.0f} MB ({fleet.heap_mb * 2**20 / max(fleet.runs, 1):,.0f} B a run), "
-          f"indexes {fleet.indexes_mb:,.0f} MB, toast {fleet.toast_mb:,.0f} MB; created_at correlation "
-          f"{fleet.correlation if fleet.correlation is None else round(fleet.correlation, 3)}")  # fmt: skip
+    if not r["server"].startswith("postgresql"):
+        print(f"  {r['server']}: the database file {fleet.heap_mb:,.0f} MB")
+    else:
+        print(f"  jobs_run: heap {fleet.heap_mb:,.0f} MB ({fleet.heap_mb * 2**20 / max(fleet.runs, 1):,.0f} B a "
+              f"run), indexes {fleet.indexes_mb:,.0f} MB, toast {fleet.toast_mb:,.0f} MB; created_at correlation "
+              f"{fleet.correlation if fleet.correlation is None else round(fleet.correlation, 3)}")  # fmt: skip
     print("  built in " + ", ".join(f"{k} {v:.1f} s" for k, v in fleet.build_s.items()))
     print(f"server: gunicorn {args.workers} workers x {args.threads} threads "
           f"({'sync: a new connection per request' if args.threads == 1 else 'gthread, keep-alive'}), "
@@ -586,7 +707,8 @@ def print_report(args: argparse.Namespace, r: dict[str, Any]) -> bool:
     print(f"\nCPU while loaded ({meter.wall_s:.1f} s, {r['cpus']} CPUs = {capacity:.0f} CPU-s; machine busy "
           f"{meter.busy_s:.1f} CPU-s = {100 * meter.busy_s / max(capacity, 1e-9):.0f} %):")  # fmt: skip
     counted = 0.0
-    for owner in ("gunicorn", "postgres backends", "this script (load generator)"):
+    postgres = r["server"].startswith("postgresql")
+    for owner in ("gunicorn", *(["postgres backends"] if postgres else []), "this script (load generator)"):
         seconds = meter.seconds.get(owner, 0.0)
         counted += seconds
         print(f"  {owner:<30}{seconds:>7.1f} CPU-s  {1000 * seconds / n:>6.2f} ms a request")
@@ -615,7 +737,8 @@ def print_report(args: argparse.Namespace, r: dict[str, Any]) -> bool:
     print(f"team scoping: the first team's token lists 0 runs of the second team's disk; its owner sees "
           f"{i['owner_sees']} on the first page")  # fmt: skip
     for plan in i["plans"]:
-        print(f"\nEXPLAIN (ANALYZE, BUFFERS) {plan['sql'][:200]}\n{plan['plan']}")
+        explain = "EXPLAIN (ANALYZE, BUFFERS)" if r["server"].startswith("postgresql") else "EXPLAIN QUERY PLAN"
+        print(f"\n{explain} {plan['sql'][:200]}\n{plan['plan']}")
     if r["profile"]:
         p = r["profile"]
         print(f"\ncProfile of {p['requests']} requests through the test client ({p['wall_ms']:.1f} ms a request "
@@ -624,7 +747,8 @@ def print_report(args: argparse.Namespace, r: dict[str, Any]) -> bool:
             print(f"  {label:<44}{ms:>7.1f}")
         print(f"\nby own time:\n   ncalls{p['top']}")
     met = loaded["p95"] <= TARGET_P95_MS
-    print(f"\nlist runs, 1 page of {PAGE_SIZE} filtered by disk, {fleet.runs:,} runs, {args.clients} clients: p95 "
+    print(f"\n{r['server']}: list runs, 1 page of {PAGE_SIZE} filtered by disk, {fleet.runs:,} runs, "
+          f"{args.clients} clients: p95 "
           f"{loaded['p95']:.1f} ms at {loaded['rps']:.0f} req/s — target p95 <= {TARGET_P95_MS:g} ms: "
           f"{'PASS' if met else 'FAIL'}")  # fmt: skip
     return met
@@ -636,8 +760,12 @@ def print_report(args: argparse.Namespace, r: dict[str, Any]) -> bool:
 def main(argv: list[str] | None = None) -> int:
     cpus = os.cpu_count() or 1
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_database_options(parser, DEFAULT_URL, choices=None)
+    add_database_options(parser, DEFAULT_URL, choices=("postgres", "sqlite"))
     parser.add_argument("--runs", type=int, default=1_000_000)
+    parser.add_argument("--hosts", type=int, default=HOSTS, help=f"the first team's hosts (default {HOSTS}; the "
+                        "second team has a tenth as many, at least one)")  # fmt: skip
+    parser.add_argument("--disks-per-host", type=int, default=DISKS_PER_HOST,
+                        help=f"disks on each host (default {DISKS_PER_HOST})")  # fmt: skip
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds (default 60)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds of load before measuring (default 10)")
@@ -648,10 +776,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile requests even when the target is met")
     parser.add_argument("--profile-requests", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args(argv)
-    per_disk = args.runs / ((HOSTS + OTHER_HOSTS) * DISKS_PER_HOST)
-    if per_disk < 4 * PAGE_SIZE or args.clients < 1 or args.duration <= 0 or args.warmup < 0 or args.think_ms < 0:
-        parser.error(f"need --runs >= {4 * PAGE_SIZE * (HOSTS + OTHER_HOSTS) * DISKS_PER_HOST} (a full first page on "
+    add_smoke_option(parser, runs=800, hosts=1, disks_per_host=1, clients=2, duration=1.0, warmup=0.5, workers=1,
+                     solo_requests=5, profile_requests=3)  # fmt: skip
+    args = parse_args(parser, argv)
+    if args.hosts < 1 or args.disks_per_host < 1:
+        parser.error("need --hosts and --disks-per-host >= 1")
+    disks = (args.hosts + other_hosts(args.hosts)) * args.disks_per_host
+    if (
+        args.runs / disks < 4 * PAGE_SIZE
+        or args.clients < 1
+        or args.duration <= 0
+        or args.warmup < 0
+        or args.think_ms < 0
+    ):
+        parser.error(f"need --runs >= {4 * PAGE_SIZE * disks} (a full first page on "
                      "every disk), --clients >= 1, --duration > 0, --warmup >= 0, --think-ms >= 0")  # fmt: skip
     if args.workers < 1 or args.threads < 1 or args.solo_requests < 1 or args.profile_requests < 1:
         parser.error("need --workers, --threads, --solo-requests and --profile-requests >= 1")
@@ -660,7 +798,7 @@ def main(argv: list[str] | None = None) -> int:
     status, result = run_guarded("api_runs_list", stack, lambda: measure(args, stack))
     if result is None:
         return status
-    return 0 if print_report(args, result) else 1
+    return verdict_status(args, print_report(args, result))
 
 
 if __name__ == "__main__":

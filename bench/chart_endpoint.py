@@ -37,10 +37,12 @@ from benchkit import (
     PG_SERVER,
     Stack,
     add_database_options,
+    add_smoke_option,
     configure_django,
     interrupt_on_signals,
     measure_and_report,
     p95_rounded,
+    parse_args,
     say,
     server_version,
     time_gets,
@@ -249,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=2, help="untimed requests first (default 2)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    args = parser.parse_args(argv)
+    add_smoke_option(parser, db="sqlite", runs=300, raw_bytes=100, requests=2, warmup=0)
+    args = parse_args(parser, argv)
     if args.runs < 1 or args.requests < 1 or args.warmup < 0:
         parser.error("need --runs >= 1, --requests >= 1, --warmup >= 0")
     interrupt_on_signals()

@@ -28,10 +28,13 @@ from benchkit import (
     BenchError,
     Stack,
     add_database_options,
+    add_smoke_option,
     configure_django,
     interrupt_on_signals,
+    parse_args,
     run_guarded,
     say,
+    verdict_status,
 )
 from chart_endpoint import DEFAULT_PG_URL, PROFILES, TARGET_MEDIAN_MS, build
 
@@ -67,13 +70,14 @@ def _ask(client: Any, url: str, args: argparse.Namespace) -> list[float]:
     return [ask() for _ in range(args.requests)]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_database_options(parser, DEFAULT_PG_URL, choices=DATABASES)
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
+    add_smoke_option(parser, runs=300, requests=2)
+    args = parse_args(parser, argv)
     interrupt_on_signals()
     stack = Stack(f"benchweb-stats-{args.db}-")
     status, result = run_guarded(f"compare_stats [{args.db}]", stack, lambda: measure(args, stack))
@@ -85,7 +89,7 @@ def main() -> int:
         median = statistics.median(times)
         met = met and median <= TARGET_MEDIAN_MS
         print(f"{result['db']} {name:<13} median {median:6.1f} ms, max {max(times):6.1f} ms ({len(times)} requests)")
-    return 0 if met else 1
+    return verdict_status(args, met)
 
 
 if __name__ == "__main__":

@@ -56,16 +56,19 @@ from benchkit import (
     BenchError,
     Stack,
     add_database_options,
+    add_smoke_option,
     code_version,
     configure_django,
     each_database,
     interrupt_on_signals,
     p95_rounded,
+    parse_args,
     run_guarded,
     say,
     server_version,
     sql_shape,
     start_redis,
+    verdict_status,
 )
 
 TARGET_MEDIAN_MS = 50.0
@@ -604,9 +607,9 @@ def run_both(args: argparse.Namespace, argv: list[str]) -> int:
         results.append(json.loads(out)[0])
     if args.json:
         print(json.dumps(results, indent=2))
-        return 0 if all(statistics.median(t["total_ms"] for t in r["ticks"]) <= TARGET_MEDIAN_MS
-                        for r in results) else 1  # fmt: skip
-    return 0 if print_report(results, args.per_tick) else 1
+        return verdict_status(args, all(statistics.median(t["total_ms"] for t in r["ticks"]) <= TARGET_MEDIAN_MS
+                                        for r in results))  # fmt: skip
+    return verdict_status(args, print_report(results, args.per_tick))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -623,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile further ticks even when the target is met")
     parser.add_argument("--profile-ticks", type=int, default=10)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    args = parser.parse_args(argv)
+    add_smoke_option(parser, db="sqlite", schedules=TEAMS, history=100, ticks=2, warmup=0, profile_ticks=2)
+    args = parse_args(parser, argv)
     if args.schedules < TEAMS or args.ticks < 1 or args.warmup < 0 or args.step <= 0:
         parser.error(f"need --schedules >= {TEAMS}, --ticks >= 1, --warmup >= 0, --step > 0")
     interrupt_on_signals()
@@ -638,8 +642,8 @@ def main(argv: list[str] | None = None) -> int:
         return status
     if args.json:
         print(json.dumps([result]))
-        return 0 if statistics.median(t["total_ms"] for t in result["ticks"]) <= TARGET_MEDIAN_MS else 1
-    return 0 if print_report([result], args.per_tick) else 1
+        return verdict_status(args, statistics.median(t["total_ms"] for t in result["ticks"]) <= TARGET_MEDIAN_MS)
+    return verdict_status(args, print_report([result], args.per_tick))
 
 
 if __name__ == "__main__":

@@ -58,11 +58,13 @@ from benchkit import (
     PG_SERVER,
     BenchError,
     add_database_options,
+    add_smoke_option,
     code_version,
     configure_django,
     fmt,
     interrupt_on_signals,
     loopback_hosts,
+    parse_args,
     run_child,
     run_guarded,
     say,
@@ -72,6 +74,7 @@ from benchkit import (
     start_redis,
     start_sshd,
     stop_group,
+    verdict_status,
     without_options,
 )
 
@@ -246,9 +249,9 @@ def fio_cost(stack: sp.Stack, rate_iops: int, file_mib: int) -> dict[str, float]
                         f"--output={directory}/out"]  # fmt: skip
                 started[name].append(spawn(argv, None))
         time.sleep(FIO_SETTLE_S)
-        before = {name: sum(_tree_cpu(psutil, p.pid) for p in procs) for name, procs in started.items()}
+        before = {name: sum(sp.tree_cpu_s(psutil.Process(p.pid)) for p in procs) for name, procs in started.items()}
         time.sleep(FIO_MEASURE_S)
-        after = {name: sum(_tree_cpu(psutil, p.pid) for p in procs) for name, procs in started.items()}
+        after = {name: sum(sp.tree_cpu_s(psutil.Process(p.pid)) for p in procs) for name, procs in started.items()}
         for name, procs in started.items():
             for process in procs:
                 if process.wait(timeout=30):
@@ -258,18 +261,6 @@ def fio_cost(stack: sp.Stack, rate_iops: int, file_mib: int) -> dict[str, float]
             for process in procs:
                 stop_group(process, grace=5)
     return {f"fio CPU-s per s, {name}": (after[name] - before[name]) / FIO_MEASURE_S / FIO_PROCESSES for name in cases}
-
-
-def _tree_cpu(psutil: Any, pid: int) -> float:
-    """User and system CPU seconds of a process and its live descendants."""
-    total = 0.0
-    with contextlib.suppress(psutil.Error):
-        root = psutil.Process(pid)
-        for process in [root, *root.children(recursive=True)]:
-            with contextlib.suppress(psutil.Error):
-                times = process.cpu_times()
-                total += times.user + times.system
-    return total
 
 
 # ----------------------------------------------------------------------------------------- measuring
@@ -701,7 +692,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-run", action="store_true", help="print one line per run")
     parser.add_argument("--plain-worker", action="store_true", help="start `celery -A benchweb worker` untraced")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    args = parser.parse_args(argv)
+    add_smoke_option(parser, targets=2, hosts=1, spread=0.0, runtime=2, lead=3.0, concurrency="2")
+    args = parse_args(parser, argv)
     try:
         values = [int(v) for v in args.concurrency.split(",")]
     except ValueError:
@@ -737,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
         print(to_json(result, summary))
     else:
         print_report(result, summary, args.per_run)
-    return 0 if summary["verdict"]["all"] else 1
+    return verdict_status(args, summary["verdict"]["all"])
 
 
 if __name__ == "__main__":

@@ -32,10 +32,12 @@ from benchkit import (
     PG_SERVER,
     Stack,
     add_database_options,
+    add_smoke_option,
     configure_django,
     interrupt_on_signals,
     measure_and_report,
     p95_rounded,
+    parse_args,
     say,
     server_version,
     time_gets,
@@ -147,9 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=2, help="untimed requests first (default 2)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    args = parser.parse_args(argv)
-    if min(args.disks, args.profiles, args.days, args.requests) < 1 or args.warmup < 0:
-        parser.error("need --disks, --profiles, --days and --requests >= 1, --warmup >= 0")
+    add_smoke_option(parser, db="sqlite", disks=4, profiles=2, days=3, requests=2, warmup=0)
+    args = parse_args(parser, argv)
+    if min(args.profiles, args.days, args.requests) < 1 or args.disks < 4 or args.warmup < 0:
+        parser.error("need --disks >= 4 (the failed run's disk is the fourth), --profiles, --days and --requests >= 1, "
+                     "--warmup >= 0")  # fmt: skip
     interrupt_on_signals()
     return measure_and_report(__file__, argv, args, "metrics", measure, report)
 

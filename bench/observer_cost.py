@@ -91,18 +91,21 @@ from typing import Any
 import benchkit
 from benchkit import (
     BenchError,
+    add_smoke_option,
     code_version,
     configure_django,
     fmt,
     interrupt_on_signals,
     login_user,
     loopback_host,
+    parse_args,
     run_guarded,
     say,
     sshd_counts,
     start_redis,
     start_sshd,
     start_worker,
+    verdict_status,
     worker_options,
 )
 
@@ -761,7 +764,8 @@ def main(argv: list[str] | None = None) -> int:
     shm = Path("/dev/shm")  # noqa: S108
     parser.add_argument("--shm", type=Path, default=shm, help="tmpfs for the test file (default /dev/shm)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
-    args = parser.parse_args(argv)
+    add_smoke_option(parser, pairs=1, runtime=1, runtime_pair=1, runs=1)
+    args = parse_args(parser, argv)
     if min(args.pairs, args.runtime, args.runtime_pair, args.runs) < 1:
         parser.error("--pairs, --runtime, --runtime-pair and --runs must be at least 1")
 
@@ -775,7 +779,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2, default=str))
     else:
         print_report(result)
-    return 0 if all(result["verdict"].values()) else 1
+    return verdict_status(args, all(result["verdict"].values()))
 
 
 if __name__ == "__main__":

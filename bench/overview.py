@@ -31,11 +31,14 @@ from benchkit import (
     BenchError,
     Stack,
     add_database_options,
+    add_smoke_option,
     configure_django,
     each_database,
     interrupt_on_signals,
+    parse_args,
     run_guarded,
     say,
+    verdict_status,
 )
 
 TARGET_MEDIAN_MS = 300.0
@@ -138,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-per-day", type=int, default=2)
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args(argv)
+    add_smoke_option(parser, db="sqlite", disks=3, runs_per_day=1, requests=2)
+    args = parse_args(parser, argv)
     if args.disks < 1 or args.requests < 1 or args.runs_per_day < 0:
         parser.error("need --disks >= 1, --requests >= 1, --runs-per-day >= 0")
     interrupt_on_signals()
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
           f"median {result['median']:.1f} ms, p95 {result['p95']:.1f} ms, max {result['max']:.1f} ms, "
           f"{result['queries']:.0f} queries per request — target median <= {TARGET_MEDIAN_MS:.0f} ms: "
           f"{'PASS' if met else 'FAIL'}")  # fmt: skip
-    return 0 if met else 1
+    return verdict_status(args, met)
 
 
 if __name__ == "__main__":

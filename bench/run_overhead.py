@@ -42,17 +42,20 @@ from typing import Any
 from benchkit import (
     BenchError,
     Stack,
+    add_smoke_option,
     configure_django,
     fmt,
     interrupt_on_signals,
     login_user,
     loopback_host,
+    parse_args,
     run_guarded,
     say,
     sshd_counts,
     start_redis,
     start_sshd,
     start_worker,
+    verdict_status,
     worker_options,
 )
 
@@ -436,7 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runtime", type=int, default=5, help="fio runtime in seconds (default 5)")
     parser.add_argument("--direct", type=int, choices=(0, 1), default=1, help="fio direct= (default 1: O_DIRECT)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
-    args = parser.parse_args(argv)
+    add_smoke_option(parser, pairs=1, runtime=1)
+    args = parse_args(parser, argv)
     if args.pairs < 1 or args.runtime < 1:
         parser.error("--pairs and --runtime must be at least 1")
     args.direct = bool(args.direct)
@@ -452,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print_report(result)
     ok = result["verdict"]
-    return 0 if ok["overhead"] and ok["fidelity_median"] and ok["fidelity_per_pair"] else 1
+    return verdict_status(args, ok["overhead"] and ok["fidelity_median"] and ok["fidelity_per_pair"])
 
 
 if __name__ == "__main__":

@@ -27,10 +27,13 @@ from benchkit import (
     BenchError,
     Stack,
     add_database_options,
+    add_smoke_option,
     configure_django,
+    parse_args,
     run_guarded,
     say,
     server_version,
+    verdict_status,
 )
 
 DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_exportbench"
@@ -70,11 +73,12 @@ def _export(client: Any, disk_pk: int) -> int:
     return sum(piece.count(b"\r\n") for piece in response.streaming_content)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_database_options(parser, DEFAULT_PG_URL, choices=("sqlite", "postgres"))
     parser.add_argument("--runs", type=int, default=100_000)
-    args = parser.parse_args()
+    add_smoke_option(parser, runs=300)
+    args = parse_args(parser, argv)
     stack = Stack(f"benchweb-export-{args.db}-")
     status, r = run_guarded(f"runs export [{args.db}]", stack, lambda: measure(args, stack))
     if r is None:
@@ -85,7 +89,7 @@ def main() -> int:
           f"(target <= {PEAK_MB:.0f} MB)  {'MET' if met else 'MISSED'}")  # fmt: skip
     print(f"{'':<{len(r['server'])}}  GET /disks/<pk>/report/?period=all  {r['report_s'] * 1000:.0f} ms, "
           f"{r['report_kb']:.0f} kB; load average {r['load']:.1f}")  # fmt: skip
-    return 0 if met else 1
+    return verdict_status(args, met)
 
 
 if __name__ == "__main__":

@@ -46,11 +46,13 @@ from benchkit import (
     ROOT,
     BenchError,
     add_database_options,
+    add_smoke_option,
     code_version,
     configure_django,
     fmt,
     interrupt_on_signals,
     loopback_host,
+    parse_args,
     percentile,
     run_guarded,
     say,
@@ -59,6 +61,7 @@ from benchkit import (
     sshd_counts,
     start_redis,
     start_sshd,
+    verdict_status,
     wait_until,
     worker_options,
 )
@@ -128,10 +131,16 @@ class CpuMeter:
     redis, sshd and its sessions, the benchmark runs themselves (fio and its wrappers, detached under setsid),
     this script, and everything else on the machine.
 
-    The processes this script started count with their reaped children (so sshd counts every session and
-    every command shell of a session that ended); their descendants are not sampled on their own, which would
-    count them twice. Other processes are sampled while they live: one shorter than a sample is missed, and
-    the machine-wide busy time, split by kind, is the ground truth."""
+    A process this script started counts as its whole tree: at each sample, the sum over it and its live
+    descendants of user + system + children's user + system (cutime, cstime: what each has reaped). A process
+    that ends inside the tree is reaped by its parent there, so its whole life moves, once, from the live sum into
+    its parent's children's times: the tree never counts a process twice nor misses one shorter than a sample.
+    That matters for sshd: the listener reaps a connection's process only when the connection closes, and a
+    worker's connection lives as long as the worker, so the listener's own children's times stay 0 while its
+    connection's process reaps every session and command shell (bench/fanout.py once printed 0.0 CPU-s for
+    sshd so). The descendants are not sampled on their own, which would count them twice. Other processes are
+    sampled while they live: one shorter than a sample is missed, and the machine-wide busy time, split by
+    kind, is the ground truth."""
 
     INTERVAL_S = 0.5
 
@@ -216,9 +225,7 @@ class CpuMeter:
             with contextlib.suppress(psutil.Error, OSError, TypeError):
                 key = (process.pid, process.info["create_time"])
                 times = process.info["cpu_times"]
-                total = times.user + times.system
-                if process.pid in roots:
-                    total += times.children_user + times.children_system
+                total = tree_cpu_s(process) if process.pid in roots else times.user + times.system
                 if key not in self._owner:
                     self._owner[key] = self._classify(process)
                     if self.nice_fio and self._owner[key].startswith("benchmark runs") and process.name() == "fio":
@@ -230,6 +237,18 @@ class CpuMeter:
                 if owner:
                     self.seconds[owner] = self.seconds.get(owner, 0.0) + total - self._last.get(key, 0.0)
                 self._last[key] = total
+
+
+def tree_cpu_s(root: Any) -> float:
+    """CPU seconds of a process's whole tree: it and its live descendants, each with what it has reaped."""
+    import psutil
+
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            t = process.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
 
 
 def start_worker(stack: Stack, concurrency: int, plain: bool) -> None:
@@ -697,7 +716,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-run", action="store_true", help="print one line per run")
     parser.add_argument("--plain-worker", action="store_true", help="start `celery -A benchweb worker` untraced")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    args = parser.parse_args(argv)
+    add_smoke_option(parser, targets=2, concurrency=2, lead=3.0, timeout=120.0)
+    args = parse_args(parser, argv)
     if (
         args.targets < 1
         or args.concurrency < 1
@@ -725,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
         print(to_json(result, summary))
     else:
         print_report(result, summary, args.per_run)
-    return 0 if summary["verdict"]["all"] else 1
+    return verdict_status(args, summary["verdict"]["all"])
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from jobs import units
-from jobs.analysis.changepoints import CumulativeL2, Point, detect
+from jobs.analysis.changepoints import Point, detect
+from jobs.analysis.l2_cost import CumulativeL2
 from jobs.api.models import ApiToken
 from jobs.models import Annotation, ChangePoint, Disk, Membership, Profile, Run
 from tests.factories import ProfileFactory, RunFactory, fio_summary
@@ -83,7 +84,7 @@ def test_a_shift_smaller_than_5_percent_is_not_reported_however_significant():
 def test_the_running_sum_cost_segments_as_ruptures_own_l2_does(penalty):
     rng = random.Random(21)
     values = np.array(noisy(1.0, 150, rng, spread=0.1) + noisy(0.7, 100, rng, spread=0.1)).reshape(-1, 1)
-    ours = ruptures.Binseg(custom_cost=CumulativeL2(), min_size=3, jump=1).fit(values).predict(pen=penalty)
+    ours = ruptures.Binseg(custom_cost=CumulativeL2(min_size=3), min_size=3, jump=1).fit(values).predict(pen=penalty)
     theirs = ruptures.Binseg(model="l2", min_size=3, jump=1).fit(values).predict(pen=penalty)
     assert ours == theirs
 

@@ -15,6 +15,9 @@ A series is one metric of one disk under one workload, in the order the runs fin
 
 A single bad night cannot be a change point: a segment is at least MIN_SEGMENT runs, and the levels are
 medians. Values that are None (the tool printed nothing for them) are left out of the series.
+
+numpy, ruptures and scipy are imported by detect(), not with this module: the models import it at every start-up
+(web, worker, beat, migrate) and those imports took 2.2 s and ~45 MB there (bench/startup.py).
 """
 
 from __future__ import annotations
@@ -22,11 +25,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import ruptures
-from ruptures.base import BaseCost
-from scipy import stats
+if TYPE_CHECKING:
+    import numpy as np
 
 ALPHA = 0.01
 MIN_SEGMENT = 3
@@ -74,6 +76,8 @@ class ChangePoint:
 
 def detect(points: Sequence[Point]) -> list[ChangePoint]:
     """The significant level shifts of a series in time order, oldest first (see the module's steps)."""
+    import numpy as np
+
     values = np.array([p.value for p in points], dtype=float)
     if len(values) < 2 * MIN_SEGMENT:
         return []
@@ -92,37 +96,28 @@ def detect(points: Sequence[Point]) -> list[ChangePoint]:
     return []
 
 
-class CumulativeL2(BaseCost):  # type: ignore[misc]  # ruptures ships no types
-    """ruptures' l2 cost (the squared deviations from the segment's mean) from running sums: O(1) a segment."""
-
-    model = "l2_cumulative"
-    min_size = MIN_SEGMENT
-
-    def fit(self, signal: np.ndarray) -> CumulativeL2:
-        self.signal = np.asarray(signal, dtype=float).reshape(-1, 1)  # ruptures reads its length
-        flat = self.signal[:, 0]
-        self.sums: list[float] = np.concatenate([[0.0], np.cumsum(flat)]).tolist()
-        self.squares: list[float] = np.concatenate([[0.0], np.cumsum(flat * flat)]).tolist()
-        return self
-
-    def error(self, start: int, end: int) -> float:
-        total = self.sums[end] - self.sums[start]
-        return max(0.0, self.squares[end] - self.squares[start] - total * total / (end - start))
-
-
 def _candidates(values: np.ndarray) -> list[int]:
     """Indexes of the first run of each proposed segment (step 1)."""
+    import numpy as np
+    import ruptures
+
+    from jobs.analysis.l2_cost import CumulativeL2
+
     level = float(np.median(np.abs(values))) or 1.0
     scaled = values / level
     sigma = max(_noise(scaled), MIN_RELATIVE_SIGMA)
     penalty = PENALTY_FACTOR * sigma**2 * math.log(len(values))
-    algo = ruptures.Binseg(custom_cost=CumulativeL2(), min_size=MIN_SEGMENT, jump=1).fit(scaled.reshape(-1, 1))
+    algo = ruptures.Binseg(custom_cost=CumulativeL2(min_size=MIN_SEGMENT), min_size=MIN_SEGMENT, jump=1).fit(
+        scaled.reshape(-1, 1)
+    )
     return [int(cut) for cut in algo.predict(pen=penalty)[:-1]]
 
 
 def _noise(values: np.ndarray) -> float:
     """The noise's standard deviation from the median absolute run-to-run difference (a step moves one
     difference only, so it hardly counts)."""
+    import numpy as np
+
     differences = np.diff(values)
     return float(1.4826 * np.median(np.abs(differences - np.median(differences))) / math.sqrt(2))
 
@@ -130,6 +125,9 @@ def _noise(values: np.ndarray) -> float:
 def _test(values: np.ndarray, start: int, cut: int, end: int) -> tuple[float, float]:
     """The p-value of the runs start..cut against cut..end, and the change of their medians in percent of the
     first (step 2). A change under MIN_CHANGE_PERCENT is not tested: it fails whatever its p (1.0)."""
+    import numpy as np
+    from scipy import stats
+
     before, after = values[start:cut], values[cut:end]
     change = _percent(float(np.median(before)), float(np.median(after)))
     if abs(change) < MIN_CHANGE_PERCENT:
@@ -145,6 +143,8 @@ def _percent(before: float, after: float) -> float:
 
 
 def _change_point(points: Sequence[Point], values: np.ndarray, bounds: tuple[int, int, int], p: float) -> ChangePoint:
+    import numpy as np
+
     start, cut, end = bounds
     before, after = values[start:cut], values[cut:end]
     level_before, level_after = float(np.median(before)), float(np.median(after))

@@ -21,8 +21,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 DIP_FRACTION = 0.8
 HOUR_S = 3600
 WEEK_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -32,6 +30,8 @@ def coefficient_of_variation(values: Sequence[float]) -> float | None:
     """Standard deviation over mean of a series; None for fewer than two values or a mean of zero."""
     if len(values) < 2:
         return None
+    import numpy as np  # here, not at start-up: the pages import this module (bench/startup.py)
+
     series = np.asarray(values, dtype=float)
     mean = float(series.mean())
     return float(series.std()) / mean if mean > 0 else None

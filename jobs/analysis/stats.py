@@ -20,10 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from scipy import stats as scipy_stats
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and scipy are imported where they are used: the pages and the API import this module at every start-up
+# and scipy.stats alone took over 1 s there (bench/startup.py).
 
 MIN_RUNS = 5
 ALPHA = 0.05
@@ -79,6 +82,9 @@ def compare(
     """Compare set B with set A (see the module's docstring for the method)."""
     if test not in TESTS:
         raise ValueError(f"test must be one of {', '.join(TESTS)}; got {test!r}.")
+    import numpy as np
+    from scipy import stats as scipy_stats
+
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     summaries = _summary(xa), _summary(xb)
     reason = not_enough(xa, xb, names)
@@ -114,6 +120,8 @@ def compare(
 
 def not_enough(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], names: tuple[str, str]) -> str:
     """Why these sets cannot be told apart, or "" when they can be tested."""
+    import numpy as np
+
     if len(a) < MIN_RUNS or len(b) < MIN_RUNS:
         return (
             f"Not enough runs to tell: {names[0]} has {_runs(len(a))} and {names[1]} has {_runs(len(b))}; "
@@ -150,6 +158,9 @@ def verdict_text(
 def _hodges_lehmann(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> tuple[float, tuple[float, float]]:
     """The median of the pairwise differences B - A and its CI: the k-th smallest and largest of them, k from
     the normal approximation of U's critical value at CONFIDENCE (Hollander & Wolfe, ch. 4)."""
+    import numpy as np
+    from scipy import stats as scipy_stats
+
     differences = np.sort(np.subtract.outer(b, a).ravel())
     n, m = len(a), len(b)
     z = float(scipy_stats.norm.ppf(0.5 + CONFIDENCE / 2))
@@ -160,11 +171,15 @@ def _hodges_lehmann(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> tuple[f
 def _welch_ci(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> tuple[float, float] | None:
     if a.var() == 0 and b.var() == 0:
         return None  # no spread: Welch's standard error is zero and its CI undefined
+    from scipy import stats as scipy_stats
+
     found = scipy_stats.ttest_ind(b, a, equal_var=False).confidence_interval(CONFIDENCE)
     return float(found.low), float(found.high)
 
 
 def _summary(values: np.ndarray[Any, Any]) -> SetSummary:
+    import numpy as np
+
     if not len(values):
         return SetSummary(0, None, None)
     return SetSummary(len(values), float(np.median(values)), float(values.mean()))

@@ -15,9 +15,8 @@ pushed twice (only a new row is), and one that detection later drops stays in Gr
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import requests
 from django.conf import settings
 from django.db import transaction
 from django.db.models.signals import post_save
@@ -25,6 +24,9 @@ from django.dispatch import receiver
 
 from jobs import messages
 from jobs.models import Annotation, ChangePoint
+
+if TYPE_CHECKING:
+    import requests
 
 CHANGE_POINT = "change_point"
 ANNOTATION = "annotation"
@@ -69,6 +71,8 @@ def push(kind: str, pk: int) -> str:
     body = payload(kind, pk)
     if body is None:
         return f"{kind} {pk}: deleted before it was pushed"
+    import requests  # here, not at start-up (bench/startup.py)
+
     try:
         response = requests.post(
             f"{settings.GRAFANA_URL}/api/annotations",

@@ -18,17 +18,18 @@ import hmac
 import json
 import smtplib
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import apprise
-import requests
 from django.conf import settings
 from django.core.mail import EmailMessage
 
 from jobs import egress
 from jobs.models import AlertChannel
 from jobs.notify import targets, texts
+
+if TYPE_CHECKING:
+    import requests
 
 USER_AGENT = "benchweb-alerts/1"
 ERROR_MAX = 1000
@@ -94,6 +95,8 @@ def signature(secret: str, body: bytes) -> str:
 
 
 def send_webhook(url: str, secret: str, payload: dict[str, Any]) -> Outcome:
+    import requests  # here, not at start-up (bench/startup.py)
+
     body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
     headers = {
         "Content-Type": "application/json",
@@ -127,6 +130,8 @@ def _answered(answer: requests.Response) -> Outcome:
 
 
 def send_apprise(url: str, payload: dict[str, Any]) -> Outcome:
+    import apprise  # here, not at start-up: its plugins take ~0.2 s and ~15 MB to load (bench/startup.py)
+
     plugin = apprise.Apprise.instantiate(url)
     if plugin is None:
         return Outcome(False, error="Apprise cannot read this channel's URL any more; enter it again.")

@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
-import apprise
-from apprise.manager_plugins import NotificationManager
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -115,6 +113,9 @@ def webhook_url(url: str) -> tuple[str, str]:
 def apprise_url(url: str) -> str:
     """The URL masked as Apprise shows it (tokens and passwords hidden), once Apprise has read it and its host
     (where it names one) is judged."""
+    import apprise  # here, not at start-up: its plugins take ~0.2 s and ~15 MB to load (bench/startup.py)
+    from apprise.manager_plugins import NotificationManager
+
     scheme = _parts(url).scheme.lower()
     if scheme not in NotificationManager().schemas():
         raise ChannelRefused(
