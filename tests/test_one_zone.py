@@ -202,4 +202,15 @@ def test_the_pickers_show_24_hour_times_in_a_us_english_browser(
     assert page.locator("#runs-after").evaluate("e => e.type") == "text"
     screenshot("runs", on=page)
     phone._assert_fits(page, "runs")
+    page.goto(f"{live_server.url}/disks/{disk.pk}/")
+    phone._settle(page)
+    page.get_by_label("Time range").select_option("custom")
+    page.locator("#chart-from").fill("2026-11-20 08:00")
+    assert page.locator("#chart-from").evaluate("e => e.type === 'text' && e.checkValidity()")
+    # The chart reads the field on the page's clock (Berlin: 07:00 UTC) and writes an instant back the same way.
+    assert page.evaluate("window.benchClock.fromInput(document.getElementById('chart-from').value)") == (
+        datetime(2026, 11, 20, 7, tzinfo=UTC).timestamp() * 1000
+    )
+    assert page.evaluate("window.benchClock.toInput(Date.UTC(2026, 6, 1, 19, 5))") == "2026-07-01 21:05"
+    screenshot("disk-range", on=page)
     assert not page.js_errors
