@@ -118,3 +118,14 @@ def zone_names() -> list[str]:
     """The IANA names a person may pick, sorted; UTC first."""
     names = sorted(name for name in available_timezones() if name.split("/", 1)[0] in _AREAS and "/" in name)
     return ["UTC", *names]
+
+
+def utc_hour(hour: int, zone: tzinfo, at: datetime) -> str:
+    """A UTC hour of the day (what the day rollups count by) on the zone's clock at the offset it had at `at`:
+    "05:30–06:30 IST" for hour 0 in Asia/Kolkata. A half-hour zone's hour starts at :30; across a daylight-saving
+    change the runs on the other side of it are an hour off (the rollups keep UTC hours only)."""
+    start = datetime.combine(at.astimezone(UTC).date(), datetime.min.time(), UTC) + timedelta(hours=hour)
+    end = start + timedelta(hours=1)
+    offset = at.astimezone(zone).utcoffset() or timedelta(0)
+    first, last = ((moment + offset).strftime("%H:%M") for moment in (start, end))
+    return f"{first}–{last} {label(at, zone)}"

@@ -157,11 +157,16 @@ def _window_problems(rule: Rule) -> dict[str, str]:
     problem = f"the window ends at {end}, before it starts at {start}"
     if rule.window_end == rule.window_start:
         problem = f"the window starts and ends at {start}"
-    return {"window_end": f"{problem}; end it after the start, e.g. {example} for a week from {start}"}
+    return {"window_end": f"{problem}; end it after the start, e.g. {example} for a week from {start}{_named(zone)}"}
 
 
 def _show(moment: datetime, zone: tzinfo) -> str:
     return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _named(zone: tzinfo) -> str:
+    """Which zone a message's times are in: the schedule's, which may not be the reader's."""
+    return f" (times in the schedule's zone, {zone})"
 
 
 def _blackouts_problem(blackouts: tuple[str, ...]) -> str | None:
@@ -201,7 +206,7 @@ def _never_fires_problems(rule: Rule) -> dict[str, str]:
         start, end = _show(rule.window_start, zone), _show(rule.window_end, zone)
         later = next_fires(replace(rule, window_end=None, blackouts=()), after, 1)
         hint = f"end it after {_show(later[0], zone)}, its first fire" if later else "widen it"
-        return {"window_end": f"no fire of this schedule falls between {start} and {end}; {hint}"}
+        return {"window_end": f"no fire of this schedule falls between {start} and {end}; {hint}{_named(zone)}"}
     return {}
 
 

@@ -336,7 +336,8 @@ def test_a_window_that_ends_before_it_starts_is_refused():
     rule = daily_0230(window_start=utc(2026, 5, 8), window_end=utc(2026, 5, 1))
     assert validate(rule) == {
         "window_end": "the window ends at 2026-05-01 02:00 CEST, before it starts at 2026-05-08 02:00 CEST; "
-        "end it after the start, e.g. 2026-05-15 02:00 CEST for a week from 2026-05-08 02:00 CEST"
+        "end it after the start, e.g. 2026-05-15 02:00 CEST for a week from 2026-05-08 02:00 CEST "
+        "(times in the schedule's zone, Europe/Berlin)"
     }
     assert (
         "starts and ends"
@@ -348,7 +349,7 @@ def test_a_window_with_no_fire_in_it_is_refused_with_the_first_fire_it_would_nee
     yearly = Rule(kind="cron", cron="0 0 1 1 *", timezone=BERLIN, **MAY_WEEK)
     assert validate(yearly) == {
         "window_end": "no fire of this schedule falls between 2026-05-01 02:00 CEST and 2026-05-08 02:00 CEST; "
-        "end it after 2027-01-01 00:00 CET, its first fire"
+        "end it after 2027-01-01 00:00 CET, its first fire (times in the schedule's zone, Europe/Berlin)"
     }
 
 

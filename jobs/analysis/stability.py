@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, tzinfo
 from typing import Any
 
 DIP_FRACTION = 0.8
@@ -52,17 +53,24 @@ def tail_ratio(p99: float | None, p50: float | None) -> float | None:
     return p99 / p50
 
 
-def hour_of_week(epoch_s: float) -> tuple[int, int]:
-    """(weekday, hour) in UTC of a time in seconds since the Unix epoch: Monday is 0 (1970-01-01 was a Thursday)."""
+def hour_of_week(epoch_s: float, zone: tzinfo | None = None) -> tuple[int, int]:
+    """(weekday, hour) of a time in seconds since the Unix epoch, on the zone's wall clock (UTC when none): Monday
+    is 0 (1970-01-01 was a Thursday). A half-hour zone's hour 5 is 05:00-05:59 there (Asia/Kolkata)."""
+    if zone is not None:
+        local = datetime.fromtimestamp(epoch_s, zone)
+        return local.weekday(), local.hour
     hours = int(epoch_s // HOUR_S)
     return (hours // 24 + 3) % 7, hours % 24
 
 
-def week_grid(points: Iterable[tuple[float, float | None, float | None, str]]) -> list[list[dict[str, Any]]]:
-    """7 x 24 cells (Monday first, hour 0 first) of (epoch seconds, IOPS, p99 µs, profile) points: per cell the
-    number of points, the medians of the IOPS and the p99 latency reported (None where none was), and the
-    median of each point's IOPS and p99 over its profile's median over every point (`iops_ratio`, `p99_ratio`):
-    a 1M sequential profile beside a 4k random one does not paint the hours it runs in as fast or slow."""
+def week_grid(
+    points: Iterable[tuple[float, float | None, float | None, str]], zone: tzinfo | None = None
+) -> list[list[dict[str, Any]]]:
+    """7 x 24 cells (Monday first, hour 0 first, on the zone's wall clock: UTC when none) of (epoch seconds,
+    IOPS, p99 µs, profile) points: per cell the number of points, the medians of the IOPS and the p99 latency
+    reported (None where none was), and the median of each point's IOPS and p99 over its profile's median over
+    every point (`iops_ratio`, `p99_ratio`): a 1M sequential profile beside a 4k random one does not paint the
+    hours it runs in as fast or slow."""
     rows = list(points)
     usual_iops = _medians((profile, level) for _, level, _, profile in rows)
     usual_p99 = _medians((profile, tail) for _, _, tail, profile in rows)
@@ -71,7 +79,7 @@ def week_grid(points: Iterable[tuple[float, float | None, float | None, str]]) -
     ]
     runs = [[0] * 24 for _ in range(7)]
     for at, level, tail, profile in rows:
-        day, hour = hour_of_week(at)
+        day, hour = hour_of_week(at, zone)
         runs[day][hour] += 1
         cell = cells[day][hour]
         if level is not None:

@@ -8,6 +8,7 @@ from django import forms
 from django.utils import timezone
 
 from jobs.models import Annotation, Disk, Host, Team
+from jobs.widgets import MomentInput
 
 
 class AnnotationForm(forms.ModelForm):
@@ -15,7 +16,7 @@ class AnnotationForm(forms.ModelForm):
         model = Annotation
         fields = ["at", "text", "disk", "host"]
         labels = {"at": "When", "text": "What happened", "disk": "Disk", "host": "Host"}
-        widgets = {"at": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")}
+        widgets = {"at": MomentInput()}
 
     def __init__(
         self, *args: Any, team: Team, disk: Disk | None = None, host: Host | None = None, **kwargs: Any
@@ -29,7 +30,7 @@ class AnnotationForm(forms.ModelForm):
         hosts.queryset = Host.objects.filter(team=team)
         hosts.empty_label = "— any host —"
         hosts.help_text = "A host without a disk: the note shows on every disk of it. Neither: on every disk."
-        # A datetime-local value is read in the reader's zone (jobs.middleware activates it); say which.
+        # A typed date and time (jobs.widgets) is read in the reader's zone (jobs.middleware activates it); say which.
         self.fields["at"].help_text = f"In your time zone, {timezone.get_current_timezone()}."
         if disk is not None:
             self.initial.setdefault("disk", disk.pk)

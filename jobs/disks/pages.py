@@ -13,6 +13,7 @@ from django.db.models import (
 )
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs import access, environment, limits, presets, safety, units
@@ -23,6 +24,7 @@ from jobs.models import SPEC_FIELDS, Alert, Annotation, Disk, Profile, Run, RunR
 from jobs.results import burst, compliance, stability, validity
 from jobs.runs import queueing
 from jobs.shares.forms import ShareForm
+from jobs.widgets import MomentInput
 
 
 class ProfileSelect(forms.Select):
@@ -85,7 +87,7 @@ class PreconditionForm(forms.Form):
     at = forms.DateTimeField(
         label="When",
         required=False,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        widget=MomentInput(),
         help_text="When the fill ended, in your time zone; empty: now.",
     )
     how = forms.CharField(
@@ -219,11 +221,13 @@ def _compliance(disk: Disk, params: Any) -> dict[str, Any]:
     found = compliance.disk_compliance(disk, query)
     streak = found["longest_streak"]
     streak["first"], streak["last"] = _moment(streak["from"]), _moment(streak["to"])
+    zone = timezone.get_current_timezone()
+    compliance.worst_hour_here(found, zone, timezone.now())
     drops = stability.shared_drops(disk, query)
     for group in drops["groups"]:
         for drop in group["drops"]:
             drop["finished"] = _moment(drop["finished_at"])
-    heatmap = stability.heatmap(disk, query)
+    heatmap = stability.heatmap(disk, query, zone)
     metrics = [{"key": "iops", "caption": "Median IOPS"}, {"key": "p99", "caption": "Median p99 latency"}]
     return form | {
         "compliance": found,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 WIDTH, HEIGHT = 720.0, 260.0
 LEFT, RIGHT, TOP, BOTTOM = 56.0, 12.0, 12.0, 34.0
@@ -61,9 +61,9 @@ class OverTime:
         return sum(dot.miss for dot in self.dots)
 
 
-def over_time(points: Sequence[tuple[int, float]], threshold: float) -> OverTime | None:
+def over_time(points: Sequence[tuple[int, float]], threshold: float, zone: tzinfo = UTC) -> OverTime | None:
     """points: (finish in ms since the epoch, measured / promised) in time order; threshold: the share a run
-    must reach (0.95). None without points."""
+    must reach (0.95); zone: the one the time axis is written in (the reader's). None without points."""
     if not points:
         return None
     first, last = points[0][0], points[-1][0]
@@ -85,7 +85,7 @@ def over_time(points: Sequence[tuple[int, float]], threshold: float) -> OverTime
     )
     moments = _time_ticks(first, last)
     anchors = ["start", *["middle"] * (len(moments) - 2), "end"] if len(moments) > 1 else ["middle"]
-    chart.x_ticks = [Tick(x(ms), _day(ms), anchor) for ms, anchor in zip(moments, anchors, strict=True)]
+    chart.x_ticks = [Tick(x(ms), _day(ms, zone), anchor) for ms, anchor in zip(moments, anchors, strict=True)]
     return chart
 
 
@@ -101,9 +101,9 @@ def _time_ticks(first: int, last: int, count: int = 5) -> list[int]:
     return [round(first + (last - first) * i / (count - 1)) for i in range(count)]
 
 
-def _day(ms: int) -> str:
-    """The UTC day of a tick, with the hour when the period is short enough to need it."""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+def _day(ms: int, zone: tzinfo) -> str:
+    """A tick's day and 24-hour time in the zone (the figure's caption names the zone)."""
+    return datetime.fromtimestamp(ms / 1000, zone).strftime("%Y-%m-%d %H:%M")
 
 
 ROW = 44.0

@@ -53,6 +53,7 @@ def disk_report(request: HttpRequest, pk: int) -> HttpResponse:
     found = compliance.disk_compliance(disk, query)
     streak = found["longest_streak"]
     streak["first"], streak["last"] = _moment(streak["from"]), _moment(streak["to"])
+    compliance.worst_hour_here(found, timezone.get_current_timezone(), timezone.now())
     misses_only = request.GET.get("runs", "misses") != "all"
     lines, listed_of = report.run_lines(disk, query, misses_only=misses_only)
     now = timezone.now()
@@ -71,7 +72,8 @@ def disk_report(request: HttpRequest, pk: int) -> HttpResponse:
         "until": until,
         "first_run": _moment(found["first_run_at"]),
         "last_run": _moment(found["last_run_at"]),
-        "chart": report.chart(disk, query),
+        "chart": report.chart(disk, query, timezone.get_current_timezone()),
+        "report_zone": timezone.get_current_timezone_name(),
         "lines": lines,
         "listed_of": listed_of,
         "misses_only": misses_only,

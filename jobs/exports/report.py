@@ -8,7 +8,7 @@ run's id, finish and limit, and the CSV export (jobs/exports/tables.py) has ever
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from django.db.models import F, FloatField, Q
@@ -44,9 +44,10 @@ def _shares(disk: Disk, query: compliance.Query) -> Any:
     return promised.annotate(share=F("total_iops") / Cast("limit_iops", FloatField())).order_by("finished_at", "run_id")
 
 
-def chart(disk: Disk, query: compliance.Query) -> drawing.OverTime | None:
+def chart(disk: Disk, query: compliance.Query, zone: tzinfo = UTC) -> drawing.OverTime | None:
+    """The over-time chart, its time axis in the zone (the reader's)."""
     points = list(_shares(disk, query).values_list("finished_ms", "share"))
-    return drawing.over_time(timeseries.minmax(points, DRAWN_RUNS), query.threshold)
+    return drawing.over_time(timeseries.minmax(points, DRAWN_RUNS), query.threshold, zone)
 
 
 def run_lines(disk: Disk, query: compliance.Query, *, misses_only: bool) -> tuple[list[RunLine], int]:

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from jobs.models import Disk, Team
+from jobs.widgets import MomentInput
 
 # Pasted or uploaded output travels back to the browser for confirmation, and Django refuses form bodies
 # above DATA_UPLOAD_MAX_MEMORY_SIZE (16 MiB, benchweb/settings.py); larger outputs go through `import_results`.
@@ -48,7 +49,7 @@ class ImportTargetForm(forms.Form):
         label="Finished at",
         required=False,
         validators=[_not_future],
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        widget=MomentInput(),
         help_text="When the run ended, in your time zone. Empty: now.",
     )
     tool = forms.ChoiceField(

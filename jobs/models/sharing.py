@@ -48,6 +48,9 @@ class ShareLink(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_viewed_at = models.DateTimeField(null=True, blank=True, editable=False)
     view_count = models.PositiveIntegerField(default=0, editable=False)
+    # The one zone the link's pages and JSON answers write times in (a share page has no signed-in reader): the
+    # creator's zone when it was made (their Preferences, else the page's they made it from), else UTC.
+    time_zone = models.CharField(max_length=64, default="UTC", editable=False)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -64,7 +67,7 @@ class ShareLink(models.Model):
 
     @classmethod
     def issue(cls, *, team: Team, user: Any, days: int, disk: Disk | None = None,
-              compare: dict[str, Any] | None = None) -> tuple[ShareLink, str]:  # fmt: skip
+              compare: dict[str, Any] | None = None, time_zone: str = "UTC") -> tuple[ShareLink, str]:  # fmt: skip
         """A new link and the only copy of its token, to be shown once."""
         token = secrets.token_urlsafe(32)
         link = cls.objects.create(
@@ -75,6 +78,7 @@ class ShareLink(models.Model):
             token_digest=digest(token),
             created_by=user,
             expires_at=timezone.now() + timedelta(days=days),
+            time_zone=time_zone,
         )
         return link, token
 

@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, cast
 
 from django.db import connection
@@ -46,7 +46,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
-from jobs import timeseries
+from jobs import clock, timeseries
 from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample
 
 PERIODS = {"7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90), "all": None}
@@ -447,6 +447,16 @@ def _seconds(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
         "runs": counted["runs"],
         "newest_runs_read": read,
     }
+
+
+def worst_hour_here(found: dict[str, Any], zone: tzinfo, now: datetime) -> None:
+    """The worst hour as a page shows it: `found["worst_hour"]["shown"]`, the UTC hour on the reader's clock at
+    the offset the zone has at the period's end (clock.utc_hour: the day rollups count by UTC hour)."""
+    worst = found.get("worst_hour")
+    if worst:
+        end = datetime.fromisoformat(found["until"]) if found.get("until") else now
+        worst["shown"] = clock.utc_hour(worst["hour"], zone, end)
+        worst["shown_zone"] = getattr(zone, "key", str(zone))
 
 
 def _worst_hour(hours: dict[int, list[float]]) -> dict[str, Any] | None:

@@ -1,6 +1,7 @@
 """Stability and noisy neighbours, from the stored results (the maths is jobs/analysis/stability.py): a run's
 stability (its page and the API's run detail), a disk's hour-of-week heatmap, and the drops it shared with disks
-on other hosts of its site (the disk page and GET /api/v1/disks/{id}/stability/). Hours are UTC and say so.
+on other hosts of its site (the disk page and GET /api/v1/disks/{id}/stability/). The heatmap's hours are the
+reader's zone's on the page and UTC in the API, and say which.
 
 The heatmap and the shared drops read the period's result rows (three or four columns each), bounded by the
 period the caller picked (compliance.parse: 30 days unless asked).
@@ -11,6 +12,7 @@ from __future__ import annotations
 import statistics
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from jobs.analysis import stability
 from jobs.models import Disk, Run, RunSample
@@ -46,15 +48,17 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def heatmap(disk: Disk, query: Query) -> dict[str, Any]:
-    """The disk's runs of the period by UTC hour of the week: per cell the runs, the median IOPS and the median
+def heatmap(disk: Disk, query: Query, zone: ZoneInfo | None = None) -> dict[str, Any]:
+    """The disk's runs of the period by hour of the week on the zone's wall clock (the reader's on the disk page,
+    UTC in the API and when none), each run placed by its own finish, so daylight saving and half-hour zones land
+    exactly: per cell the runs, the median IOPS and the median
     p99 latency (the worse of read and write), and a level 0-4 of each for colour, from how the cell's runs did
     against their own profile's median (0: as usual or better; 4: half the IOPS or less, twice the latency or
     more)."""
     rows = query.results(disk).values_list("finished_ms", "total_iops", "read_p99_us", "write_p99_us", "profile_name")
     points = [(ms / 1000, iops, _worse(read, write), name) for ms, iops, read, write, name in rows.iterator(2000)]
     days = []
-    for day, cells in zip(stability.WEEK_DAYS, stability.week_grid(points), strict=True):
+    for day, cells in zip(stability.WEEK_DAYS, stability.week_grid(points, zone), strict=True):
         for cell in cells:
             cell["iops_level"] = _level(cell.pop("iops_ratio"))
             ratio = cell.pop("p99_ratio")
@@ -64,7 +68,8 @@ def heatmap(disk: Disk, query: Query) -> dict[str, Any]:
         "median_iops": _median([p[1] for p in points if p[1] is not None]),
         "median_p99_us": _median([p[2] for p in points if p[2] is not None]),
     }
-    return {**query.as_dict(), "zone": "UTC", "runs": len(points), **overall, "days": days}
+    name = zone.key if zone is not None else "UTC"
+    return {**query.as_dict(), "zone": name, "runs": len(points), **overall, "days": days}
 
 
 def _worse(read: float | None, write: float | None) -> float | None:

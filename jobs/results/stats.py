@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, tzinfo
 from typing import Any
 
 from django.db.models import QuerySet, Sum
+from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from jobs import clock, units
@@ -53,6 +54,7 @@ class Query:
     test: str
     skip_unsteady: bool
     split_label: str = ""  # the note the split comes from ("kernel upgrade"), when it came from one
+    zone: tzinfo = UTC  # the zone a split date's midnight and the sets' labels are in: the reader's on the page
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,9 @@ class RunSet:
         }
 
 
-def parse(params: Mapping[str, str], team: Team) -> Query:
-    """The query from ?a_disk=&b_disk= or ?disk=&split=, with profile, metric, test and skip_unsteady."""
+def parse(params: Mapping[str, str], team: Team, zone: tzinfo = UTC) -> Query:
+    """The query from ?a_disk=&b_disk= or ?disk=&split=, with profile, metric, test and skip_unsteady; a split
+    date or date-time without an offset is read in the zone (UTC in the API, the reader's on the page)."""
     metric = params.get("metric") or "iops"
     if metric not in METRICS:
         raise StatsError("metric", f"{metric!r} is not a metric; choose one of {', '.join(METRICS)}.")
@@ -116,10 +119,10 @@ def parse(params: Mapping[str, str], team: Team) -> Query:
             raise StatsError("disk", f"The note {note.text!r} is for {note.scope}: give disk, the one to compare.")
         b, split, label = None, note.at, note.text
     else:
-        a, b, split = _disk(params, "disk", team), None, _moment(params.get("split") or "")
+        a, b, split = _disk(params, "disk", team), None, _moment(params.get("split") or "", zone)
     disks = [a] if b is None else [a, b]
     profile = choose_profile(disks, params.get("profile") or "")
-    return Query(a, b, split, profile, metric, test, skip in ("true", "1"), label)
+    return Query(a, b, split, profile, metric, test, skip in ("true", "1"), label, zone)
 
 
 def choose_profile(disks: Iterable[Disk], given: str) -> str:
@@ -163,7 +166,7 @@ def sets(query: Query) -> tuple[RunSet, RunSet]:
             run_set(query, query.b, f"B: {query.b.label}", None, None),
         )
     assert query.split is not None  # parse gives a split to a one-disk query
-    when = clock.utc_text(query.split, clock.MINUTES)
+    when = clock.show(query.split, query.zone, clock.MINUTES)
     if query.split_label:
         when = f"“{query.split_label}” ({when})"
     return (
@@ -223,18 +226,18 @@ def _annotation(value: str, team: Team) -> Annotation:
     return found
 
 
-def _moment(value: str) -> datetime:
-    """An ISO date (its midnight, UTC) or date-time (UTC when it names no zone)."""
+def _moment(value: str, zone: tzinfo) -> datetime:
+    """An ISO date (its midnight in the zone) or date-time (in the zone when it names none)."""
     try:
         moment = parse_datetime(value)
         day = None if moment else parse_date(value)
     except ValueError:
         moment = day = None
     if day is not None:
-        moment = datetime.combine(day, time(), tzinfo=UTC)
+        moment = datetime.combine(day, time(), tzinfo=zone)
     if moment is None:
         raise StatsError("split", f"split takes an ISO date or date-time such as 2026-11-20; got {value!r}.")
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=zone)
 
 
 def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str, Any] | None:
@@ -258,7 +261,7 @@ def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str
         # tell anything); the API asks for one when there are several.
         asked["profile"] = min(found["profiles"], key=lambda pair: (-pair[1], pair[0]))[0]
     try:
-        query = parse(asked, team)
+        query = parse(asked, team, timezone.get_current_timezone())  # the page's zone: a split date's midnight there
     except StatsError as exc:
         return found | {"error": f"{exc.field}: {exc}"}
     result = compare(query)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from jobs import scheduling
 from jobs.models import Disk, Profile, Schedule, ScheduleProfile, Team
 from jobs.schedules import dispatcher
+from jobs.widgets import MomentInput
 
 
 class ScheduleForm(forms.ModelForm):
@@ -41,9 +42,9 @@ class ScheduleForm(forms.ModelForm):
             "timezone": "Time zone",
         }
         widgets = {
-            "starts_at": forms.DateTimeInput(attrs={"type": "datetime-local"}),
-            "window_start": forms.DateTimeInput(attrs={"type": "datetime-local"}),
-            "window_end": forms.DateTimeInput(attrs={"type": "datetime-local"}),
+            "starts_at": MomentInput(),
+            "window_start": MomentInput(),
+            "window_end": MomentInput(),
         }
 
     def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
@@ -63,7 +64,7 @@ class ScheduleForm(forms.ModelForm):
             )
         if self.instance.pk:
             self.initial["blackouts"] = ", ".join(self.instance.blackouts or [])
-        # A datetime-local value is read in the reader's zone (jobs.middleware activates it); say which.
+        # A typed date and time (jobs.widgets) is read in the reader's zone (jobs.middleware activates it); say which.
         zone = timezone.get_current_timezone()
         for name in ("starts_at", "window_start", "window_end"):
             field = self.fields[name]

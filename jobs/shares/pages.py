@@ -63,12 +63,18 @@ def _create(request: HttpRequest, team: Team) -> str:
         disk = access.disk(request, int(disk_id)) if disk_id.isdigit() else None
         if disk is None:
             raise sharing.ShareRefused("disk", "Say which disk to share: open its page and use Share… there.")
-        link, token = sharing.create(team, request.user, days=days, disk=disk, via="page")
+        link, token = sharing.create(team, request.user, days=days, disk=disk, via="page", page_zone=_zone(request))
     else:
         query = sharing.compare_query(QueryDict(request.POST.get("query", "")), team)
-        link, token = sharing.create(team, request.user, days=days, compare=query, via="page")
+        link, token = sharing.create(team, request.user, days=days, compare=query, via="page", page_zone=_zone(request))
     messages.success(request, f"Link to {sharing.describe(link)} made; copy its address now, it is shown once.")
     return request.build_absolute_uri(reverse("shared", args=[token]))
+
+
+def _zone(request: HttpRequest) -> str:
+    """The zone the creator's page was drawn in (jobs.middleware): the link's pages use it."""
+    chosen = getattr(request, "clock", None)
+    return chosen.name if chosen is not None else ""
 
 
 @login_required

@@ -54,6 +54,11 @@ def _guarded(view: View, request: HttpRequest, token: str) -> HttpResponse:
     # share one address behind a NAT or proxy). Its 256 random bits are what keep a guesser out, not the wait.
     key = f"share-guesses:{get_client_ip_address(request) or ''}"
     link = ShareLink.find(token)
+    # One zone for the link's page and its JSON answers alike, whoever opens it: the creator's (stored with the
+    # link), else UTC; the page says which (shares/base.html). jobs.middleware deactivates it after the answer.
+    chosen = clock.choose(link.time_zone if link else "", None)
+    request.clock = chosen  # type: ignore[attr-defined]  # read by jobs.context_processors for <body data-time-zone>
+    timezone.activate(chosen.zone)
     if link is None:
         if (cache.get(key) or 0) >= GUESS_LIMIT:
             return _answer(request, "shares/unknown.html", 429, "Too many unknown links from your address; wait "

@@ -7,8 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
+
 from audit import log as audit
 from audit.models import AuditEvent
+from jobs import clock
 from jobs.analysis import stats as analysis
 from jobs.models import Disk, Run, ShareLink, Team
 from jobs.models.sharing import DEFAULT_DAYS, MAX_DAYS
@@ -98,15 +101,24 @@ def _stats_choices(params: Mapping[str, Any], disks: list[int]) -> dict[str, str
     return found
 
 
-def create(team: Team, user: Any, *, days: int, disk: Disk | None = None,
-           compare: dict[str, Any] | None = None, via: str = "api") -> tuple[ShareLink, str]:  # fmt: skip
-    """A link to the disk's page or to the comparison (already checked), and its token, shown this once."""
+def create(team: Team, user: Any, *, days: int, disk: Disk | None = None, compare: dict[str, Any] | None = None,
+           via: str = "api", page_zone: str = "") -> tuple[ShareLink, str]:  # fmt: skip
+    """A link to the disk's page or to the comparison (already checked), and its token, shown this once. Its
+    pages write times in the creator's zone: their Preferences, else the page's they made it from, else UTC."""
     if disk is not None and disk.team_id != team.pk:
         raise ShareRefused("disk", "No such disk in your team.")
-    link, token = ShareLink.issue(team=team, user=user, days=days, disk=disk, compare=compare)
+    zone = clock.choose(_preference(user), page_zone).name
+    link, token = ShareLink.issue(team=team, user=user, days=days, disk=disk, compare=compare, time_zone=zone)
     audit.record(team, user, AuditEvent.Action.SHARE_CREATED, link, kind=link.kind, disk=disk and disk.pk,
                  compare=compare, expires_at=link.expires_at.isoformat(), via=via)  # fmt: skip
     return link, token
+
+
+def _preference(user: Any) -> str:
+    try:
+        return str(user.preferences.time_zone or "")
+    except (AttributeError, ObjectDoesNotExist):
+        return ""
 
 
 def revoke(link: ShareLink, user: Any, via: str = "api") -> bool:

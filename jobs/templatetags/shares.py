@@ -19,14 +19,6 @@ def share(value: float | None) -> str:
 
 
 @register.filter
-def hour_span(hour: int | None) -> str:
-    """Hour 3 as "03:00–04:00"."""
-    if hour is None:
-        return "—"
-    return f"{hour:02d}:00–{(hour + 1) % 24:02d}:00"
-
-
-@register.filter
 def block_size(value: int | None) -> str:
     """4096 as "4 KiB", the way fio's bs= reads."""
     return units.format_bytes(value)

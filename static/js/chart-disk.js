@@ -77,7 +77,7 @@
     if (profileSelect.value) q.set("profile", profileSelect.value);
     if (steadyOnly.checked) q.set("steady", "only");
     if (rangeSelect.value === "custom") {
-      // datetime-local is a wall-clock time in the page's zone; the server gets an exact instant.
+      // The fields hold a wall-clock time in the page's zone; the server gets an exact instant.
       if (fromInput.value) q.set("from", new Date(window.benchClock.fromInput(fromInput.value)).toISOString());
       if (toInput.value) q.set("to", new Date(window.benchClock.fromInput(toInput.value)).toISOString());
     }

@@ -82,10 +82,11 @@
     format,
     // "2026-11-25 21:24:52 CET"; precision "minutes" drops the seconds, "time" the date.
     show: (ms, precision = "seconds") => format(ms, PATTERNS[precision]),
-    // A datetime-local input's value and back, in the page's zone rather than the browser's.
-    toInput: (ms) => format(ms, "yyyy-MM-ddTHH:mm"),
+    // A date-and-time field's value ("2026-11-25 21:24", 24-hour: jobs/widgets.py) and back, in the page's zone
+    // rather than the browser's.
+    toInput: (ms) => format(ms, "yyyy-MM-dd HH:mm"),
     fromInput(value) {
-      const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})/.exec(value || "");
+      const m = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})/.exec(value || "");
       return m ? fromWall(+m[1], +m[2], +m[3], +m[4], +m[5]) : NaN;
     },
   };
