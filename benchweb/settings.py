@@ -249,10 +249,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.JSONParser"],
 }
 # OpenAPI 3 at /api/schema/, Swagger UI at /api/docs/, its files served from here (drf-spectacular-sidecar).
+# Texts in the schema are Markdown on the docs page: a bare <token> would be dropped as an HTML tag, so headers
+# go in code spans.
 SPECTACULAR_SETTINGS = {
     "TITLE": "benchweb API",
     "DESCRIPTION": "Hosts, disks, profiles, schedules, runs and results of one team. Authenticate with "
-    "'Authorization: Bearer <token>' (POST /api/v1/tokens/ makes one) or the browser session.",
+    "`Authorization: Bearer <token>` (`POST /api/v1/tokens/` makes one) or the browser session.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,

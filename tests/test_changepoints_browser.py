@@ -5,6 +5,7 @@ and 390 px (nothing sticks out, every control labelled, no JavaScript errors).""
 from __future__ import annotations
 
 import random
+import re
 from datetime import timedelta
 
 import pytest
@@ -87,6 +88,10 @@ def test_the_changes_page_marks_a_change_expected_and_takes_a_note(page, live_se
     page.goto(f"{live_server.url}/changes/")
     rows = page.locator("#change-points tbody tr")
     assert rows.count() == 2  # IOPS and bandwidth, at the same run
+    # The bandwidth levels in the unit the disk's limit was typed in (MB/s) too, never in raw bytes per second.
+    assert re.search(
+        r"MiB/s = [0-9.]+ MB/s → [0-9.]+ MiB/s = [0-9.]+ MB/s", page.locator("#change-points").inner_text()
+    )
     screenshot("desktop", on=page)
     _fits(page)
     page.set_viewport_size({"width": 390, "height": 844})
@@ -94,10 +99,15 @@ def test_the_changes_page_marks_a_change_expected_and_takes_a_note(page, live_se
     _fits(page)
     page.set_viewport_size({"width": 1280, "height": 800})
     change = ChangePoint.objects.get(disk=disk, metric="iops")
+    # The reason the API takes, typed on the page too; the note says it.
+    row = page.locator("#change-points tbody tr", has=page.get_by_role("button", name=re.compile("Total IOPS")))
+    row.get_by_label("Reason").fill("moved to a smaller instance")
     page.get_by_role("button", name=f"Mark the Total IOPS change of {disk} at run {change.run_id} expected").click()
     page.wait_for_url(f"{live_server.url}/changes/")
     assert "expected: a note below" in page.locator("#change-points").inner_text()
-    assert "(expected change)" in page.locator("#annotations").inner_text()
+    assert "moved to a smaller instance (expected change)" in page.locator("#annotations").inner_text()
+    change.refresh_from_db()
+    assert change.annotation is not None and change.annotation.text == "moved to a smaller instance"
     page.get_by_label("What happened").fill("moved to PL2")
     page.get_by_label("Disk", exact=True).select_option(label=str(disk))
     page.get_by_role("button", name="Add note").click()

@@ -187,9 +187,9 @@ def test_compare_of_runs_shows_steady_state_burst_and_warnings_beside_the_result
     response = owner_client.get(f"/compare/?runs={a.pk},{b.pk},{c.pk}")
     assert response.status_code == 200
     rows = _rows(response.content.decode())
-    assert list(rows)[:9] == [
-        "Finished", "Measured IOPS", "Theoretical IOPS", "Efficiency", "Bandwidth", "Theoretical at its block size",
-        "Steady state", "Burst credits", "Warnings",
+    assert list(rows)[:10] == [
+        "Finished", "Measured IOPS", "Theoretical IOPS", "Efficiency", "Throughput efficiency", "Bandwidth",
+        "Theoretical at its block size", "Steady state", "Burst credits", "Warnings",
     ]  # fmt: skip
     steady_cells = rows["Steady state"]
     assert steady_cells[0].startswith("steady Steady state: reached after 41 s (fio")

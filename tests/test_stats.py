@@ -332,6 +332,29 @@ def test_before_and_after_starts_with_the_disks_profile_of_the_most_runs(pair, o
     assert '<option value="1m seqread" selected>' in odd and "Not enough runs to tell" in odd
 
 
+# The x-axis labels a chart draws (Chart.js's label items, measured in their own font) that touch the next one.
+OVERLAPPING_X_LABELS = """(id) => {
+  const chart = Chart.getChart(id);
+  const scale = chart.scales.x;
+  const items = scale.getLabelItems(chart.chartArea).filter((item) => String(item.label) !== "");
+  const ctx = chart.ctx;
+  const boxes = items.map((item) => {
+    ctx.save();
+    ctx.font = (item.font || item.options.font).string;
+    const width = ctx.measureText(String(item.label)).width;
+    ctx.restore();
+    const x = item.options.translation[0];
+    const rotated = item.options.rotation !== 0;
+    return { label: String(item.label), left: x - width / 2, right: x + width / 2, rotated };
+  }).sort((a, b) => a.left - b.left);
+  const out = [];
+  for (let i = 1; i < boxes.length; i++) {
+    if (boxes[i].left < boxes[i - 1].right + 2) out.push(boxes[i - 1].label + " | " + boxes[i].label);
+  }
+  return out.concat(boxes.filter((b) => b.rotated).map((b) => b.label + " rotated"));
+}"""
+
+
 @pytest.mark.parametrize("screen", ["phone_page", "page"])
 def test_the_compare_statistics_and_distributions_fit_a_phone_and_a_desktop(
     screen, pair, owner, request, live_server, screenshot
@@ -356,6 +379,7 @@ def test_the_compare_statistics_and_distributions_fit_a_phone_and_a_desktop(
     assert "slower than A: local nvme" in page.locator("#statistics-verdict").inner_text()
     assert page.evaluate("Chart.getChart('distributions-cdf').data.datasets.length") == 2
     assert page.evaluate("Chart.getChart('distributions-cdf').options.scales.x.type") == "logarithmic"
+    assert page.evaluate(OVERLAPPING_X_LABELS, "distributions-cdf") == []
     # The before/after form leads to the same card for one disk.
     page.select_option("#before-after select[name=disk]", str(pair[1].pk))
     page.fill("#before-after input[name=split]", "2026-09-05")

@@ -217,8 +217,8 @@ def regression(disk: Disk, profile_name: str) -> None:
 def _change_text(change: ChangePoint) -> str:
     """e.g. 'Total IOPS -30 % (4,000 -> 2,800 IOPS) from run #12 at 2026-11-20 02:30:00 UTC, p < 0.001'."""
     return (
-        f"{change.get_metric_display()} {change.change_percent:+.0f} % ({change.before:,.0f} → {change.after:,.0f} "
-        f"{change.unit}) from run #{change.run_id} at {clock.utc_text(change.at)}, {change.significance}"
+        f"{change.get_metric_display()} {change.change_percent:+.0f} % ({change.levels()}) "
+        f"from run #{change.run_id} at {clock.utc_text(change.at)}, {change.significance}"
     )
 
 

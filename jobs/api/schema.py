@@ -52,7 +52,7 @@ class AutoSchema(openapi.AutoSchema):
         refusals = {}
         if takes_body or takes_query:
             refusals["400"] = "A field or query parameter was refused; the body names each one and why."
-        refusals["401"] = "No valid token or session: send 'Authorization: Bearer <token>'."
+        refusals["401"] = "No valid token or session: send `Authorization: Bearer <token>`."
         refusals["403"] = "Your role in the team does not allow this (owners change hosts, members and roles)."
         if "{" in self.path or paginated:
             refusals["404"] = "No such object in your team, or no such page of the list."

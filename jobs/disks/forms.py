@@ -29,9 +29,13 @@ def _disk_type_choices() -> list[tuple[str, list[tuple[str, str]]]]:
 def size_range(kind: limits.DiskType) -> str:
     if not kind.size_unit:
         return "no size"
-    low = f"{kind.size_min:,g}" if kind.size_min is not None else "any"
-    high = f"{kind.size_max:,g}" if kind.size_max is not None else "any"
-    return f"{low} to {high} {kind.size_unit}"
+    low = f"{kind.size_min:,g}" if kind.size_min is not None else None
+    high = f"{kind.size_max:,g}" if kind.size_max is not None else None
+    if low and high:
+        return f"{low} to {high} {kind.size_unit}"
+    if low or high:
+        return f"from {low} {kind.size_unit}" if low else f"up to {high} {kind.size_unit}"
+    return f"any size in {kind.size_unit}"
 
 
 class DiskForm(forms.ModelForm):

@@ -13,6 +13,14 @@ from jobs.limits.catalog import _record as _record
 from jobs.limits.efficiency import Efficiency, promised_iops
 from jobs.limits.evaluation import CatalogRecord, DiskType, Limits, Spec, SpecError, disk_types, evaluate, typed_unit
 from jobs.limits.formulas import converted_text, duration_text, formula_lines, number, rate, rate_text
+from jobs.limits.measured import (
+    beside,
+    in_unit,
+    limit_unit,
+    promised_throughput,
+    throughput_efficiency,
+    throughput_efficiency_text,
+)
 
 __all__ = [
     "CATALOG_PATH",
@@ -25,6 +33,7 @@ __all__ = [
     "Limits",
     "Spec",
     "SpecError",
+    "beside",
     "breakdown",
     "converted_text",
     "crossover_text",
@@ -32,9 +41,14 @@ __all__ = [
     "duration_text",
     "evaluate",
     "formula_lines",
+    "in_unit",
+    "limit_unit",
     "number",
     "promised_iops",
+    "promised_throughput",
     "rate",
     "rate_text",
+    "throughput_efficiency",
+    "throughput_efficiency_text",
     "typed_unit",
 ]

@@ -101,5 +101,11 @@ class Efficiency:
             return "eff-low"
         return "eff-mid" if self.of_baseline < 85 else ""
 
+    @property
+    def flag_css(self) -> str:
+        """The css of a flag alone (eff-above, eff-burst): a throughput far below its cap is no fault at small
+        blocks, so a throughput efficiency is never coloured as low."""
+        return self.css if self.above or self.bursting else ""
+
     def __float__(self) -> float:
         return self.of_baseline

@@ -8,6 +8,7 @@ series' new baseline: detection looks only at the runs from its first run on."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from django.db import models, transaction
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 
+from jobs import limits, units
 from jobs.analysis import changepoints
 from jobs.models.disks import Disk
 from jobs.models.hosts import Host
@@ -141,6 +143,27 @@ class ChangePoint(models.Model):
     def unit(self) -> str:
         return {"iops": "IOPS", "bandwidth": "B/s", "p99_latency": "µs"}[self.metric]
 
+    @cached_property
+    def limit_unit(self) -> str | None:
+        """The unit the disk's throughput limit is published in (None without limits): a bandwidth change
+        reads in it too."""
+        found = self.disk.limits_or_reason()[0]
+        return found.total_throughput_unit if found else None
+
+    def levels(self) -> str:
+        """'4,000 → 2,800 IOPS'; a bandwidth in benchweb's unit and the limit's, never in raw bytes per second."""
+        if self.metric == "bandwidth":
+            return f"{self.level_text(self.before)} → {self.level_text(self.after)}"
+        return f"{self.before:,.0f} → {self.after:,.0f} {self.unit}"
+
+    def level_text(self, value: float) -> str:
+        """A level as the pages show it: 4,000 IOPS, 176 MiB/s = 184.5 MB/s (beside a limit in MB/s), 900 µs."""
+        if self.metric == "iops":
+            return units.format_iops_exact(value)
+        if self.metric == "bandwidth":
+            return limits.beside(units.format_bytes_per_s(value), value, self.limit_unit)
+        return units.format_micros(value)
+
     @classmethod
     def refresh(cls, disk: Disk, profile_id: int | None, profile_name: str, *, steady_only: bool = False) -> None:
         """Detect afresh in the disk's series under one profile (each metric after its baseline, last WINDOW
@@ -227,7 +250,7 @@ class ChangePoint(models.Model):
         """e.g. 'total IOPS -30 % (4,000 -> 2,800 IOPS) under randread-4k'."""
         return (
             f"{changepoints.METRICS[self.metric]} {self.change_percent:+.0f} % "
-            f"({self.before:,.0f} → {self.after:,.0f} {self.unit}) under {self.profile_name or 'no profile'}"
+            f"({self.levels()}) under {self.profile_name or 'no profile'}"
         )
 
 

@@ -23,6 +23,9 @@ def subject(event: dict[str, Any]) -> str:
     state = WORDS.get(event.get("event", ""), str(event.get("event", "")).upper())
     kind = str(alert.get("kind", "")).replace("_", " ")
     title = alert.get("title") or alert.get("summary") or ""
+    # A title that starts with its kind's words ("Run failed: …") says the kind once, not twice.
+    if kind and title.lower().startswith(kind.lower() + ":"):
+        title = title[len(kind) + 1 :].strip()
     line = f"[benchweb] {state} {kind}: {title}" if title else f"[benchweb] {state} {kind}"
     return " ".join(line.split())[:SUBJECT_MAX]
 

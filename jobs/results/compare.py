@@ -94,9 +94,16 @@ class Column:
             return units.DASH
         return Styled(found.text, f"wrap {found.css}".strip(), found.flag)
 
+    def throughput_efficiency_text(self, snapshot: dict[str, Any], measured: float | None) -> str:
+        found = limits.throughput_efficiency(measured, snapshot)
+        if found is None:
+            return units.DASH
+        return Styled(limits.throughput_efficiency_text(found, snapshot), f"wrap {found.flag_css}".strip(), found.flag)
+
     def cells(self) -> list[str]:
         summary, snapshot = self.summary, (self.run.limits_snapshot or {}) if self.run else {}
         total = summary.get("total") or {}
+        bandwidth = total.get("bw_bytes_per_s")
         cells = [
             clock.show(self.run.finished_at, timezone.get_current_timezone(), clock.MINUTES)
             if self.run and self.run.finished_at
@@ -104,7 +111,8 @@ class Column:
             units.format_iops(self.measured),
             units.format_iops_exact(self.theoretical),
             self.efficiency_text(),
-            units.format_bytes_per_s(total.get("bw_bytes_per_s")),
+            self.throughput_efficiency_text(snapshot, bandwidth),
+            limits.beside(units.format_bytes_per_s(bandwidth), bandwidth, limits.limit_unit(snapshot)),
             Styled(theoretical_at_block_size(snapshot), "wrap"),
             *self.stamp_cells(),
         ]
@@ -136,7 +144,7 @@ class Column:
 
 
 # The rows up to the steady state are always shown; the rest where some column has a figure.
-ALWAYS_SHOWN = 7
+ALWAYS_SHOWN = 8
 
 
 ROW_LABELS = [
@@ -144,6 +152,7 @@ ROW_LABELS = [
     "Measured IOPS",
     "Theoretical IOPS",
     "Efficiency",
+    "Throughput efficiency",
     "Bandwidth",
     "Theoretical at its block size",
     "Steady state",

@@ -89,6 +89,27 @@ class DiskRow:
             limits.Efficiency.of(self.last["iops"], self.last["theoretical"], self.last["burst"]) if self.last else None
         )
 
+    @property
+    def snapshot(self) -> Mapping[str, Any] | None:
+        return self.last.get("snapshot") if self.last else None
+
+    @property
+    def bandwidth(self) -> str:
+        """The last result's bandwidth, also in the unit its throughput limit is published in."""
+        if not self.last or self.last.get("bw") is None:
+            return ""
+        bw = self.last["bw"]
+        return limits.beside(units.format_bytes_per_s(bw), bw, limits.limit_unit(self.snapshot))
+
+    @property
+    def throughput_efficiency(self) -> limits.Efficiency | None:
+        return limits.throughput_efficiency(self.last.get("bw"), self.snapshot) if self.last else None
+
+    @property
+    def throughput_efficiency_text(self) -> str:
+        found = self.throughput_efficiency
+        return limits.throughput_efficiency_text(found, self.snapshot) if found else ""
+
 
 def _as_float(path: str) -> Cast:
     return Cast(KT(path), FloatField())
@@ -103,8 +124,8 @@ def _disk_rows(team: Team, start: datetime) -> list[DiskRow]:
         .select_related("host")
         .annotate(last_run_id=Subquery(newest.values("run_id")[:1]))
     )
-    last = {
-        row["disk_id"]: row
+    last: dict[int, dict[str, Any]] = {
+        row["disk_id"]: dict(row)
         for row in RunResult.objects.filter(run_id__in=[d.last_run_id for d in disks if d.last_run_id]).values(
             "disk_id",
             "profile_name",
@@ -113,8 +134,14 @@ def _disk_rows(team: Team, start: datetime) -> list[DiskRow]:
             iops=F("total_iops"),
             theoretical=F("limit_iops"),
             burst=F("burst_iops"),
+            bw=F("bw_bytes_per_s"),
         )
     }
+    # The limits each last run was made against, for its throughput beside them (one query for every disk).
+    by_run = {row["pk"]: row for row in last.values()}
+    if by_run:
+        for pk, snapshot in Run.objects.filter(pk__in=by_run).values_list("pk", "limits_snapshot"):
+            by_run[pk]["snapshot"] = snapshot
     # UTC days by integer division of the stored epoch milliseconds: a date cast per row is a Python function
     # call in SQLite, and was most of this page's time with 200 disks.
     epoch_day = ExpressionWrapper(F("finished_ms") / timeseries.DAY_MS, output_field=BigIntegerField())

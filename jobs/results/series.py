@@ -528,6 +528,8 @@ def _limits_json(found: limits.Limits | None) -> dict[str, Any] | None:
         "burst_iops": found.burst_iops,
         "throughput_bytes_per_s": found.throughput_bytes_per_s,
         "burst_throughput_bytes_per_s": found.burst_throughput_bytes_per_s,
+        # The unit the limit is published in: a tooltip gives a measured rate in it too.
+        "throughput_unit": found.total_throughput_unit,
         "source": found.source,
     }
 

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from jobs import access, clock, environment, figures, limits
+from jobs import access, clock, environment, figures, limits, units
 from jobs.analysis import steady
 from jobs.disks import precondition
 from jobs.models import Disk, Run
@@ -61,10 +61,17 @@ def _against_limits(run: Run, summary: dict[str, Any], applied: str | None = Non
     baseline and, where the disk bursts, the burst limit."""
     snapshot = run.limits_snapshot or {}
     measured = (summary.get("total") or {}).get("iops")
+    bandwidth = (summary.get("total") or {}).get("bw_bytes_per_s")
+    unit = limits.limit_unit(snapshot)
+    found = limits.throughput_efficiency(bandwidth, snapshot)
     return {
         "theoretical_iops": limits.promised_iops(snapshot),
         "theoretical": compare.theoretical_at_block_size(snapshot),
         "efficiency": limits.Efficiency.against(measured, snapshot, applied),
+        # The measured bandwidth in the limit's unit too, and against the throughput limit.
+        "bandwidth": limits.beside(units.format_bytes_per_s(bandwidth), bandwidth, unit) if bandwidth else "",
+        "throughput_efficiency": found,
+        "throughput_efficiency_text": limits.throughput_efficiency_text(found, snapshot) if found else "",
     }
 
 

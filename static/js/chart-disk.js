@@ -239,12 +239,15 @@
 
   function iopsDatasets(data) {
     const sets = [];
+    const rates = data.limits || {};
     data.series.forEach((s, index) => {
       const colour = palette[index % palette.length];
       const name = s.profile.name;
       const both = s.iops.read.x.length && s.iops.write.x.length;
       // The burst limit is the latest run's; a point measured against another baseline (an older spec) gets none.
-      const meta = { profile: name, blockSize: s.block_size_bytes, kind: "total", baseline: s.limits.baseline_iops, burst: s.limits.burst_iops };
+      const meta = { profile: name, blockSize: s.block_size_bytes, kind: "total", baseline: s.limits.baseline_iops, burst: s.limits.burst_iops,
+        // The disk's throughput limit (its cap does not depend on the block size), in the unit it is published in.
+        rateLimit: rates.throughput_bytes_per_s, rateBurst: rates.burst_throughput_bytes_per_s, rateUnit: rates.throughput_unit };
       sets.push(line(both ? name + " · total" : name, points(s.iops.total, true), colour, [], 2, meta));
       if (both) {
         sets.push(line(name + " · read", points(s.iops.read), colour, [6, 3], 1.5, { ...meta, kind: "read" }));
@@ -419,8 +422,11 @@
       },
       afterLabel(ctx) {
         const meta = ctx.dataset.meta;
-        const moved = meta.blockSize ? fmt.bytesPerS(ctx.raw.y * meta.blockSize) + " at " + fmt.bytes(meta.blockSize) + " blocks" : "";
-        return [moved, ...flagLines(ctx.raw, ctx.chart)].filter(Boolean);
+        const rate = meta.blockSize ? ctx.raw.y * meta.blockSize : null;
+        const moved = rate != null ? fmt.rateBeside(rate, meta.rateUnit) + " at " + fmt.bytes(meta.blockSize) + " blocks" : "";
+        // Throughput efficiency beside the IOPS one: the moved rate against the throughput limit.
+        const ofRate = rate != null && meta.kind === "total" && meta.rateLimit ? fmt.efficiency(rate, meta.rateLimit, meta.rateBurst, meta.rateUnit) : "";
+        return [moved, ...[].concat(ofRate ? narrowed("throughput " + ofRate, ctx.chart) : []), ...flagLines(ctx.raw, ctx.chart)].filter(Boolean);
       },
       footer: runFooter,
     };

@@ -18,6 +18,8 @@
     return sig3(value);
   }
 
+  // jobs/limits/catalog.py's THROUGHPUT_UNITS.
+  const RATE_UNITS = { "B/s": 1, "KB/s": 1e3, "KiB/s": 2 ** 10, "MB/s": 1e6, "MiB/s": 2 ** 20, "GB/s": 1e9 };
   const ABOVE = "above the promise: cache, burst or a wrong spec?";
 
   const fmt = {
@@ -48,6 +50,18 @@
       }
       return Math.round(value) + " B/s";
     },
+    // A measured rate beside a limit, as jobs/limits/measured.py words it: benchweb's figure first and, where
+    // the limit is published in another unit, the same rate in that unit ("176 MiB/s = 184.5 MB/s").
+    rateBeside(value, unit) {
+      const shown = fmt.bytesPerS(value);
+      if (value == null || !RATE_UNITS[unit] || shown.endsWith(" " + unit)) return shown;
+      return shown + " = " + fmt.rateIn(value, unit);
+    },
+    // A rate in one unit to a tenth, grouped: 184.5 MB/s, 4,000 MB/s (jobs/limits/formulas.py's number()).
+    rateIn(value, unit) {
+      const inUnit = Math.round((value / RATE_UNITS[unit]) * 10) / 10;
+      return inUnit.toLocaleString("en-US", { maximumFractionDigits: 1 }) + " " + unit;
+    },
     bytes(value) {
       if (value == null) return "";
       const units = [[2 ** 20, " MiB"], [2 ** 10, " KiB"]];
@@ -62,11 +76,13 @@
     },
     // Efficiency in the words of jobs/limits/efficiency.py: of the baseline and, where the disk bursts, of the
     // burst limit; above the highest promise it says so (a cache, a burst or a wrong spec), never a success.
-    efficiency(measured, baseline, burst) {
+    // With a throughput unit, the limits are rates (bytes/s) and are named in that unit ("of 4,000 MB/s").
+    efficiency(measured, baseline, burst, rateUnit) {
       if (measured == null || !baseline) return "";
       const bursts = burst != null && burst > baseline;
-      let text = fmt.percent(measured / baseline) + " of " + (bursts ? "baseline " : "") + fmt.exact(baseline) + " IOPS";
-      if (bursts) text += ", " + fmt.percent(measured / burst) + " of burst " + fmt.exact(burst) + " IOPS";
+      const limit = (value) => (rateUnit ? fmt.rateIn(value, rateUnit) : fmt.exact(value) + " IOPS");
+      let text = fmt.percent(measured / baseline) + " of " + (bursts ? "baseline " : "") + limit(baseline);
+      if (bursts) text += ", " + fmt.percent(measured / burst) + " of burst " + limit(burst);
       if (Math.round((100 * measured) / (bursts ? burst : baseline)) > 100) text += " — " + ABOVE;
       return text;
     },

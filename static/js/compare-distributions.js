@@ -10,6 +10,13 @@
   const sig3 = (v) => Number(v.toPrecision(3)).toString();
   const micros = (v) => (v >= 1e6 ? sig3(v / 1e6) + " s" : v >= 1000 ? sig3(v / 1000) + " ms" : sig3(v) + " µs");
 
+  // 1, 2 or 5 times a power of ten.
+  function readable(value) {
+    if (!(value > 0)) return false;
+    const mantissa = value / 10 ** Math.floor(Math.log10(value) + 1e-9);
+    return [1, 2, 5].some((k) => Math.abs(mantissa - k) < 1e-6);
+  }
+
   function drawCdf(series) {
     const datasets = series.map((s, i) => ({
       label: s.label,
@@ -30,7 +37,16 @@
         animation: false,
         parsing: true,
         scales: {
-          x: { type: "logarithmic", title: { display: true, text: "completion latency" }, ticks: { callback: (v) => micros(v) } },
+          // Labels at 1, 2 and 5 of each decade only, level, and skipped where they would touch: Chart.js's log
+          // scale makes a tick at every 1..9, whose labels overlapped on a phone.
+          x: {
+            type: "logarithmic",
+            title: { display: true, text: "completion latency" },
+            afterBuildTicks: (scale) => {
+              scale.ticks = scale.ticks.filter((tick) => readable(tick.value));
+            },
+            ticks: { callback: (v) => micros(v), maxRotation: 0, autoSkip: true, autoSkipPadding: 10 },
+          },
           y: { min: 0, max: 100, title: { display: true, text: "% of I/Os at or below" }, ticks: { callback: (v) => v + "%" } },
         },
         plugins: {
