@@ -32,6 +32,9 @@ from jobs.models import Host
 log = logging.getLogger(__name__)
 
 ASK_TIMEOUT = 0.5
+# Asked again this long when no worker answered within ASK_TIMEOUT: a busy worker answers late, and "none is
+# running" must not be said of one that is (seen in CI with two test sessions at once).
+ASK_AGAIN_TIMEOUT = 2.0
 ASK_EVERY = 10.0
 EVERY_SITE_LOOK_S = 2.0
 
@@ -79,6 +82,8 @@ def forget() -> None:
 def _ask(now: float) -> Workers:
     try:
         answers = messages.ask_workers(messages.SERVES, ASK_TIMEOUT)
+        if not answers:
+            answers = messages.ask_workers(messages.SERVES, ASK_AGAIN_TIMEOUT)
     except Exception as exc:  # kombu's OperationalError, an OSError, a Redis error: the broker is unreachable
         return Workers(now, None, error=f"{exc.__class__.__name__}: {exc}")
     queues, every = {}, set()
