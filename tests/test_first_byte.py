@@ -188,14 +188,15 @@ def test_each_holder_claims_the_device_exclusively_until_its_input_closes(lab: L
 
 
 def test_a_refusal_reads_as_what_changed() -> None:
-    assert "neither perl nor python3" in guard.explanation("no-holder\n", "", "", kind="block",
-                                                           allow_destructive=True, recorded_identity=None)  # fmt: skip
-    busy = guard.explanation("busy: Device or resource busy\n", "", "", kind="block", allow_destructive=True,
+    no_holder, _ = guard.explanation("no-holder\n", "", "", kind="block", allow_destructive=True,
+                                     recorded_identity=None)  # fmt: skip
+    assert "neither perl nor python3" in no_holder
+    busy, _ = guard.explanation("busy: Device or resource busy\n", "", "", kind="block", allow_destructive=True,
                              recorded_identity=None)  # fmt: skip
     assert busy.startswith("the device is in use: it could not be opened exclusively (Device or resource busy)")
     before = "benchweb_safety=1\nkind=block\nwrites=yes\nstatfs=1 2\nblkid_rc=2\nend=1\n"
     after = "benchweb_safety=1\nkind=block\nwrites=yes\nstatfs=3 4\nblkid_rc=0\nblkid=TYPE=ext4\nend=1\n"
-    changed = guard.explanation("changed\n", before, after, kind="block", allow_destructive=True,
+    changed, _ = guard.explanation("changed\n", before, after, kind="block", allow_destructive=True,
                                 recorded_identity=None)  # fmt: skip
     assert "blkid: TYPE=ext4" not in changed  # key: values, not raw lines
     assert "blkid: (none) -> TYPE=ext4" in changed and "blkid_rc: 2 -> 0" in changed and "statfs" not in changed

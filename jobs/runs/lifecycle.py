@@ -526,13 +526,12 @@ def _refused_on_host(conn: ssh.Connection, run: Run) -> str:
     if not read["refused"].strip():
         return ""
     disk = run.disk
-    if read["refused"].strip() == "changed":
-        verdict = safety.judge(read["seen"], kind=disk.kind, writes=True, allow_destructive=disk.allow_destructive,
-                               recorded_identity=disk.identity)  # fmt: skip
-        if not verdict.ok:
-            _note_identity(run, verdict)  # another disk at the path: audited as when the verdict finds it
-    why = guard.explanation(read["refused"], read["expected"], read["seen"], kind=disk.kind,
-                            allow_destructive=disk.allow_destructive, recorded_identity=disk.identity)  # fmt: skip
+    why, verdict = guard.explanation(
+        read["refused"], read["expected"], read["seen"],
+        kind=disk.kind, allow_destructive=disk.allow_destructive, recorded_identity=disk.identity,
+    )  # fmt: skip
+    if verdict is not None and not verdict.ok:
+        _note_identity(run, verdict)  # another disk at the path: audited as when the verdict finds it
     return f"refused on the host just before the first write, nothing was written: {why}"
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import shlex
 
 from jobs.safety.probe import check_script, parse_report
-from jobs.safety.verdict import judge
+from jobs.safety.verdict import Verdict, judge
 
 # The wrapper's exit status when the first-byte check refused the run; outside the tools' own statuses and
 # beside the lock's (75).
@@ -138,31 +138,33 @@ fi
 
 
 def explanation(refused: str, expected: str, seen: str, *, kind: str, allow_destructive: bool,
-                recorded_identity: dict[str, object] | None) -> str:  # fmt: skip
+                recorded_identity: dict[str, object] | None) -> tuple[str, Verdict | None]:  # fmt: skip
     """What the wrapper's refusal means, for the run's page: the reasons the verdict gives now, and the report
-    lines that changed since the verdict."""
+    lines that changed since the verdict; and, for a changed target, that verdict (the caller audits a different
+    disk from it)."""
     refused = refused.strip()
     if refused == "no-holder":
         return (
             "the host has neither perl nor python3, one of which benchweb needs to hold the device exclusively while "
             "the run writes (so that nothing can mount or format it meanwhile); install perl or python3 on the host"
-        )
+        ), None
     if refused.startswith("busy: "):
         return (
             f"the device is in use: it could not be opened exclusively ({refused[6:]}): it is mounted, or a program "
             "holds it (a filesystem being made, a device-mapper or md array, swap)"
-        )
+        ), None
     if refused != "changed":
-        return refused
+        return refused, None
     verdict = judge(seen, kind=kind, writes=True, allow_destructive=allow_destructive, needed_bytes=None,
                     recorded_identity=recorded_identity)  # fmt: skip
     changed = _changed_lines(expected, seen)
     reasons = " ".join(verdict.reasons) if not verdict.ok else ""
-    return (
+    why = (
         "the target changed since the run was checked"
         + (f": {reasons}" if reasons else "")
         + (f" (changed on the host: {'; '.join(changed)})" if changed else "")
     )
+    return why, verdict
 
 
 def _changed_lines(expected: str, seen: str, *, limit: int = 8) -> list[str]:
