@@ -20,4 +20,4 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"
 # Threads, as ./bw run: a sync worker is killed after 30 s in one request, and a CSV export of 100,000 runs
 # streams for longer (README, "Exports and the printable report").
-CMD ["gunicorn", "benchweb.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4"]
+CMD ["gunicorn", "benchweb.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4", "--preload"]

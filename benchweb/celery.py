@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from celery import Celery, Task
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_init
 from django.db import close_old_connections
-from kombu.transport import redis as kombu_redis
-from kombu.transport import virtual
+
+if TYPE_CHECKING:
+    from kombu.transport import redis as kombu_redis
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchweb.settings")
 
@@ -16,9 +17,27 @@ app = Celery("benchweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 log = logging.getLogger(__name__)
-_restore_unacked = kombu_redis.QoS.restore_unacked
-_ack = kombu_redis.QoS.ack
-_reject = kombu_redis.QoS.reject
+
+
+@worker_init.connect
+def guard_kombu_qos(**kwargs: object) -> None:
+    """Only a worker holds unacknowledged messages, so only a worker patches kombu's Redis QoS (see
+    _restore_unacked_unless_collected): the web, beat and manage.py never import the Redis transport for it."""
+    from kombu.transport import redis as kombu_redis
+
+    if getattr(kombu_redis.QoS, "_benchweb_guarded", False):
+        return
+    originals["restore_unacked"] = kombu_redis.QoS.restore_unacked
+    originals["ack"] = kombu_redis.QoS.ack
+    originals["reject"] = kombu_redis.QoS.reject
+    # Deliberate monkeypatches of kombu's QoS (see the docstring below), which mypy forbids on methods.
+    kombu_redis.QoS.restore_unacked = _restore_unacked_unless_collected  # type: ignore[method-assign]
+    kombu_redis.QoS.ack = _ack_unless_collected  # type: ignore[method-assign]
+    kombu_redis.QoS.reject = _reject_unless_collected  # type: ignore[method-assign]
+    kombu_redis.QoS._benchweb_guarded = True  # type: ignore[attr-defined]
+
+
+originals: dict[str, Any] = {}
 
 
 def _collected(qos: kombu_redis.QoS) -> bool:
@@ -53,29 +72,27 @@ def _restore_unacked_unless_collected(self: kombu_redis.QoS, client: object = No
         )
         delivered.clear()
         return None
-    return _restore_unacked(self, client)
+    return originals["restore_unacked"](self, client)
 
 
 def _ack_unless_collected(self: kombu_redis.QoS, delivery_tag: object) -> None:
     if _collected(self):
         log.warning("a task finished after the broker connection was lost; its message is redelivered later, a no-op")
+        from kombu.transport import virtual
+
         virtual.QoS.ack(self, delivery_tag)  # forget it here only: Redis cannot be told
         return
-    _ack(self, delivery_tag)
+    originals["ack"](self, delivery_tag)
 
 
 def _reject_unless_collected(self: kombu_redis.QoS, delivery_tag: object, requeue: bool = False) -> None:
     if _collected(self):
         log.warning("a task was rejected after the broker connection was lost; Redis redelivers its message")
+        from kombu.transport import virtual
+
         virtual.QoS.ack(self, delivery_tag)
         return
-    _reject(self, delivery_tag, requeue)
-
-
-# Deliberate monkeypatches of kombu's QoS (see the docstring above), which mypy forbids on methods.
-kombu_redis.QoS.restore_unacked = _restore_unacked_unless_collected  # type: ignore[method-assign]
-kombu_redis.QoS.ack = _ack_unless_collected  # type: ignore[method-assign]
-kombu_redis.QoS.reject = _reject_unless_collected  # type: ignore[method-assign]
+    originals["reject"](self, delivery_tag, requeue)
 
 
 @task_prerun.connect

@@ -42,13 +42,19 @@ class StackError(Exception):
     """Something that stops the stack from starting; the message says what to do."""
 
 
+WORKER_READY_WAIT_S = 30.0
+
+
 def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class Child:
-    def __init__(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], ready_line: str = "") -> None:
         self.name = name
+        # Set when the child prints a line ending with ready_line (its own word that it serves).
+        self.ready_line = ready_line.encode()
+        self.ready = threading.Event()
         self.argv = argv
         self.env = env
         self.delay = 0.0
@@ -72,6 +78,8 @@ class Child:
 
     def _relay(self, stdout: io.BufferedReader) -> None:
         for line in iter(stdout.readline, b""):
+            if self.ready_line and line.rstrip().endswith(self.ready_line):
+                self.ready.set()
             sys.stdout.write(f"[{self.name}] {line.decode(errors='replace')}")
             sys.stdout.flush()
 
@@ -209,8 +217,9 @@ def _start_redis(env: dict[str, str], children: list[Child]) -> None:
     env["REDIS_URL"] = f"redis+socket://{sock}"
 
 
-def _start_demo_target(env: dict[str, str], children: list[Child]) -> None:
-    """An unprivileged sshd on 127.0.0.1 and a directory disk under var/, so a newcomer can run fio at once."""
+def _start_demo_sshd(env: dict[str, str], children: list[Child]) -> list[str]:
+    """An unprivileged sshd on 127.0.0.1 and a directory disk under var/, so a newcomer can run fio at once;
+    returns prepare_stack's options that register it as a host (none without sshd or fio)."""
     import shutil
 
     from jobs import sshd_local
@@ -218,7 +227,7 @@ def _start_demo_target(env: dict[str, str], children: list[Child]) -> None:
     if not sshd_local.sshd_available() or shutil.which("fio") is None:
         print("benchweb: no local demo target: it needs sshd and fio on this machine "
               "(Debian/Ubuntu: sudo apt-get install openssh-server fio); going on without it", flush=True)  # fmt: skip
-        return
+        return []
     workdir = VAR / "demo"
     (workdir / "target").mkdir(parents=True, exist_ok=True)
     host_key = workdir / "ssh_host_ed25519_key"
@@ -244,7 +253,7 @@ def _start_demo_target(env: dict[str, str], children: list[Child]) -> None:
     ))  # fmt: skip
     children.append(Child("demo-sshd", [str(sshd_local.SSHD), "-D", "-e", "-f", str(config)], env))
     _wait_for("the demo sshd", lambda: _port_answers(port), children, timeout=15)
-    _manage(env, "demo_target", "--port", str(port), "--workdir", str(workdir))
+    return ["--demo-port", str(port), "--demo-workdir", str(workdir)]
 
 
 def _port_answers(port: int) -> bool:
@@ -299,16 +308,25 @@ def run() -> int:
     try:
         if not env.get("REDIS_URL"):
             _start_redis(env, children)
-        _manage(env, "migrate", "--noinput", "-v", "0")
-        if os.environ.get("BENCHWEB_DEMO_TARGET", "1") != "0":
-            _start_demo_target(env, children)
+        demo = _start_demo_sshd(env, children) if os.environ.get("BENCHWEB_DEMO_TARGET", "1") != "0" else []
+        _manage(env, "prepare_stack", *demo)  # migrate (and register the demo target) in one Python start
         children.append(Child("web", _web_argv(host, port), env))
+        _wait_for("the web server", lambda: _http_ready(url) or stopping.is_set(), children, timeout=90)
+        if stopping.is_set():
+            return 0
+        # The worker and beat start once the page answers, so on a small machine the web server's start has
+        # the CPUs to itself; a run asked for in the meantime waits in Redis for the worker.
         # This machine reaches every host, so its worker also runs every site's (jobs/runs/sites.py).
         worker_env = dict(env, BENCHWEB_WORKER_EVERY_SITE=env.get("BENCHWEB_WORKER_EVERY_SITE", "1"))
-        children.append(Child("worker", _worker_argv(), worker_env))
+        worker = Child("worker", _worker_argv(), worker_env, ready_line=" ready.")  # celery's own word
+        children.append(worker)
         children.append(Child("beat", [PYTHON, "-m", "celery", "-A", "benchweb", "beat", "-l", "INFO",
                                        "-s", str(VAR / "celerybeat-schedule"), "--pidfile="], env))  # fmt: skip
-        _wait_for("the web server", lambda: _http_ready(url) or stopping.is_set(), children, timeout=90)
+        # The URL is printed once the worker says it serves; its log lines may be filtered out, so at most
+        # WORKER_READY_WAIT_S: without the word it is up all the same, the web page's worker status tells.
+        give_up = time.monotonic() + WORKER_READY_WAIT_S
+        _wait_for("the worker", lambda: worker.ready.is_set() or stopping.is_set() or time.monotonic() > give_up,
+                  children, timeout=WORKER_READY_WAIT_S + 10)  # fmt: skip
         if stopping.is_set():
             return 0
         state_path.write_text(json.dumps({"pid": os.getpid(), "url": url}))
@@ -333,6 +351,7 @@ def _web_argv(host: str, port: int) -> list[str]:
         "--bind", f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         "--workers", os.environ.get("BENCHWEB_WEB_WORKERS", "2"),
         "--threads", "4",
+        "--preload",  # the master imports Django and every view once; its workers share them (benchweb/wsgi.py)
         "--graceful-timeout", "5",
         "--access-logfile", "-",
         "--no-control-socket",  # else every gunicorn of this user shares ~/.gunicorn/gunicorn.ctl

@@ -8,8 +8,6 @@ from django.http import HttpRequest
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import ssh
-from jobs.hosts import connecting
 from jobs.hosts.forms import CredentialForm
 from jobs.models import (
     AlertChannel,
@@ -77,6 +75,9 @@ class HostAdmin(admin.ModelAdmin):
 
     @admin.action(description="Scan host key (shows the fingerprint to compare)")
     def scan_host_key(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        from jobs import ssh  # the SSH stack loads where it is used, not with the admin at start-up
+        from jobs.hosts import connecting
+
         for host in queryset:
             try:
                 key = connecting.scan_host_key(host, request.user)
@@ -87,6 +88,8 @@ class HostAdmin(admin.ModelAdmin):
 
     @admin.action(description="Approve the scanned host key")
     def approve_scanned_key(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        from jobs.hosts import connecting
+
         for host in queryset:
             if not host.scanned_key_fingerprint:
                 self.message_user(request, f"{host.name}: scan its key first", messages.WARNING)

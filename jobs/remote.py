@@ -36,9 +36,12 @@ import re
 import shlex
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jobs import paths
-from jobs.ssh import Connection, SSHError
+
+if TYPE_CHECKING:  # the models import this module's constants; paramiko is loaded where a session is opened
+    from jobs.ssh import Connection
 
 # flock's exit status when the lock is held (-E); chosen outside the tools' own statuses.
 LOCK_BUSY_STATUS = 75
@@ -385,6 +388,8 @@ tail -c {TAIL_BYTES} "$d/"{q(tail_file)} 2>/dev/null || true
 
 
 def read_file(conn: Connection, path: str) -> bytes:
+    from jobs.ssh import SSHError
+
     try:
         return conn.get_file_if_any(path) or b""
     except SSHError:
@@ -417,6 +422,8 @@ def cleanup(conn: Connection, run_dir: str, test_files_glob: str | None, *, base
     above the run directory must be, on the host, the very directory the configured base is there (both
     resolved by the host, `cd -P` then `pwd -P`, a base in the login user's home from "$HOME"). A symbolic link
     inside the run directory is removed, never followed."""
+    from jobs.ssh import SSHError
+
     _check_run_dir(run_dir, base, run_uuid)
     test_dir = _own_test_files_dir(test_files_glob, run_uuid)
     # rm -r removes a symbolic link inside (or as) the run directory, never what it points to. A run directory

@@ -10,7 +10,6 @@ from django.db import transaction
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import ssh
 from jobs.models import Credential, Host, Team
 from jobs.models.names import name_taken
 
@@ -133,6 +132,8 @@ class HostForm(forms.ModelForm):
             if not key.strip():
                 self.add_error("private_key", "Paste the private key: the whole file, BEGIN and END lines included.")
             else:
+                from jobs import ssh  # paramiko loads when a key is checked, not with the admin at start-up
+
                 try:
                     ssh.load_private_key(key, passphrase or None)
                 except ssh.SSHError as exc:

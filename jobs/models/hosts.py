@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from jobs import addresses, crypto, paths, ssh
+from jobs import addresses, crypto, paths
+
+if TYPE_CHECKING:  # paramiko is loaded where a session is opened, not with the models
+    from jobs import ssh
 from jobs.models.teams import Team
 
 
@@ -147,6 +152,8 @@ class Host(models.Model):
     def ssh_target(self) -> ssh.Target:
         """Where and as whom benchweb logs in: the approved host key and the credential's secret. The callers
         say first, in their own words, when no key is pinned or no credential chosen."""
+        from jobs import ssh
+
         credential = self.credential
         if credential is None or not self.has_pinned_key:
             raise ValueError(f"host {self.name} has no credential or no approved host key")
