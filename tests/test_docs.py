@@ -19,7 +19,7 @@ TWO_COMMANDS = """# benchweb
 ```
 """
 # Paths that name a place outside this repository: the workplace's shared folder, another checkout.
-OUTSIDE = re.compile(r"\.\./shared\b|shared/docs\b|shared/fixtures\b|/work/(?:shared|main|wt)\b")
+OUTSIDE = re.compile(r"\.\./shared\b|shared[/]docs\b|shared[/]fixtures\b|/work/(?:shared|main|wt)\b")
 # "docs/....md#anchor", as code and docs cite a section.
 CITATION = re.compile(
     r"(?<![/\w.-])docs/((?:reference|user-guide|operations|development|decisions)/[\w-]+\.md|[\w-]+\.md)(?:#([\w-]+))?"
@@ -31,7 +31,7 @@ def tracked_text_files() -> list[Path]:
     files = []
     for name in names:
         path = ROOT / name
-        if path.suffix in {".png", ".ico", ".gz"} or not path.is_file() or name == "CHANGELOG.md":
+        if path.suffix in {".png", ".ico", ".gz"} or not path.is_file():
             continue
         files.append(path)
     return files
