@@ -135,8 +135,8 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 def test_rotating_keys_on_a_running_bw_run_stack_needs_no_restart(fio_installed, sshd, tmp_path):
     """The issue's own check: `./bw run` (gunicorn, worker, beat, Redis) up, a run and a connection test done with
-    the old key, `manage.py rotate_field_keys --new-key` as the README says, then both again on the same
-    processes."""
+    the old key, `manage.py rotate_field_keys --new-key` as docs/operations/configuration.md says, then both again on
+    the same processes."""
     var_dir, port = tmp_path / "var", _free_port()
     url = f"http://127.0.0.1:{port}"
     env = _stack_env(var_dir, port) | {"BENCHWEB_TICK_SECONDS": "1", "BENCHWEB_DEMO_TARGET": "0"}

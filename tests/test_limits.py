@@ -1,6 +1,6 @@
 """The disk-spec catalog, checked against the published formulas at their boundaries.
 
-Expected numbers are worked out by hand from the shared disk-limits.md (the comment on a row shows
+Expected numbers are worked out by hand from docs/reference/disk-limits.md (the comment on a row shows
 the arithmetic), not read back from the catalog.
 """
 

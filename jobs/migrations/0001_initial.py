@@ -179,7 +179,7 @@ class Migration(migrations.Migration):
                 ('exit_status', models.IntegerField(blank=True, null=True)),
                 ('raw_output', models.TextField(blank=True)),
                 ('raw_stderr', models.TextField(blank=True)),
-                ('summary', models.JSONField(blank=True, help_text='The canonical result summary (DESIGN.md).', null=True)),
+                ('summary', models.JSONField(blank=True, help_text='The canonical result summary (docs/architecture.md).', null=True)),
                 ('limits_snapshot', models.JSONField(blank=True, help_text="The disk's limits when the run was made.", null=True)),
                 ('destructive', models.BooleanField(default=False)),
                 ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),

@@ -84,7 +84,7 @@ class Run(models.Model):
     pruned_at = models.DateTimeField(
         null=True, blank=True, help_text="When retention dropped the raw output and samples (the summary stays)."
     )
-    summary = models.JSONField(null=True, blank=True, help_text="The canonical result summary (DESIGN.md).")
+    summary = models.JSONField(null=True, blank=True, help_text="The canonical result summary (docs/architecture.md).")
     limits_snapshot = models.JSONField(
         null=True, blank=True, help_text="The disk's limits when the run was made (scheduled runs: when it launched)."
     )

@@ -4,8 +4,8 @@ The parsers read JSON from fio 2.x and 3.x (one document, the cumulative stream 
 or fio --client's "client_stats"), the normal text report (also when pasted with its newlines collapsed into
 spaces, or from fio --client), terse lines of versions 2 to 5, and a lone summary line quoted from a report
 (fio_excerpt.py). Each has a *_results function giving one result per group and client, and a parse_* one
-giving the one result that stands for the output. /work/shared/docs/fio-reference.md is the specification;
-section numbers in the modules refer to it.
+giving the one result that stands for the output. docs/reference/fio-output.md is the specification; the modules cite
+its sections by anchor (#json-output, #text-report, ...).
 
 This module is the one to import; the work is done in
 - fio_job.py: the job file and command line (build_fio_job);

@@ -95,7 +95,8 @@ def build_fio_job(
         f"numjobs={jobs}",
     ]
     if jobs > 1 and "group_reporting" not in extras:
-        # One merged entry per run keeps latency percentiles exact; separate entries can't be combined (§1.5).
+        # One merged entry per run keeps latency percentiles exact; separate entries can't be combined
+        # (docs/reference/fio-output.md#group-reporting).
         lines.append("group_reporting=1")
     lines += pinning
     lines += [f"runtime={int_param(params, 'runtime_s', 1)}", f"time_based={int(bool_param(params, 'time_based'))}"]

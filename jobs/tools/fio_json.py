@@ -1,4 +1,5 @@
-"""fio's JSON output (§1, §2) read into the canonical summary: fio 2.x and 3.x, one document or the cumulative
+"""fio's JSON output (docs/reference/fio-output.md#json-output, #pitfalls-in-fio-json) read into the canonical
+summary: fio 2.x and 3.x, one document or the cumulative
 stream --status-interval writes, json+ latency bins included (pure)."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from jobs.tools.summary import (
 )
 
 _DOC_START = re.compile(r'\{\s*"fio version"\s*:')
-# A JSON string, or a bare nan/inf where a number belongs: fio prints doubles with %f (§2.3).
+# A JSON string, or a bare nan/inf where a number belongs: fio prints doubles with %f (#numbers-json-cannot-hold).
 _NON_FINITE = re.compile(r'"(?:[^"\\]|\\.)*"|(?<=[:\[,\s])-?(?:nan|inf(?:inity)?)\b', re.IGNORECASE)
 
 
@@ -68,7 +69,8 @@ _DECODER = json.JSONDecoder(strict=False, parse_float=_Float, parse_int=_Int)
 _PLAIN_DECODER = json.JSONDecoder(strict=False)
 MIN_SAMPLE_MS = 250
 DIRECTION_KEYS = ("read", "write", "trim", "mixed")
-# json+ bin keys are latencies in ns and their values counts of I/Os, both fio uint64 counters (§1.6).
+# json+ bin keys are latencies in ns and their values counts of I/Os, both fio uint64 counters
+# (#json-plus-latency-bins).
 _BIN_KEY = re.compile(r"[0-9]{1,20}")
 _UINT64_END = 2**64
 _KB_BASES = {"1024": 1024, "1000": 1000}
@@ -129,7 +131,8 @@ def _undecodable(text: str, start: int, *, too_deep: bool) -> ParseError:
 
 
 def fio_json_documents(text: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every fio JSON document in text, in order, and the other lines around them (§2.1, §2.2). The numbers of
+    """Every fio JSON document in text, in order, and the other lines around them (#text-mixed-into-the-json,
+    #several-documents-from-status-interval). The numbers of
     the last document remember their text (summary["printed"]); those of the others are plain int and float."""
     docs: list[dict[str, Any]] = []
     other: list[str] = []
@@ -177,7 +180,7 @@ def _object(value: Any, where: str) -> dict[str, Any]:
 
 
 def _options(value: Any, where: str) -> dict[str, str]:
-    """ "job options" or "global options": fio prints every option as the string that was typed (§1.2)."""
+    """ "job options" or "global options": fio prints every option as the string that was typed (#json-per-job-keys)."""
     options = _object(value, where)
     for name, setting in options.items():
         if not isinstance(setting, str):
@@ -213,7 +216,8 @@ def _checked_jobs(doc: dict[str, Any], where: str) -> list[dict[str, Any]]:
 
 
 def _option_bytes(value: str | None, kb_base: int | None) -> int | None:
-    """fio's reading of a size option: with kb_base=1024, k/KB are 1024 and KiB is 1000 (§2.7). None when it
+    """fio's reading of a size option: with kb_base=1024, k/KB are 1024 and KiB is 1000 (#size-suffixes-on-input).
+    None when it
     is not one fixed size (4k,8k or 4k:8k) or longer than any size fio takes."""
     match = re.fullmatch(r"\s*([0-9]{1,20})\s*([kmgtpe]?)(i?)b?\s*", value or "", re.IGNORECASE)
     if not match or kb_base is None:
@@ -231,7 +235,7 @@ def _json_direction(data: dict[str, Any], where: str) -> DirectionStats | None:
     ios = amount(data.get("total_ios"), f'{where} "total_ios"')
     io_bytes = amount(data.get("io_bytes"), f'{where} "io_bytes"')
     if io_bytes is not None and "io_kbytes" not in data and "clat_ns" not in data:
-        io_bytes *= 1024  # io_bytes held KiB up to fio 2.20 (§1.4)
+        io_bytes *= 1024  # io_bytes held KiB up to fio 2.20 (#json-changes-from-2x-to-3x)
     if runtime > 0 and ios is not None:
         iops = ios * 1000 / runtime
     else:
@@ -249,7 +253,8 @@ def _json_direction(data: dict[str, Any], where: str) -> DirectionStats | None:
     stats.clat_max_us = None if peak is None else peak / per_us
     for key, value in (clat.get("percentile") or {}).items():
         percent, number = finite(key), amount(value, f'{where} "percentile" {excerpt(key, 20)}')
-        if percent is not None and 0 < percent <= 100 and number is not None:  # skips 2.x's "0.00": 0 (§2.5)
+        # skips 2.x's "0.00": 0 (#fio-2x-json-quirks)
+        if percent is not None and 0 < percent <= 100 and number is not None:
             stats.percentiles_us[percent] = number / per_us
     if per_us != 1.0:
         stats.bins_ns = _bins(clat, where) or None
@@ -286,7 +291,7 @@ def _bins(clat: dict[str, Any], where: str) -> dict[int, int]:
 def latency_bins(doc: dict[str, Any], where: str = "the fio JSON document") -> dict[str, dict[int, int]]:
     """json+ completion-latency histograms of one document: {"read": {ns: count}, "write": ...}, summed
     over its jobs. Directions without bins are left out, so plain json gives {}. (fio 3.x keys only; 2.x
-    json+ keyed bins in µs or bucket indices, §1.6.)"""
+    json+ keyed bins in µs or bucket indices, #json-plus-latency-bins.)"""
     result: dict[str, dict[int, int]] = {}
     for index, job in enumerate(_checked_jobs(doc, where), 1):
         for direction in DIRECTIONS:
@@ -310,7 +315,8 @@ def _job_amount(job: dict[str, Any], direction: str, key: str, where: str) -> fl
 
 
 def _samples(docs: list[dict[str, Any]], labels: list[str], wanted: dict[str, bool]) -> list[dict[str, float | None]]:
-    """Per-interval IOPS from cumulative status documents (already checked): Δtotal_ios ÷ Δruntime (§3)."""
+    """Per-interval IOPS from cumulative status documents (already checked): Δtotal_ios ÷ Δruntime
+    (#live-progress-and-time-series)."""
     if len(docs) < 2:
         return []
     points: list[_Point] = []
@@ -363,7 +369,7 @@ def _counters_restarted(before: _Point, after: _Point) -> bool:
 
 def _processes(jobs: list[dict[str, Any]], options: list[dict[str, str]]) -> int | None:
     """One entry is one process, except with group_reporting, where a group's one entry stands for all of
-    its members; fio then shows only the first member's numjobs (§1.5)."""
+    its members; fio then shows only the first member's numjobs (#group-reporting)."""
     groups: dict[Any, list[int]] = {}
     for index, job in enumerate(jobs):
         groups.setdefault(job.get("groupid"), []).append(index)
@@ -381,7 +387,7 @@ def _processes(jobs: list[dict[str, Any]], options: list[dict[str, str]]) -> int
 
 
 def _errno(job: dict[str, Any], where: str) -> int:
-    """The job's errno, 0 when it has none (§2.4)."""
+    """The job's errno, 0 when it has none (#jobs-that-fail)."""
     value = job.get("error")
     number = finite(value)
     if value is not None and (number is None or not number.is_integer() or abs(number) >= 2**31):

@@ -1,4 +1,5 @@
-"""fio's terse lines (§5), versions 2 to 5, read into the canonical summary, one result per group (pure).
+"""fio's terse lines (docs/reference/fio-output.md#terse-output), versions 2 to 5, read into the canonical summary,
+one result per group (pure).
 
 Each line is one job (or one group with group_reporting): a header, then a READ and a WRITE block (and a TRIM
 block from version 4) of 41 fields each, 47 from version 5: io KiB, bw KiB/s, iops, runtime ms, slat

@@ -1,4 +1,5 @@
-"""fio's normal text report (§4) read into the canonical summary, one result per group and per client (pure).
+"""fio's normal text report (docs/reference/fio-output.md#text-report) read into the canonical summary, one result
+per group and per client (pure).
 
 Read: fio 2.0-2.x job sections ("read : io=323972KB, bw=107955KB/s, iops=26988, runt=  3001msec", "clat (usec)")
 and 3.x ones ("read: IOPS=17.0k, BW=66.4MiB/s (69.6MB/s)(199MiB/3001msec)", percentiles in ns, µs or ms);
@@ -106,7 +107,7 @@ def _count(token: str, where: str) -> float:
 
 
 def _bytes(number: str, unit: str, legacy: bool, where: str) -> float:
-    """3.x prints KiB (1024) and kB (1000); 2.x's KB and MB were 1024-based (§4). An "All clients" section
+    """3.x prints KiB (1024) and kB (1000); 2.x's KB and MB were 1024-based (#text-report). An "All clients" section
     leaves the B out ("71.1Mi (74.6M)")."""
     prefix = unit.rstrip("B").rstrip("i")
     base = 1024 if legacy or unit.rstrip("B").endswith("i") else 1000

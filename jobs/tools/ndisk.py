@@ -1,6 +1,6 @@
 """IBM nstress ndisk64: a profile becomes a command line; its report becomes the canonical summary (pure).
 
-The real output in tests/fixtures/ndisk_4proc_random_direct.txt is the specification; fio-reference.md §8
+The real output in tests/fixtures/ndisk_4proc_random_direct.txt is the specification; docs/reference/ndisk64-output.md
 is general knowledge and loses wherever the two differ.
 """
 
@@ -118,7 +118,8 @@ def _flag_value(command: list[str], flag: str) -> str | None:
 
 def parse_ndisk(text: str) -> ParseResult:
     """The report of one ndisk64 run. It counts as a success only if it holds process rows: ndisk64's exit
-    status says nothing (nstress tools exit 1 even on success, §8).
+    status says nothing (nstress tools exit 1 even on success,
+    docs/reference/ndisk64-output.md#success-and-exit-status).
 
     ndisk64 reports only totals, so read and write stay None instead of being split by the configured ratio:
     reads and writes do not run at the same speed, so the split of I/Os is not the split of time.

@@ -54,7 +54,8 @@ class Command(BaseCommand):
                 results.append(None)
                 self.stderr.write(f"{path}: not imported: {exc}")
             except Exception as exc:
-                # Whatever went wrong with one file, the others are still imported (the README promises it).
+                # Whatever went wrong with one file, the others are still imported (docs/user-guide/imports.md promises
+                # it).
                 log.exception("import_results: %s failed", path)
                 results.append(None)
                 self.stderr.write(
