@@ -791,9 +791,21 @@ def test_efficiency_of_a_bursting_gp2_is_against_baseline_and_burst_and_within_t
     assert (eff.above, eff.bursting, eff.css) == (False, True, "eff-burst")
 
 
+def test_a_share_is_cut_at_its_shown_precision_as_fio_cuts_its_iops_so_a_promise_never_reads_met_when_it_was_not():
+    assert limits.Efficiency.of(3009.6, 100).text == "3,009 %"  # beside fio's printed IOPS=3009, not 3,010 %
+    nearly = limits.Efficiency.of(99.7, 100)
+    assert (nearly.text, nearly.above, nearly.css) == ("99 %", False, "")
+    just_over = limits.Efficiency.of(100.6, 100)
+    assert (just_over.text, just_over.above) == ("100 %", False)  # flagged only when the shown figure is above
+    assert limits.Efficiency.of(101.2, 100).above
+    assert limits.Efficiency.of(29, 100).text == "29 %"  # 100 * 29 / 100 is 28.999999999999996 in floating point
+    assert limits.Efficiency.of(7.56, 100).text == "7.5 %"
+    assert limits.Efficiency.of(0.3, 100).text == "0.3 %"
+
+
 def test_efficiency_above_the_highest_promise_is_flagged_with_separators_never_as_success():
     eff = limits.Efficiency.of(40167, 100, 3000)
-    assert eff.text == "40,167 % of baseline, 1,339 % of burst"
+    assert eff.text == "40,167 % of baseline, 1,338 % of burst"
     assert eff.above and eff.css == "eff-above"
     assert eff.flag == "above the promise: cache, burst or a wrong spec?"
     plain = limits.Efficiency.of(14540, 1000)
@@ -802,5 +814,5 @@ def test_efficiency_above_the_highest_promise_is_flagged_with_separators_never_a
 
 def test_efficiency_within_the_promise_says_how_far_below():
     assert limits.Efficiency.of(3000, 4000).text == "75 %" and limits.Efficiency.of(3000, 4000).css == "eff-mid"
-    assert limits.Efficiency.of(30, 4000).text == "0.8 %"
+    assert limits.Efficiency.of(30, 4000).text == "0.7 %"  # 0.75 %, cut
     assert limits.Efficiency.of(None, 4000) is None and limits.Efficiency.of(3000, None) is None

@@ -53,7 +53,7 @@ def test_throughput_efficiency_is_the_measured_rate_over_the_throughput_limit_in
     gp2 = {"throughput_bytes_per_s": 128 * MIB, "burst_throughput_bytes_per_s": 250 * MIB, "throughput_unit": "MiB/s"}
     both = limits.throughput_efficiency(64 * MIB, gp2)
     assert both is not None
-    assert limits.throughput_efficiency_text(both, gp2) == "50 % of baseline 128 MiB/s, 26 % of burst 250 MiB/s"
+    assert limits.throughput_efficiency_text(both, gp2) == "50 % of baseline 128 MiB/s, 25 % of burst 250 MiB/s"
     assert limits.throughput_efficiency(176 * MIB, {"error": "no limits"}) is None
 
 

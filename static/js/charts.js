@@ -70,9 +70,14 @@
       }
       return value + " B";
     },
+    // A share as jobs/limits/efficiency.py shows it: whole percents from 10 %, tenths below, cut, not rounded.
+    shownPercent(share) {
+      const exact = Math.round(share * 1e6) / 1e6;
+      return exact >= 10 ? Math.floor(exact) : Math.floor(exact * 10) / 10;
+    },
     percent(ratio) {
-      const share = ratio * 100;
-      return (share >= 10 ? Math.round(share).toLocaleString("en-US") : share.toFixed(1)) + " %";
+      const shown = fmt.shownPercent(ratio * 100);
+      return (shown >= 10 ? shown.toLocaleString("en-US") : shown.toFixed(1)) + " %";
     },
     // Efficiency in the words of jobs/limits/efficiency.py: of the baseline and, where the disk bursts, of the
     // burst limit; above the highest promise it says so (a cache, a burst or a wrong spec), never a success.
@@ -83,7 +88,7 @@
       const limit = (value) => (rateUnit ? fmt.rateIn(value, rateUnit) : fmt.exact(value) + " IOPS");
       let text = fmt.percent(measured / baseline) + " of " + (bursts ? "baseline " : "") + limit(baseline);
       if (bursts) text += ", " + fmt.percent(measured / burst) + " of burst " + limit(burst);
-      if (Math.round((100 * measured) / (bursts ? burst : baseline)) > 100) text += " — " + ABOVE;
+      if (fmt.shownPercent((100 * measured) / (bursts ? burst : baseline)) > 100) text += " — " + ABOVE;
       return text;
     },
     // A moment in the page's time zone (not the browser's), 24-hour and labelled: 2026-11-25 21:24 CET.

@@ -27,7 +27,15 @@
   });
 
   // The same words as jobs/limits/efficiency.py: against the baseline and, where the disk bursts, the burst.
-  const percent = (share) => (share >= 10 ? Math.round(share).toLocaleString("en-US") : share.toFixed(1)) + " %";
+  // Cut, not rounded, as jobs/limits/efficiency.py shows a share: whole percents from 10 %, tenths below.
+  const shownPercent = (share) => {
+    const exact = Math.round(share * 1e6) / 1e6;
+    return exact >= 10 ? Math.floor(exact) : Math.floor(exact * 10) / 10;
+  };
+  const percent = (share) => {
+    const shown = shownPercent(share);
+    return (shown >= 10 ? shown.toLocaleString("en-US") : shown.toFixed(1)) + " %";
+  };
   function efficiency(ctx) {
     const partner = datasets.find((d) => d.series === ctx.dataset.series && d.kind !== ctx.dataset.kind);
     if (!partner) return "";
@@ -39,7 +47,7 @@
     const ofBase = (100 * measured) / limit;
     const ofBurst = burst && burst > limit ? (100 * measured) / burst : null;
     let text = " — " + percent(ofBase) + (ofBurst == null ? "" : " of baseline, " + percent(ofBurst) + " of burst");
-    if (Math.round(ofBurst == null ? ofBase : ofBurst) > 100) text += " — above the promise: cache, burst or a wrong spec?";
+    if (shownPercent(ofBurst == null ? ofBase : ofBurst) > 100) text += " — above the promise: cache, burst or a wrong spec?";
     return text;
   }
 
