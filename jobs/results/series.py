@@ -11,9 +11,11 @@ import itertools
 import math
 import operator
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import psycopg
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
@@ -385,8 +387,16 @@ def _fetched(rows: QuerySet[Any, tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     call of every boolean cell, some 80,000 of an all-time chart's day rows (a steady flag is then 0 or 1)."""
     sql, params = rows.query.sql_with_params()
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+        if connection.vendor != "postgresql":
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+        # In psycopg's binary format, numbers come as bytes to copy rather than text to parse: a third less time
+        # for the 430,000 cells of an all-time chart. Django's cursor (binding on the client) cannot ask for it;
+        # the query is still logged as Django's are where they are (tests count them).
+        logged = cast("Any", cursor).debug_sql(sql, params) if connection.queries_logged else nullcontext()
+        with logged, psycopg.Cursor(connection.connection) as binary:
+            binary.execute(sql, params, binary=True)
+            return binary.fetchall()
 
 
 def _in_profile_order(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
