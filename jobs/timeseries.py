@@ -176,15 +176,19 @@ def snapshot_limits(snapshot: Any) -> dict[str, float | None]:
     return {"limit_iops": baseline, "burst_iops": burst}
 
 
+# Where a day row (as `day_extremes` takes it) holds the run's limit IOPS: after its id, its ms and SERIES.
+DAY_LIMIT_AT = 2 + len(SERIES)
+
+
 def day_extremes(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
     """One day's min/max bucket of a profile's runs on a disk, from rows (run id, ms, the numbers of SERIES in
-    its order, limit IOPS) in time order: how many, the first and the last, and for every series its lowest and
-    highest run (the earliest of equals, as `minmax` keeps) in time order, as `early` and `late` (the same run
-    twice when one run is both), with the limits of the total's two."""
+    its order, limit IOPS; anything after them is not read) in time order: how many, the first and the last, and
+    for every series its lowest and highest run (the earliest of equals, as `minmax` keeps) in time order, as
+    `early` and `late` (the same run twice when one run is both), with the limits of the total's two."""
     columns = list(zip(*rows, strict=True))
-    ids, xs, limits = columns[0], columns[1], columns[-1]
+    ids, xs, limits = columns[0], columns[1], columns[DAY_LIMIT_AT]
     out: dict[str, Any] = {"runs": len(rows), "first_run": ids[0], "last_run": ids[-1], "last_ms": xs[-1]}
-    for name, ys in zip(SERIES, columns[2:-1], strict=True):
+    for name, ys in zip(SERIES, columns[2:DAY_LIMIT_AT], strict=True):
         present = [i for i, y in enumerate(ys) if y is not None]
         ends: list[int] | tuple[None, None] = (None, None)
         if present:
@@ -195,6 +199,19 @@ def day_extremes(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
             out[f"{name}_{end}_ms"] = None if i is None else xs[i]
             if name == "total":
                 out[f"total_{end}_limit"] = None if i is None else limits[i]
+    return out
+
+
+def day_flags(rows: Sequence[Sequence[Any]], extremes: Mapping[str, Any]) -> dict[str, Any]:
+    """The steady flag and warning count of each run `day_extremes` kept (None where a series has none), from
+    the same rows carrying (steady, warning count) after the limit: the chart draws them per point, and
+    reading them per run at every request cost an all-time chart half its time (bench/chart_endpoint.py)."""
+    flags = {row[0]: row[DAY_LIMIT_AT + 1 : DAY_LIMIT_AT + 3] for row in rows}
+    out: dict[str, Any] = {}
+    for name in SERIES:
+        for end in ("early", "late"):
+            steady, warnings = flags.get(extremes[f"{name}_{end}_run"], (None, None))
+            out[f"{name}_{end}_steady"], out[f"{name}_{end}_warnings"] = steady, warnings
     return out
 
 
@@ -210,7 +227,7 @@ def day_promise(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
     limits: list[float] = []
     hours = {hour_field(hour, what): 0 for hour in range(24) for what in ("runs", "efficiency")}
     for row in rows:
-        ms, total, limit = row[1], row[2], row[-1]
+        ms, total, limit = row[1], row[2], row[DAY_LIMIT_AT]
         if limit is None or limit <= 0:
             no_promise += 1
             continue

@@ -6,8 +6,11 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from jobs.models import Host, Profile, Run, Team
 from tests.factories import HostFactory, ProfileFactory, TeamFactory
@@ -90,3 +93,15 @@ def is_session_leader(process: psutil.Process) -> bool:
         return os.getsid(process.pid) == process.pid
     except OSError:
         return False
+
+
+def disk_at_migration(target: list[tuple[str, str]]) -> tuple[Any, Any]:
+    """The database migrated back to `target`, and a team and a custom disk of 4,000 IOPS made with the models
+    of then: (the historical apps, the disk)."""
+    MigrationExecutor(connection).migrate(target)
+    old = MigrationExecutor(connection).loader.project_state(target).apps
+    team = old.get_model("jobs", "Team").objects.create(name="t")
+    host = old.get_model("jobs", "Host").objects.create(team=team, name="h", address="x", username="u")
+    disk = old.get_model("jobs", "Disk").objects.create(team=team, host=host, label="d", target_path="/d",
+                                                        disk_type="custom", spec_iops=4000)  # fmt: skip
+    return old, disk

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs import timeseries
-from jobs.models import Disk, Profile, Run, RunResult, RunResultDay, RunSample
+from jobs.models import Annotation, ChangePoint, Disk, Profile, Run, RunResult, RunResultDay, RunSample
 from jobs.results import series as chart_series
 from jobs.teams import membership as teams
 from tests.factories import ProfileFactory, RunFactory
@@ -372,17 +372,22 @@ def test_a_range_of_many_runs_is_drawn_from_each_days_lowest_and_highest_run(own
     assert series["limits"] == {"baseline_iops": 4000, "burst_iops": None}
 
 
+def _from_results_and_days(client: Client, disk: Disk, monkeypatch: pytest.MonkeyPatch) -> tuple[dict, dict]:
+    """The disk's all-time chart drawn from its result rows, then from its days."""
+    url = f"/disks/{disk.pk}/series.json?range=all&points=200"
+    monkeypatch.setattr(chart_series, "DAY_BUCKETS_ABOVE", 10**9)
+    from_results = _get(client, url)
+    monkeypatch.setattr(chart_series, "DAY_BUCKETS_ABOVE", 50)
+    return from_results, _get(client, url)
+
+
 def test_the_days_and_the_results_draw_the_same_series_when_no_day_has_two_runs(owner_client, disk, monkeypatch):
     mixed = ProfileFactory(team=disk.team, name="4k randrw", rw="randrw")
     start = timezone.now() - timedelta(days=200)
     moments = [start + timedelta(days=i, minutes=7 * i) for i in range(80)]
     _runs_at(disk, moments, [1000.0 + (i * 389) % 700 for i in range(80)], profile=mixed, write=True)
     _runs_at(disk, moments[:70], [500.0 + (i * 97) % 300 for i in range(70)], name="import: 64k.json")
-    url = f"/disks/{disk.pk}/series.json?range=all&points=200"
-    monkeypatch.setattr(chart_series, "DAY_BUCKETS_ABOVE", 10**9)
-    from_results = _get(owner_client, url)
-    monkeypatch.setattr(chart_series, "DAY_BUCKETS_ABOVE", 50)
-    from_days = _get(owner_client, url)
+    from_results, from_days = _from_results_and_days(owner_client, disk, monkeypatch)
 
     assert from_days == from_results
     assert [len(s["iops"]["total"]["x"]) for s in from_days["series"]] == [80, 70]
@@ -457,6 +462,84 @@ def test_a_run_deleted_after_its_day_was_written_leaves_the_chart_answering(owne
     assert series["limits"] == {"baseline_iops": None, "burst_iops": None}
 
 
+def _flagged(runs: list[Run]) -> dict[int, tuple[bool | None, int]]:
+    """Gives the runs steady states and warnings that vary (steady, not steady, not checked; 0 to 3 warnings),
+    stores them as RunResult.record does, and answers each run's (steady, warnings) as the chart should draw it."""
+    states = [{"state": "steady"}, {"state": "not_steady"}, None]
+    for i, run in enumerate(runs):
+        run.steady_state, run.warnings = states[i % 3], [f"warning {n}" for n in range(i % 4)]
+    Run.objects.bulk_update(runs, ["steady_state", "warnings"])
+    _keep_results(runs[0].disk)
+    return {run.pk: ([True, False, None][i % 3], i % 4) for i, run in enumerate(runs)}
+
+
+def _drawn_flags(data: dict) -> list[tuple[int, bool | None, int]]:
+    """(run, steady, warnings) of every point of every series drawn."""
+    return [
+        point
+        for series in data["series"]
+        for points in [*series["iops"].values(), *(p for d in series["latency_us"].values() for p in d.values())]
+        for point in zip(points["run"], points["steady"], points["warnings"], strict=True)
+    ]
+
+
+def test_a_chart_drawn_from_days_keeps_each_points_steady_flag_and_warnings_and_its_marks(
+    owner_client, disk, from_days
+):
+    rng = random.Random(4)
+    start = timezone.now() - timedelta(days=120)
+    moments = [start + timedelta(days=day, hours=hour) for day in range(100) for hour in (2, 9, 17)]
+    runs = _runs_at(disk, moments, [float(rng.randint(500, 3000)) for _ in moments], write=True)
+    flags = _flagged(runs)
+    Annotation.objects.create(team=disk.team, disk=disk, at=moments[40], text="kernel upgrade")
+    ChangePoint.objects.create(
+        team=disk.team, disk=disk, metric="iops", run=runs[150], profile_name="4k randread", at=moments[150],
+        at_ms=timeseries.epoch_ms(moments[150]), before=2000, after=1200, change_percent=-40, p_value=0.001,
+        runs_before=150, runs_after=150, direction="worse",
+    )  # fmt: skip
+    data = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all&points=400")
+
+    (series,) = data["series"]
+    assert series["downsampled"] and len(series["iops"]["total"]["x"]) < len(runs)
+    drawn = _drawn_flags(data)
+    assert [(steady, warnings) for run, steady, warnings in drawn] == [flags[run] for run, _, _ in drawn]
+    # Every kind of flag is among the points: the comparison above is not of nulls and zeros alone.
+    assert {steady for _, steady, _ in drawn} == {True, False, None} and {w for _, _, w in drawn} == {0, 1, 2, 3}
+    assert [(c["run"], c["metric"], c["change_percent"]) for c in data["marks"]["changes"]] == [
+        (runs[150].pk, "iops", -40)
+    ]
+    assert [(a["text"], a["x"]) for a in data["marks"]["annotations"]] == [
+        ("kernel upgrade", round(moments[40].timestamp() * 1000))
+    ]
+
+
+def test_the_days_and_the_results_draw_the_same_flags_when_no_day_has_two_runs(owner_client, disk, monkeypatch):
+    start = timezone.now() - timedelta(days=200)
+    runs = _runs_at(disk, [start + timedelta(days=i, minutes=7 * i) for i in range(80)],
+                    [1000.0 + (i * 389) % 700 for i in range(80)], write=True)  # fmt: skip
+    flags = _flagged(runs)
+    from_results, from_days = _from_results_and_days(owner_client, disk, monkeypatch)
+
+    assert from_days == from_results
+    drawn = _drawn_flags(from_days)
+    assert {run for run, _, _ in drawn} == set(flags)
+    assert [(steady, warnings) for run, steady, warnings in drawn] == [flags[run] for run, _, _ in drawn]
+
+
+def test_a_day_row_keeps_the_flags_of_the_runs_it_draws_when_a_run_is_recorded(disk):
+    (first, second) = _runs_at(disk, [timezone.now() - timedelta(hours=2), timezone.now() - timedelta(hours=1)],
+                               [3000.0, 1000.0])  # fmt: skip
+    second.steady_state, second.warnings = {"state": "not_steady"}, ["fresh device"]
+    second.save()
+    RunResult.record(second)
+    (day,) = RunResultDay.objects.filter(disk=disk)
+    # The total's early run is the higher (the first), its late run the lower (the second).
+    assert (day.total_early_run, day.total_late_run) == (first.pk, second.pk)
+    assert (day.total_early_steady, day.total_early_warnings) == (None, 0)
+    assert (day.total_late_steady, day.total_late_warnings) == (False, 1)
+    assert (day.write_early_steady, day.write_early_warnings) == (None, None)  # no write: no point, no flags
+
+
 @pytest.mark.parametrize("query", ["range=all", "range=custom&from=2000-01-01T10:00Z&to=2099-01-01T05:00Z"])
 def test_the_series_from_days_ask_a_constant_number_of_queries(owner_client, disk, from_days, query):
     other = ProfileFactory(team=disk.team, name="other", rw="randwrite")
@@ -471,8 +554,8 @@ def test_the_series_from_days_ask_a_constant_number_of_queries(owner_client, dis
     _runs_at(disk, [start + timedelta(hours=9 * i) for i in range(60)], [1000.0 + i for i in range(60)])
     few = count()
     _runs_at(disk, [start + timedelta(hours=5 * i) for i in range(400)], [500.0 + i for i in range(400)], profile=other)
-    # The 9th: the steady flags and warning counts of the points drawn, which day rows do not keep; 10 and 11: the
-    # change-point and annotation marks.
+    # Ten since the day rows keep the steady flags and warning counts of the points they draw (an eleventh read
+    # them by run before); 9 and 10: the change-point and annotation marks.
     assert count() == few <= 11
 
 

@@ -16,7 +16,7 @@ from jobs.imports import importing
 from jobs.models import Disk, Profile, Run, RunResult, RunResultDay, RunSample
 from jobs.runs import queueing
 from jobs.timeseries import SERIES
-from tests.builders import quick_profile, team_with_host, wait_final
+from tests.builders import disk_at_migration, quick_profile, team_with_host, wait_final
 from tests.factories import ProfileFactory, RunFactory
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -247,3 +247,34 @@ def test_admin_edits_and_deletes_keep_the_chart_tables_in_step(disk, rf, owner):
     assert day.day == timeseries.epoch_ms(second.finished_at) // timeseries.DAY_MS
     run_admin.delete_model(request, second)
     assert not RunResultDay.objects.filter(disk=disk).exists() and not RunResult.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_0023_gives_the_stored_days_the_flags_of_the_runs_they_draw():
+    before, after = [("jobs", "0022_share_link_time_zone")], [("jobs", "0023_day_point_flags")]
+    try:
+        old, disk = disk_at_migration(before)
+        team = disk.team
+        Run, Result, Day = (old.get_model("jobs", name) for name in ("Run", "RunResult", "RunResultDay"))
+        at = datetime(2026, 5, 1, 2, 30, tzinfo=UTC)
+        runs = []
+        for minutes, steady, warnings in ((0, True, 0), (10, False, 2), (20, None, 1)):
+            finished = at + timedelta(minutes=minutes)
+            run = Run.objects.create(team=team, disk=disk, state="succeeded", profile_name="p", finished_at=finished)
+            Result.objects.create(run=run, disk=disk, profile_name="p", finished_at=finished, steady=steady,
+                                  finished_ms=timeseries.epoch_ms(finished), warning_count=warnings)  # fmt: skip
+            runs.append(run.pk)
+        # The total's lowest run first, its highest last; no write was measured.
+        Day.objects.create(disk=disk, profile_name="p", day=timeseries.utc_day(timeseries.epoch_ms(at)), runs=3,
+                           first_run=runs[0], last_run=runs[2], last_ms=timeseries.epoch_ms(at),
+                           total_early_run=runs[1], total_late_run=runs[2], read_early_run=runs[0],
+                           read_late_run=runs[0])  # fmt: skip
+
+        MigrationExecutor(connection).migrate(after)
+        (day,) = RunResultDay.objects.filter(disk_id=disk.pk)
+        assert (day.total_early_steady, day.total_early_warnings) == (False, 2)
+        assert (day.total_late_steady, day.total_late_warnings) == (None, 1)
+        assert (day.read_early_steady, day.read_early_warnings) == (True, 0) == (day.read_late_steady, 0)
+        assert (day.write_early_steady, day.write_early_warnings) == (None, None)
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

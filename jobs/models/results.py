@@ -48,8 +48,8 @@ class RunResult(models.Model):
     # The chart marks a run with warnings without reading the runs table; the page brings their words.
     warning_count = models.PositiveSmallIntegerField(default=0, help_text="How many warnings the run carries.")
 
-    # The columns `timeseries.day_extremes` reads, in its order.
-    DAY_COLUMNS = ("run_id", "finished_ms", *timeseries.SERIES.values(), "limit_iops")
+    # The columns `timeseries.day_extremes` and `day_flags` read, in their order.
+    DAY_COLUMNS = ("run_id", "finished_ms", *timeseries.SERIES.values(), "limit_iops", "steady", "warning_count")
 
     class Meta:
         indexes = [models.Index(fields=["disk", "finished_at"], name="result_disk_finished")]
@@ -116,7 +116,8 @@ class RunResultDay(models.Model):
     limit_min = models.FloatField(null=True, blank=True)
     limit_max = models.FloatField(null=True, blank=True)
     # ... and for each UTC hour: h<hh>_runs (promised runs) and h<hh>_efficiency (their efficiency sum).
-    # ... and for each series in timeseries.SERIES: <series>_early, _early_run, _early_ms, and the same _late.
+    # ... and for each series in timeseries.SERIES: <series>_early, _early_run, _early_ms, _early_steady,
+    # _early_warnings, and the same _late.
 
     class Meta:
         indexes = [models.Index(fields=["disk", "day"], name="result_day_disk_day")]
@@ -127,7 +128,8 @@ class RunResultDay(models.Model):
     @staticmethod
     def summed(rows: list[Any]) -> dict[str, Any]:
         """A day's columns from its rows (RunResult.DAY_COLUMNS, in time order)."""
-        return timeseries.day_extremes(rows) | timeseries.day_promise(rows)
+        extremes = timeseries.day_extremes(rows)
+        return extremes | timeseries.day_flags(rows, extremes) | timeseries.day_promise(rows)
 
     @classmethod
     def refresh(cls, result: RunResult) -> None:
@@ -164,6 +166,9 @@ def _add_day_extremes(model: type[models.Model]) -> None:
             model.add_to_class(f"{name}_{end}", models.FloatField(null=True, blank=True))
             model.add_to_class(f"{name}_{end}_run", models.BigIntegerField(null=True, blank=True))
             model.add_to_class(f"{name}_{end}_ms", models.BigIntegerField(null=True, blank=True))
+            # The run's RunResult.steady and warning_count, which the chart draws on its point.
+            model.add_to_class(f"{name}_{end}_steady", models.BooleanField(null=True, blank=True))
+            model.add_to_class(f"{name}_{end}_warnings", models.PositiveSmallIntegerField(null=True, blank=True))
 
 
 def _add_day_hours(model: type[models.Model]) -> None:

@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, JsonResponse
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
 from jobs import access
 from jobs.results import series
 
-# Some 50,000 numbers for a disk of six profiles: spaces would add a sixth to the bytes.
-COMPACT = {"separators": (",", ":")}
+# Compact UTF-8 JSON with the numbers as the json module writes them (the shortest that reads back the same), in
+# a tenth of its time: the standard library took some 70 ms of an all-time chart's 1.9 MB
+# (bench/chart_endpoint.py). Anything else the chart's JSON could hold (a lazy string) is written as Django would.
+CHART_JSON = msgspec.json.Encoder(enc_hook=DjangoJSONEncoder().default)
+
+
+def chart_json(data: dict[str, Any]) -> HttpResponse:
+    return HttpResponse(CHART_JSON.encode(data), content_type="application/json")
 
 
 @login_required
 @require_GET
-def disk_series(request: HttpRequest, pk: int) -> JsonResponse:
+def disk_series(request: HttpRequest, pk: int) -> HttpResponse:
     disk = access.disk(request, pk)
     try:
-        return JsonResponse(series.disk_series(disk, request.GET), json_dumps_params=COMPACT)
+        return chart_json(series.disk_series(disk, request.GET))
     except series.BadRequest as exc:
         return JsonResponse({"error": str(exc)}, status=400)
 

@@ -8,13 +8,14 @@ bucket, from the per-run results table or, for long ranges, the per-day rollup).
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import operator
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import psycopg
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
@@ -64,7 +65,6 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
         rows = _day_rows(disk, start, end, wanted)
         runs = sum(row[D["runs"]] for row in rows)
         series = _series_from_days(rows, known, points)
-        _add_flags(series)
     else:
         rows = _result_rows(disk, start, end, wanted | ({"steady": True} if steady_only else {}))
         runs = len(rows)
@@ -149,37 +149,6 @@ def _steady_only(value: str | None) -> bool:
     if value != "only":
         raise BadRequest(f"'steady' must be 'only' (steady runs only) or 'all'; got {value!r}.")
     return True
-
-
-def _add_flags(series: list[dict[str, Any]]) -> None:
-    """Each point's steady flag and warning count, for series drawn from day rows (which keep neither): read by
-    run id in one query whose ids travel as ONE parameter (a JSON array on SQLite, an array on PostgreSQL). With
-    the ids as thousands of parameters, building and binding them took most of an all-time chart's time
-    (bench/chart_endpoint.py: 105 -> 253 ms at 100,000 runs)."""
-    drawn = [points for s in series for points in _point_lists(s)]
-    ids = sorted({run for points in drawn for run in points["run"]})
-    flags: dict[int, tuple[bool | None, int]] = {}
-    if ids:
-        quote = connection.ops.quote_name
-        run_id, table = quote("run_id"), quote(RunResult._meta.db_table)
-        columns = f"SELECT {run_id}, {quote('steady')}, {quote('warning_count')} FROM {table}"  # noqa: S608
-        param: Any = ids
-        where = f"WHERE {run_id} = ANY(%s)"
-        if connection.vendor != "postgresql":
-            param, where = json.dumps(ids), f"WHERE {run_id} IN (SELECT value FROM json_each(%s))"  # noqa: S608
-        with connection.cursor() as cursor:
-            cursor.execute(f"{columns} {where}", [param])
-            for run, steady, warnings in cursor.fetchall():
-                flags[run] = (None if steady is None else bool(steady), warnings)
-    for points in drawn:
-        found = [flags.get(run, (None, 0)) for run in points["run"]]
-        points["steady"] = [steady for steady, _ in found]
-        points["warnings"] = [warnings for _, warnings in found]
-
-
-def _point_lists(series: dict[str, Any]) -> list[dict[str, Any]]:
-    iops = list(series["iops"].values())
-    return iops + [points for percentiles in series["latency_us"].values() for points in percentiles.values()]
 
 
 def _profile_filter(value: str) -> dict[str, Any]:
@@ -348,9 +317,17 @@ def _picker(indices: list[int]) -> Any:
     return lambda values: [values[i] for i in indices]
 
 
+# What a day keeps of each of its two runs of a series: time, value, run, the run's steady flag and warning count
+# (and for the total, its limit). Time, value and run come first, in this order (_coarser reads them so).
+POINT_FIELDS = ("_ms", "", "_run", "_steady", "_warnings")
+
+
 def _point_fields(series: str) -> tuple[str, ...]:
-    # What a day keeps of each of its two runs of a series: time, value, run (and for the total, its limit).
-    return ("_ms", "", "_run", "_limit") if series == "total" else ("_ms", "", "_run")
+    return (*POINT_FIELDS, "_limit") if series == "total" else POINT_FIELDS
+
+
+# A steady flag as the database driver gives it (0 or 1 on SQLite) -> the JSON's; None (not checked) is missing.
+STEADY = {False: False, True: True}
 
 
 # A day row: its key and counts, then per series its two runs in time order, the early one's fields first.
@@ -389,7 +366,7 @@ def _day_rows(disk: Disk, start: datetime | None, end: datetime | None, wanted: 
         days = days.filter(day__gte=first)
     if last is not None:
         days = days.filter(day__lte=last)
-    rows = list(days.order_by("profile_id", "profile_name", "day").values_list(*DAY_KEY, *DAY_POINTS))
+    rows = _in_profile_order(_fetched(days.order_by("day").values_list(*DAY_KEY, *DAY_POINTS)))
     cut = _cut_days(start, end, first, last)
     if cut is not None:
         results = RunResult.objects.filter(cut, disk=disk, **wanted)
@@ -398,9 +375,38 @@ def _day_rows(disk: Disk, start: datetime | None, end: datetime | None, wanted: 
         for (profile_id, name, day), group in itertools.groupby(
             edge, key=lambda row: (row[0], row[1], timeseries.utc_day(row[3]))
         ):
-            rows.append(_day_row(profile_id, name, day, timeseries.day_extremes([row[2:] for row in group])))
+            day_rows = [row[2:] for row in group]
+            extremes = timeseries.day_extremes(day_rows)
+            rows.append(_day_row(profile_id, name, day, extremes | timeseries.day_flags(day_rows, extremes)))
         rows.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1], row[2]))
     return rows
+
+
+def _fetched(rows: QuerySet[Any, tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The rows as the database driver gives them, without Django's converters: on SQLite those make a Python
+    call of every boolean cell, some 80,000 of an all-time chart's day rows (a steady flag is then 0 or 1)."""
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+        # In psycopg's binary format, numbers come as bytes to copy rather than text to parse: a third less time
+        # for the 430,000 cells of an all-time chart. Django's cursor (binding on the client) cannot ask for it;
+        # the query is still logged as Django's are where they are (tests count them).
+        logged = cast("Any", cursor).debug_sql(sql, params) if connection.queries_logged else nullcontext()
+        with logged, psycopg.Cursor(connection.connection) as binary:
+            binary.execute(sql, params, binary=True)
+            return binary.fetchall()
+
+
+def _in_profile_order(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Day rows in day order, sorted by profile (id, then name; no id last), each profile's in day order: here,
+    as SQLite sorts the wide rows a third slower than it reads them in its (disk, day) index's order."""
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for row in rows:
+        groups.setdefault(row[:2], []).append(row)
+    order = sorted(groups, key=lambda key: (key[0] is None, key[0] or 0, key[1]))
+    return list(itertools.chain.from_iterable(groups[key] for key in order))
 
 
 def _whole_days(start: datetime | None, end: datetime | None) -> tuple[int | None, int | None]:
@@ -467,20 +473,22 @@ def _day_points(
     columns: list[tuple[Any, ...]], series: str, first: tuple | None, last: tuple | None
 ) -> dict[str, list[Any]]:
     """A series' points out of the columns of day rows: each day's two runs (one when the lowest is the highest)
-    in time order, interleaved in C, then the first and last run of the range when they are not among them."""
+    in time order, interleaved, then the first and last run of the range when they are not among them."""
     at, count = AT[series], len(_point_fields(series))
     early, late = columns[at : at + count], columns[at + count : at + 2 * count]
-    present = map(operator.is_not, early[2], itertools.repeat(None))
-    keep = list(itertools.chain.from_iterable(zip(present, map(operator.ne, late[2], early[2]), strict=True)))
+    present = list(map(operator.is_not, early[2], itertools.repeat(None)))
+    keep = _interleaved(present, list(map(operator.ne, late[2], early[2])))
     every = all(keep)
 
     def both(a: Sequence[Any], b: Sequence[Any]) -> list[Any]:
-        pairs = itertools.chain.from_iterable(zip(a, b, strict=True))
-        return list(pairs if every else itertools.compress(pairs, keep))
+        pairs = _interleaved(a, b)
+        return pairs if every else list(itertools.compress(pairs, keep))
 
-    points = {"x": both(early[0], late[0]), "y": both(early[1], late[1]), "run": both(early[2], late[2])}
-    if series == "total":
-        points["limit"] = both(early[3], late[3])
+    # The JSON's names of POINT_FIELDS (and the limit), in their order.
+    names = ("x", "y", "run", "steady", "warnings", "limit")
+    points = {name: both(early[i], late[i]) for i, name in enumerate(names[:count])}
+    # SQLite gives a steady flag as 0 or 1 (_fetched).
+    points["steady"] = list(map(STEADY.get, points["steady"]))
     column = R[SERIES[series]]
     for row, at_end in ((first, False), (last, True)):
         if row is None or row[column] is None:
@@ -489,10 +497,19 @@ def _day_points(
         if points["run"] and points["run"][-1 if at_end else 0] == run:
             continue
         index = len(points["run"]) if at_end else 0
-        values = {"x": row[R["finished_ms"]], "y": y, "run": run, "limit": row[R["limit_iops"]]}
+        values = {"x": row[R["finished_ms"]], "y": y, "run": run, "limit": row[R["limit_iops"]],
+                  "steady": row[R["steady"]], "warnings": row[R["warning_count"]]}  # fmt: skip
         for name, items in points.items():
             items.insert(index, values[name])
     return points
+
+
+def _interleaved(a: Sequence[Any], b: Sequence[Any]) -> list[Any]:
+    """a[0], b[0], a[1], b[1], ... of two sequences of one length: by slice assignment, in C, a few times faster
+    than chaining zipped pairs (some 80,000 points in an all-time chart)."""
+    out: list[Any] = [None] * (2 * len(a))
+    out[::2], out[1::2] = a, b
+    return out
 
 
 def _coarser(rows: list[tuple[Any, ...]], day0: int, days: int) -> list[tuple[Any, ...]]:

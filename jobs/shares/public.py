@@ -26,7 +26,7 @@ from jobs import clock
 from jobs.disks.pages import disk_facts
 from jobs.models import ShareLink
 from jobs.results import compare, distributions, series, stats
-from jobs.results.pages import COMPACT
+from jobs.results.pages import chart_json
 
 # Unknown tokens one address may ask for in GUESS_WINDOW seconds before it gets 429s until the window ends.
 GUESS_LIMIT, GUESS_WINDOW = 20, 600
@@ -117,7 +117,7 @@ def shared_series(request: HttpRequest, link: ShareLink, token: str) -> HttpResp
     if link.disk is None:
         return JsonResponse({"error": "This link shows a comparison; it has no disk chart."}, status=404)
     try:
-        return JsonResponse(series.disk_series(link.disk, request.GET), json_dumps_params=COMPACT)
+        return chart_json(series.disk_series(link.disk, request.GET))
     except series.BadRequest as exc:
         return JsonResponse({"error": str(exc)}, status=400)
 
