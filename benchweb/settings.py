@@ -242,7 +242,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "jobs.api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "jobs.api.schema.AutoSchema",
-    "EXCEPTION_HANDLER": "jobs.api.base.exception_handler",
+    "EXCEPTION_HANDLER": "jobs.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON bodies only: a form cannot say null, so its schema would promise what it cannot carry. The import
     # endpoint adds multipart for files. DRF's parser with a nesting limit (jobs/nesting.py).

@@ -5,7 +5,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("api/", include("jobs.api.urls")),
+    path("api/", include("jobs.api_urls")),
     path("", include("audit.urls")),
     path("", include("jobs.urls")),
 ]

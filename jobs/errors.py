@@ -1,4 +1,10 @@
-"""Requests Django refuses before a view sees them (a body over DATA_UPLOAD_MAX_MEMORY_SIZE, too many fields):
+"""What benchweb refuses, shared by the pages, the API and the commands.
+
+`FieldRefused`: a use case refusing one field of a request (the page puts it on the form's field, the API answers
+a 400 naming the field, jobs/api/errors.py). It lives here, below the use cases that raise it, not in the API kit
+above them.
+
+Requests Django refuses before a view sees them (a body over DATA_UPLOAD_MAX_MEMORY_SIZE, too many fields):
 the API answers them in its JSON shape and the pages with a page that says what to do, not a bare "Bad Request".
 
 Django raises these while reading request.POST or request.body, which the CSRF middleware already does for
@@ -15,6 +21,15 @@ from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found as django_page_not_found
 
 from jobs import nesting
+
+
+class FieldRefused(Exception):
+    """A request a use case will not carry out because of one field; the message names the fix."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
 
 IMPORT_COMMAND = "`manage.py import_results FILE --disk ID`"
 

@@ -1,4 +1,5 @@
-"""What every concept's API shares: the error format, team scoping, JSON-typed fields and id checks."""
+"""What every concept's API shares: team scoping, JSON-typed fields and id checks (the error format is in
+jobs/api/errors.py)."""
 
 from __future__ import annotations
 
@@ -6,43 +7,21 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import ProtectedError, Q, QuerySet
-from rest_framework import permissions, serializers, status, viewsets
+from django.db.models import Q, QuerySet
+from rest_framework import permissions, serializers, viewsets
 from rest_framework.exceptions import ValidationError
-from rest_framework.response import Response
 from rest_framework.utils import html
 from rest_framework.utils.serializer_helpers import BindingDict
-from rest_framework.views import exception_handler as drf_exception_handler
 
-from jobs import errors, paths
+from jobs import paths
 from jobs.api.auth import Access, access
 from jobs.api.permissions import TeamRole
 from jobs.models import Membership, Team
-from jobs.runs import queueing
 
 MAX_ID = 2**63 - 1
 
 
 ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
-
-
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's JSON errors, plus the domain's refusals as field-level 400s."""
-    request = context.get("request")
-    if request is not None and (refused := errors.refusal(request, exc)):
-        return Response({"detail": refused[1]}, status=refused[0])  # a body over the limit: 413, not Django's HTML
-    if isinstance(exc, queueing.RunRefused):
-        exc = ValidationError({exc.field: [str(exc)]})
-    elif isinstance(exc, DjangoValidationError):
-        exc = django_errors(exc)
-    elif isinstance(exc, ProtectedError):
-        users = ", ".join(sorted({str(obj) for obj in exc.protected_objects})[:5])
-        return Response(
-            {"detail": f"This is still used ({users}); remove it from there first. Nothing was deleted."},
-            status=status.HTTP_409_CONFLICT,
-        )
-    return drf_exception_handler(exc, context)
 
 
 class TeamViewSet(viewsets.GenericViewSet):
@@ -87,14 +66,6 @@ def checked_path(value: str, *, field: str, home: bool = False, command: bool = 
         return paths.check(value, field=field, home=home, command=command)
     except paths.PathError as exc:
         raise serializers.ValidationError(str(exc)) from exc
-
-
-def django_errors(exc: DjangoValidationError) -> serializers.ValidationError:
-    if hasattr(exc, "error_dict"):
-        return serializers.ValidationError(
-            {k: [str(m) for e in v for m in e.messages] for k, v in exc.error_dict.items()}
-        )
-    return serializers.ValidationError({"non_field_errors": exc.messages})
 
 
 # A field's class, the JSON values it takes, and how to ask for them. An integer may come as 5.0 (JSON Schema

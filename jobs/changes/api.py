@@ -12,7 +12,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from jobs.api.base import ID_SCHEMA, ModelSerializer, TeamScoped, TeamViewSet, django_errors, parse_id, team_of
+from jobs.api.base import ID_SCHEMA, ModelSerializer, TeamScoped, TeamViewSet, parse_id, team_of
+from jobs.api.errors import django_errors
 from jobs.models import Annotation, ChangePoint, Disk, Host
 
 

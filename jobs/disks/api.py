@@ -17,13 +17,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs import limits, timeseries
-from jobs.api.base import ID_SCHEMA, ModelSerializer, TeamScoped, TeamViewSet, checked_path, django_errors, parse_id
-from jobs.api.burst import DiskBurstSerializer
-from jobs.api.compliance import PARAMETERS as COMPLIANCE_PARAMETERS
-from jobs.api.compliance import DiskComplianceSerializer, DiskStabilitySerializer
+from jobs.api.base import ID_SCHEMA, ModelSerializer, TeamScoped, TeamViewSet, checked_path, parse_id
+from jobs.api.errors import django_errors
 from jobs.disks import identity, precondition
 from jobs.models import Disk, Host
 from jobs.results import burst, compliance, series, stability
+from jobs.results.burst_serializers import DiskBurstSerializer
+from jobs.results.compliance_serializers import PARAMETERS as COMPLIANCE_PARAMETERS
+from jobs.results.compliance_serializers import DiskComplianceSerializer, DiskStabilitySerializer
 
 
 class DiskSerializer(ModelSerializer):

@@ -14,10 +14,9 @@ from django.utils import timezone
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import sessions, ssh
+from jobs import errors, sessions, ssh
 from jobs.alerts import evaluate as alerts
 from jobs.models import Host, Run
-from jobs.runs import queueing
 
 
 def connect(host: Host, during: str = "a connection") -> ssh.Connection:
@@ -118,7 +117,7 @@ def scan_host_key(host: Host, user: Any = None) -> ssh.HostKey:
 def approve_host_key(host: Host, user: Any, fingerprint: str) -> None:
     """Pin the scanned key, but only the one whose fingerprint the person saw."""
     if not host.scanned_key_b64 or host.scanned_key_fingerprint != fingerprint:
-        raise queueing.RunRefused("fingerprint", "The scanned key changed since you saw it: scan again and compare.")
+        raise errors.FieldRefused("fingerprint", "The scanned key changed since you saw it: scan again and compare.")
     Host.objects.filter(pk=host.pk).update(
         host_key_type=host.scanned_key_type,
         host_key_b64=host.scanned_key_b64,

@@ -12,12 +12,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from jobs import access, ssh
+from jobs import access, errors, ssh
 from jobs.changes.forms import AnnotationForm
 from jobs.hosts import connecting
 from jobs.hosts.forms import HostForm
 from jobs.models import Annotation, Host
-from jobs.runs import queueing, sites
+from jobs.runs import sites
 
 
 @login_required
@@ -110,7 +110,7 @@ def host_approve_key(request: HttpRequest, pk: int) -> HttpResponse:
     access.require_change(request, host.team)
     try:
         connecting.approve_host_key(host, request.user, request.POST.get("fingerprint", ""))
-    except queueing.RunRefused as exc:
+    except errors.FieldRefused as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Host key {host.host_key_fingerprint} approved and pinned.")

@@ -16,11 +16,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from jobs import figures
+from jobs import errors, figures
 from jobs.alerts import evaluate as alerts
 from jobs.analysis import steady
 from jobs.models import Disk, Profile, Run, RunResult, RunSample
-from jobs.runs import lifecycle, queueing
+from jobs.runs import lifecycle
 from jobs.tools import completion, detect
 from jobs.tools.summary import ParseError, ParseResult
 
@@ -130,7 +130,7 @@ def import_results(
     finished = at or timezone.now()
     if finished < EARLIEST_IMPORT:
         # The charts count in ms since 1970, and a date near year 1 minus the runtime is no date at all.
-        raise queueing.RunRefused("finished_at", f"{finished.isoformat()} is before 1970: give when the run finished.")
+        raise errors.FieldRefused("finished_at", f"{finished.isoformat()} is before 1970: give when the run finished.")
     chosen = pick(parse_results(text, tool), labels)
     with transaction.atomic():
         # One import of a disk at a time, so that the same output saved twice at once is still stored once

@@ -10,7 +10,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
 
-from jobs.api.base import ModelSerializer, TeamViewSet, django_errors, team_of
+from jobs.api.base import ModelSerializer, TeamViewSet, team_of
+from jobs.api.errors import django_errors
 from jobs.models import Profile
 from jobs.models.names import name_taken
 from jobs.tools.options import EXTRA_OPTIONS, IOENGINES

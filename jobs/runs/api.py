@@ -16,11 +16,11 @@ from rest_framework.response import Response
 
 from jobs.analysis.steady import NOT_CHECKED, NOT_STEADY, STEADY
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
-from jobs.api.burst import RunBurstSerializer
-from jobs.api.compliance import RunStabilitySerializer
 from jobs.api.pagination import NewestFirst, Pagination
 from jobs.models import Disk, Profile, Run, RunSample
 from jobs.results import burst, series, stability
+from jobs.results.burst_serializers import RunBurstSerializer
+from jobs.results.compliance_serializers import RunStabilitySerializer
 from jobs.runs import lifecycle, queueing
 
 

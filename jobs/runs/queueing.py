@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import messages
+from jobs import errors, messages
 from jobs.models import Disk, Host, Profile, Run, Schedule
 from jobs.runs import sites
 from jobs.runs.sites import queue_for
@@ -40,12 +40,8 @@ UNCLAIMED_AFTER = timedelta(seconds=60)
 QUEUED_TEXT = "queued for a worker"
 
 
-class RunRefused(Exception):
+class RunRefused(errors.FieldRefused):
     """A run that cannot be created; the message names the field and the fix."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def create_run(

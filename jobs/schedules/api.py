@@ -17,7 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs import scheduling
-from jobs.api.base import ModelSerializer, TeamScoped, TeamViewSet, django_errors, team_of
+from jobs.api.base import ModelSerializer, TeamScoped, TeamViewSet, team_of
+from jobs.api.errors import django_errors
 from jobs.models import Disk, Profile, Schedule, ScheduleProfile
 from jobs.models.names import name_taken
 from jobs.schedules import calendar as schedule_calendar

@@ -10,9 +10,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from jobs import errors
 from jobs.imports import importing
 from jobs.models import Disk
-from jobs.runs import queueing
 from jobs.tools.summary import ParseError
 
 MAX_BYTES = 64 * 2**20
@@ -50,7 +50,7 @@ class Command(BaseCommand):
         for path in options["paths"]:
             try:
                 results.append(self._one(path, disk, at, options))
-            except (OSError, UnicodeDecodeError, ParseError, queueing.RunRefused, importing.DuplicateImport) as exc:
+            except (OSError, UnicodeDecodeError, ParseError, errors.FieldRefused, importing.DuplicateImport) as exc:
                 results.append(None)
                 self.stderr.write(f"{path}: not imported: {exc}")
             except Exception as exc:

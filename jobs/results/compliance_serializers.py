@@ -1,6 +1,6 @@
 """The shapes of the compliance and stability answers (jobs/results/compliance.py, jobs/results/stability.py), for
-the schema: GET /api/v1/disks/{id}/compliance/, GET /api/v1/disks/{id}/stability/ and the `stability` object of a
-run's detail; and the query parameters both disk answers take."""
+the schema: GET /api/v1/disks/{id}/compliance/ and GET /api/v1/disks/{id}/stability/ (jobs/disks/api.py) and the
+`stability` object of a run's detail (jobs/runs/api.py); and the query parameters both disk answers take."""
 
 from __future__ import annotations
 

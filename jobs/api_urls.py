@@ -1,3 +1,8 @@
+"""The API's URLs: every concept's viewsets on one router under /api/v1/, the schema and its docs page.
+
+Apart from the kit in jobs/api/ on purpose: the router imports every concept, the kit none (pyproject.toml's
+import-linter contracts)."""
+
 from __future__ import annotations
 
 from django.urls import include, path

@@ -1,5 +1,6 @@
-"""The shapes of the burst-credit answers (jobs/results/burst.py), for the schema: a disk's bucket, balance and
-replayed runs (GET /api/v1/disks/{id}/burst/), and the `burst` object of a run's detail."""
+"""The shapes of the burst-credit answers (jobs/results/burst.py, the bucket itself in jobs/limits/burst.py), for
+the schema: a disk's bucket, balance and replayed runs (GET /api/v1/disks/{id}/burst/, jobs/disks/api.py), and
+the `burst` object of a run's detail (jobs/runs/api.py)."""
 
 from __future__ import annotations
 
