@@ -87,7 +87,7 @@ def disk_report(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def compare_report(request: HttpRequest) -> HttpResponse:
     """The Compare page's comparison (its query: ?disks= or ?runs=, and the Statistics card's), ready to print."""
-    found = compare.page_context(request)
+    found = compare.chosen(access.team(request), request.GET)
     if found["problem"] or not found["groups"]:
         return _refused(found["problem"] or "Pick 2 to 8 disks (?disks=3,7) or runs (?runs=12,15) to compare.")
     columns = found["groups"][0].columns

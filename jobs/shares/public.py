@@ -1,6 +1,6 @@
 """The pages a share link opens, for anyone holding it and no account: /s/<token>/ and the two JSON endpoints its
 charts read. Each answers only from the link's own target, through the same code as the team's pages
-(jobs.disks.pages.disk_facts, jobs.results.compare.comparison, jobs.results.series and distributions), while
+(jobs.disks.facts.disk_facts, jobs.results.compare.comparison, jobs.results.responses), while
 the team's pages and /api/ keep requiring a sign-in.
 
 Every answer here carries Referrer-Policy: no-referrer (the token is in the address and must not travel to the
@@ -23,10 +23,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from jobs import clock
-from jobs.disks.pages import disk_facts
+from jobs.disks.facts import disk_facts
 from jobs.models import ShareLink
-from jobs.results import compare, distributions, series, stats
-from jobs.results.pages import COMPACT
+from jobs.results import compare, responses
 
 # Unknown tokens one address may ask for in GUESS_WINDOW seconds before it gets 429s until the window ends.
 GUESS_LIMIT, GUESS_WINDOW = 20, 600
@@ -116,10 +115,7 @@ def shared_series(request: HttpRequest, link: ShareLink, token: str) -> HttpResp
     """The shared disk's chart data, as /disks/<pk>/series.json gives it to the team."""
     if link.disk is None:
         return JsonResponse({"error": "This link shows a comparison; it has no disk chart."}, status=404)
-    try:
-        return JsonResponse(series.disk_series(link.disk, request.GET), json_dumps_params=COMPACT)
-    except series.BadRequest as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+    return responses.disk_series(link.disk, request.GET)
 
 
 @require_GET
@@ -132,10 +128,7 @@ def shared_distributions(request: HttpRequest, link: ShareLink, token: str) -> H
     disk_ids, run_ids = _chosen(link)
     params = {"disks": ",".join(map(str, disk_ids)), "runs": ",".join(map(str, run_ids)),
               "profile": request.GET.get("profile", "")}  # fmt: skip
-    try:
-        return JsonResponse(distributions.answer(params, link.team))
-    except stats.StatsError as exc:
-        return JsonResponse({"error": str(exc), "field": exc.field}, status=400)
+    return responses.distributions_answer(params, link.team)
 
 
 def _chosen(link: ShareLink) -> tuple[list[int], list[int]]:
