@@ -44,7 +44,7 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "share_form": ShareForm() if can_change else None,
         "unresolved_alerts": disk.alerts.filter(state__in=Alert.UNRESOLVED).count(),
     }
-    return render(request, "jobs/disk_detail.html", context)
+    return render(request, "jobs/disks/disk_detail.html", context)
 
 
 @login_required
@@ -102,7 +102,7 @@ def disk_edit(request: HttpRequest, pk: int | None = None, host_pk: int | None =
         "types": _disk_types_json(),
         "can_change": access.can_change(request, team),
     }
-    return render(request, "jobs/manage/disk_form.html", context)
+    return render(request, "jobs/disks/disk_form.html", context)
 
 
 @login_required
@@ -177,4 +177,4 @@ def _disk_types_json() -> dict[str, Any]:
 
 @login_required
 def disk_types(request: HttpRequest) -> HttpResponse:
-    return render(request, "jobs/disk_types.html", {"types": limits.disk_types()})
+    return render(request, "jobs/disks/disk_types.html", {"types": limits.disk_types()})

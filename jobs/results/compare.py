@@ -321,7 +321,7 @@ def comparison(team: Team, disk_ids: list[int], run_ids: list[int], params: Mapp
         "by_disk": bool(disk_ids),
         "chart": _chart(groups, bool(disk_ids)),
         "environment_changes": [] if disk_ids else _environment_changes(groups),
-        # Statistics and latency distributions (templates/jobs/manage/_compare_stats.html).
+        # Statistics and latency distributions (templates/jobs/results/_compare_stats.html).
         "stats": stats.card(params, team, disk_ids),
         "distributions": "runs=" + ",".join(map(str, run_ids)) if run_ids else "disks=" + ",".join(map(str, disk_ids)),
     }

@@ -22,7 +22,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
     context = overview_facts.facts(team, timezone.now())
     context["can_change"] = access.can_change(request, team)
-    return render(request, "jobs/manage/overview.html", context)
+    return render(request, "jobs/results/overview.html", context)
 
 
 @login_required
@@ -30,7 +30,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
     context = comparing.chosen(team, request.GET)
     context["share_form"] = ShareForm() if access.can_change(request, team) else None
-    return render(request, "jobs/manage/compare.html", context)
+    return render(request, "jobs/results/compare.html", context)
 
 
 @login_required

@@ -54,26 +54,26 @@ def _guarded(view: View, request: HttpRequest, token: str) -> HttpResponse:
     key = f"share-guesses:{get_client_ip_address(request) or ''}"
     link = ShareLink.find(token)
     # One zone for the link's page and its JSON answers alike, whoever opens it: the creator's (stored with the
-    # link), else UTC; the page says which (shares/base.html). jobs.middleware deactivates it after the answer.
+    # link), else UTC; the page says which (jobs/shares/base.html). jobs.middleware deactivates it after the answer.
     chosen = clock.choose(link.time_zone if link else "", None)
     request.clock = chosen  # type: ignore[attr-defined]  # read by jobs.context_processors for <body data-time-zone>
     timezone.activate(chosen.zone)
     if link is None:
         if (cache.get(key) or 0) >= GUESS_LIMIT:
-            return _answer(request, "shares/unknown.html", 429, "Too many unknown links from your address; wait "
+            return _answer(request, "jobs/shares/unknown.html", 429, "Too many unknown links from your address; wait "
                            "ten minutes and check the address you were sent.")  # fmt: skip
         cache.add(key, 0, GUESS_WINDOW)
         cache.incr(key)
-        return _answer(request, "shares/unknown.html", 404, "No link has this address: check that it was copied "
+        return _answer(request, "jobs/shares/unknown.html", 404, "No link has this address: check that it was copied "
                        "whole (it ends in 43 letters, digits, - and _).")  # fmt: skip
     if link.state != "active":
-        return _answer(request, "shares/gone.html", 410, _gone(link))
+        return _answer(request, "jobs/shares/gone.html", 410, _gone(link))
     try:
         return view(request, link, token)
     except Http404:
         # What the link showed was deleted since (a run or a disk of a comparison).
         reason = "Part of what this link showed was deleted since it was made; it shows nothing any more."
-        return _answer(request, "shares/gone.html", 410, reason)
+        return _answer(request, "jobs/shares/gone.html", 410, reason)
 
 
 def _gone(link: ShareLink) -> str:
@@ -99,11 +99,11 @@ def shared(request: HttpRequest, link: ShareLink, token: str) -> HttpResponse:
     context: dict[str, Any] = {"share_link": link, "share_token": token}
     if link.disk is not None:
         context |= disk_facts(link.disk, request.GET)
-        template = "shares/disk.html"
+        template = "jobs/shares/disk.html"
     else:
         context |= compare.comparison(link.team, *_chosen(link), link.compare or {})
         context["distributions_url"] = f"distributions.json?{context['distributions']}"
-        template = "shares/compare.html"
+        template = "jobs/shares/compare.html"
     response = render(request, template, context)
     link.note_view()
     return response
