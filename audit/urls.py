@@ -1,5 +1,5 @@
 from django.urls import path
 
-from audit import views
+from audit import pages
 
-urlpatterns = [path("audit/", views.event_list, name="audit_log")]
+urlpatterns = [path("audit/", pages.event_list, name="audit_log")]

@@ -344,9 +344,7 @@ WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("BENCHWEB_WEBHOOK_TIMEOUT_SECONDS
 # saved and again before each delivery (jobs/egress.py): cloud metadata and link-local addresses never; loopback,
 # private, CGNAT, multicast and reserved ones only inside these networks (comma-separated, e.g. 127.0.0.0/8).
 CHANNEL_ALLOW_NETWORKS = env_list("BENCHWEB_CHANNEL_ALLOW_NETWORKS", "")
-# Links in e-mails and webhooks that an event gives as paths are made absolute on the one public address
-# (BENCHWEB_PUBLIC_URL, above); the alerts already give absolute ones.
-SITE_URL = PUBLIC_URL
+# Links in e-mails and webhooks that an event gives as paths are made absolute on PUBLIC_URL (jobs.links).
 CELERY_BEAT_SCHEDULE["deliveries"] = {
     "task": "jobs.send_due_deliveries",
     "schedule": float(os.environ.get("BENCHWEB_DELIVERY_SWEEP_SECONDS", "30")),

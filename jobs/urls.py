@@ -14,7 +14,6 @@ from jobs.imports import pages as imports
 from jobs.metrics import api as metrics
 from jobs.notify import pages as channels
 from jobs.profiles import pages as profiles
-from jobs.results import compare, distribution_pages, overview
 from jobs.results import pages as results
 from jobs.runs import pages as runs
 from jobs.schedules import pages as schedules
@@ -83,9 +82,9 @@ urlpatterns = [
     path("schedules/<int:pk>/toggle", schedules.schedule_toggle, name="schedule_toggle"),
     path("schedules/<int:pk>/run-now", schedules.schedule_run_now, name="schedule_run_now"),
     # results
-    path("overview/", overview.overview, name="overview"),
-    path("compare/", compare.compare, name="compare"),
-    path("compare/distributions.json", distribution_pages.distributions_json, name="compare_distributions"),
+    path("overview/", results.overview, name="overview"),
+    path("compare/", results.compare, name="compare"),
+    path("compare/distributions.json", results.distributions_json, name="compare_distributions"),
     path("disks/<int:pk>/series.json", results.disk_series, name="disk_series"),
     path("runs/<int:pk>/series.json", results.run_series, name="run_series"),
     # changes: change points and annotations

@@ -87,7 +87,7 @@ def quick_retries(settings) -> None:
 def test_an_alert_email_arrives_through_a_real_smtp_server_with_its_subject_summary_and_links(
     smtp_settings, team, owner, settings
 ):
-    settings.SITE_URL = "https://bench.example.com"
+    settings.PUBLIC_URL = "https://bench.example.com"
     mail = channel(team, owner, kind="email", addresses=["oncall@example.com", "storage@example.com"])
     publish(team.pk, EVENT)
     sent = deliver_all(mail)

@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Case, When
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs import notify
+from jobs import links, notify
 from jobs.models import Alert, AlertRule, ChangePoint
 
 log = logging.getLogger(__name__)
@@ -186,6 +185,7 @@ def _publish(team_id: int, payload: dict[str, Any]) -> None:
 def describe(alert: Alert) -> dict[str, Any]:
     """The alert as the channels and the API give it (the event format agreed with jobs.notify)."""
     run_ids = list(alert.runs.order_by("-pk").values_list("pk", flat=True)[:20])
+    chart = reverse("disk_detail", args=[alert.disk_id]) + "#disk-charts" if alert.disk_id else None
     return {
         "id": alert.pk,
         "kind": str(alert.kind),
@@ -199,14 +199,10 @@ def describe(alert: Alert) -> dict[str, Any]:
         "opened_at": iso(alert.opened_at),
         "acknowledged_at": iso(alert.acknowledged_at),
         "resolved_at": iso(alert.resolved_at),
-        "url": absolute(reverse("alert_detail", args=[alert.pk])),
-        "chart_url": absolute(reverse("disk_detail", args=[alert.disk_id]) + "#disk-charts") if alert.disk_id else None,
-        "run_urls": [absolute(reverse("run_detail", args=[pk])) for pk in run_ids],
+        "url": links.absolute(reverse("alert_detail", args=[alert.pk])),
+        "chart_url": links.absolute(chart) if chart else None,
+        "run_urls": [links.absolute(reverse("run_detail", args=[pk])) for pk in run_ids],
     }
-
-
-def absolute(path: str) -> str:
-    return settings.PUBLIC_URL + path
 
 
 def iso(moment: datetime | None) -> str | None:

@@ -33,7 +33,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
     if chosen["disk"].isascii() and chosen["disk"].isdigit() and len(chosen["disk"]) < 19:
         found = found.filter(disk_id=int(chosen["disk"]))
     alerts = list(lifecycle.ordered(found).prefetch_related("runs")[:SHOWN])
-    return render(request, "jobs/alerts.html", {
+    return render(request, "jobs/alerts/alerts.html", {
         "alerts": alerts, "chosen": chosen, "states": Alert.State.choices, "kinds": Alert.Kind.choices,
         "disks": Disk.objects.filter(team=team).select_related("host").order_by("host__name", "label"),
         "can_change": access.can_change(request, team),
@@ -43,7 +43,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def alert_detail(request: HttpRequest, pk: int) -> HttpResponse:
     alert = access.owned(request, Alert.objects.select_related("disk__host", "host", "schedule", "change_point"), pk)
-    return render(request, "jobs/alert_detail.html", {
+    return render(request, "jobs/alerts/alert_detail.html", {
         "alert": alert, "runs": alert.run_list(), "links": lifecycle.describe(alert),
         "can_change": access.can_change(request, alert.team),
     })  # fmt: skip
@@ -85,7 +85,9 @@ def alert_rules(request: HttpRequest) -> HttpResponse:
                 lifecycle.save_rule(form.save(commit=False))
             messages.success(request, "Saved the alert rules.")
             return redirect("alert_rules")
-    return render(request, "jobs/alert_rules.html", {"forms": forms, "can_change": access.can_change(request, team)})
+    return render(
+        request, "jobs/alerts/alert_rules.html", {"forms": forms, "can_change": access.can_change(request, team)}
+    )
 
 
 def _back(request: HttpRequest) -> HttpResponse:

@@ -40,7 +40,7 @@ def changes(request: HttpRequest) -> HttpResponse:
     notes = Annotation.objects.filter(team=team).select_related("disk__host", "host", "created_by")[:SHOWN]
     return render(
         request,
-        "jobs/changes.html",
+        "jobs/changes/changes.html",
         {"rows": rows, "annotations": notes, "form": form, "can_change": access.can_change(request, team)},
     )
 

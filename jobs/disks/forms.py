@@ -1,17 +1,21 @@
-"""The disk form: target, disk type and size, spec figures in the vendor's unit, the destructive confirmation."""
+"""The disk page's forms: the disk form (target, disk type and size, spec figures in the vendor's unit, the
+destructive confirmation), Run now (the profiles that cannot run on the disk disabled, with the reason) and the
+preconditioning recorded by hand."""
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 
-from jobs import limits
-from jobs.models import Disk
+from jobs import limits, presets
+from jobs.models import Disk, Profile, Run
 from jobs.models.names import name_taken
+from jobs.widgets import MomentInput
 
 THROUGHPUT_UNITS = {"MB/s": 10**6, "MiB/s": 2**20}
 
@@ -164,3 +168,74 @@ class SizeField(forms.CharField):
         if not match:
             raise ValidationError(f"Give a byte count such as 4096, 4k, 64k, 256M or 4G, not {text!r}.")
         return int(match[1]) * self.FACTORS[match[2].lower()]
+
+
+class ProfileSelect(forms.Select):
+    """The profile choice, with the profiles that cannot run on this disk disabled and the reason in their label."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.refusals: dict[str, str] = {}  # profile id -> the few words why it cannot run here
+
+    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option = super().create_option(name, value, *args, **kwargs)
+        if short := self.refusals.get(str(value)):
+            option["label"] = f"{option['label']} — cannot run here: {short}"
+            option["attrs"]["disabled"] = True
+        return option
+
+
+class RunNowForm(forms.Form):
+    profile = forms.ModelChoiceField(queryset=Profile.objects.none(), empty_label=None, widget=ProfileSelect)
+
+    def __init__(self, *args: Any, disk: Disk, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        profile_field = cast("forms.ModelChoiceField[Profile]", self.fields["profile"])
+        profile_field.queryset = Profile.objects.filter(Q(team=disk.team) | Q(team__isnull=True))
+        # Disk.refusal_for is the rule queueing.create_run refuses by: a choice disabled here is refused there.
+        profiles = list(profile_field.queryset)
+        refusals = {profile.pk: disk.refusal_for(profile) for profile in profiles}
+        cast(ProfileSelect, profile_field.widget).refusals = {
+            str(pk): refusal.short for pk, refusal in refusals.items() if refusal
+        }
+        runnable = [pk for pk, refusal in refusals.items() if refusal is None]
+        self.runnable_count = len(runnable)
+        self.refused = [(p.name, refusal.message) for p in profiles if (refusal := refusals[p.pk])]
+        if not self.is_bound:
+            self.initial["profile"] = default_profile(disk, runnable)
+
+
+def default_profile(disk: Disk, runnable: list[int]) -> int | None:
+    """The profile Run now starts with: the last one run on this disk if it can still run here, else the quick
+    check, else the first that can run; None when none can."""
+    last = (
+        disk.runs.exclude(trigger=Run.Trigger.IMPORT).exclude(profile=None).values_list("profile_id", flat=True).first()
+    )
+    if last in runnable:
+        return last
+    quick = Profile.objects.filter(team=None, name=presets.QUICK_CHECK).values_list("pk", flat=True).first()
+    if quick in runnable:
+        return quick
+    return runnable[0] if runnable else None
+
+
+class PreconditionForm(forms.Form):
+    """A preconditioning done outside benchweb (dd, a fill by another tool), recorded by hand. Its ids have a
+    prefix of their own: the disk page also holds the note form, whose fields have the same names."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "precondition_%s")
+        super().__init__(*args, **kwargs)
+
+    at = forms.DateTimeField(
+        label="When",
+        required=False,
+        widget=MomentInput(),
+        help_text="When the fill ended, in your time zone; empty: now.",
+    )
+    how = forms.CharField(
+        label="How",
+        max_length=300,
+        widget=forms.TextInput(attrs={"placeholder": "dd if=/dev/zero bs=1M, twice"}),
+        error_messages={"required": "say how the disk was filled, e.g. “dd if=/dev/zero bs=1M, twice”."},
+    )

@@ -6,6 +6,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from django.urls import reverse
 from django.utils import timezone
 
+from jobs import links
 from jobs.exports import tables
 from jobs.models import Disk, Run, Team
 from jobs.runs.api import RunFilter
@@ -16,7 +17,7 @@ def runs(request: HttpRequest, team: Team, filters: RunFilter) -> StreamingHttpR
     selected = filters.apply(Run.objects.filter(team=team))
     disk_id = filters.validated_data.get("disk")
     disk = Disk.objects.filter(team=team, pk=disk_id).values_list("label", flat=True).first() if disk_id else None
-    runs_url = request.build_absolute_uri(reverse("run_detail", args=[0])).removesuffix("0/")
+    runs_url = links.absolute(reverse("run_detail", args=[0]), request).removesuffix("0/")
     name = tables.filename("runs", disk or team.name, day=timezone.now())
     return tables.streamed(tables.run_rows(selected, runs_url), name)
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from jobs import access, clock, limits
+from jobs import access, clock, limits, links
 from jobs.exports import downloads, drawing, report
 from jobs.results import compare, compliance
 from jobs.runs.api import RunFilter
@@ -80,14 +80,15 @@ def disk_report(request: HttpRequest, pk: int) -> HttpResponse:
         "measured_in": report.measured_in(disk, query),
         "csv_url": f"{reverse('runs_csv')}?{urlencode(csv_query)}",
     }
-    return render(request, "jobs/report/compliance.html", context)
+    context["csv_address"] = links.absolute(context["csv_url"], request)
+    return render(request, "jobs/exports/compliance.html", context)
 
 
 @login_required
 @require_GET
 def compare_report(request: HttpRequest) -> HttpResponse:
     """The Compare page's comparison (its query: ?disks= or ?runs=, and the Statistics card's), ready to print."""
-    found = compare.page_context(request)
+    found = compare.chosen(access.team(request), request.GET)
     if found["problem"] or not found["groups"]:
         return _refused(found["problem"] or "Pick 2 to 8 disks (?disks=3,7) or runs (?runs=12,15) to compare.")
     columns = found["groups"][0].columns
@@ -100,7 +101,7 @@ def compare_report(request: HttpRequest) -> HttpResponse:
             if column.run is not None:
                 sources.setdefault(column.label, report.limit_source(column.run.limits_snapshot))
     context = {**_made(request, timezone.now()), **found, "bars": drawing.bars(rows), "sources": sources}
-    return render(request, "jobs/report/comparison.html", context)
+    return render(request, "jobs/exports/comparison.html", context)
 
 
 def _made(request: HttpRequest, now: datetime) -> dict[str, Any]:

@@ -25,7 +25,7 @@ def host_list(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
     hosts = Host.objects.filter(team=team).annotate(disk_count=Count("disks"))
     return render(
-        request, "jobs/manage/host_list.html", {"hosts": hosts, "can_change": access.can_change(request, team)}
+        request, "jobs/hosts/host_list.html", {"hosts": hosts, "can_change": access.can_change(request, team)}
     )
 
 
@@ -53,7 +53,7 @@ def host_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
         "site_status": sites.status(str(form["site"].value() or "").strip()),
         "site_workers": sites.browser_data(),
     }
-    return render(request, "jobs/manage/host_form.html", context)
+    return render(request, "jobs/hosts/host_form.html", context)
 
 
 @login_required
@@ -63,7 +63,7 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
     form = AnnotationForm(team=host.team, host=host) if access.can_change(request, host.team) else None
     context = {"host": host, "disks": host.disks.all(), "host_annotations": notes[:20], "annotation_form": form,
                "site_status": sites.status(host.site)}  # fmt: skip
-    return render(request, "jobs/host_detail.html", context)
+    return render(request, "jobs/hosts/host_detail.html", context)
 
 
 @login_required
@@ -79,7 +79,7 @@ def host_test(request: HttpRequest, pk: int) -> HttpResponse:
         "command": connecting.CONNECTION_TEST,
         "can_change": access.can_change(request, host.team),
     }
-    return render(request, "jobs/manage/host_test.html", context)
+    return render(request, "jobs/hosts/host_test.html", context)
 
 
 @login_required

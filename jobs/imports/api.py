@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -12,8 +13,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.reverse import reverse
 
+from jobs import links
 from jobs.api.base import JsonTypes, TeamScoped, TeamViewSet
 from jobs.api.parsers import JSONParser
 from jobs.imports import importing
@@ -146,7 +147,7 @@ class ImportViewSet(TeamViewSet):
                     ]  # fmt: skip
             except importing.DuplicateImport as exc:
                 first = exc.first.pk
-                url = reverse("api-run-detail", kwargs={"pk": first}, request=request)
+                url = links.absolute(reverse("api-run-detail", kwargs={"pk": first}), request)
                 answer = {"detail": str(exc), "duplicate_of": first, "run_url": url}
                 return Response(DuplicateSerializer(answer).data, status=status.HTTP_409_CONFLICT)
         answer = {"dry_run": data["dry_run"], "parsed": parsed, "runs": runs}

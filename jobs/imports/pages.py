@@ -179,7 +179,7 @@ def import_results(request: HttpRequest) -> HttpResponse:
         "can_change": access.can_change(request, team),
         "max_chars": MAX_IMPORT_CHARS,
     }
-    return render(request, "jobs/manage/import.html", context)
+    return render(request, "jobs/imports/import.html", context)
 
 
 def _pick_problems(parsed: list[Parsed], picks: set[str]) -> list[str]:

@@ -25,7 +25,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs import messages
+from jobs import links, messages
 from jobs.models import AlertChannel, Delivery
 from jobs.notify import senders, texts
 
@@ -125,8 +125,8 @@ def _with_absolute_links(event: dict[str, Any]) -> dict[str, Any]:
     alert = dict(event.get("alert") or {})
     for name in LINK_FIELDS:
         if alert.get(name):
-            alert[name] = texts.absolute(alert[name])
-    alert["run_urls"] = [texts.absolute(url) for url in alert.get("run_urls") or []]
+            alert[name] = links.absolute(alert[name])
+    alert["run_urls"] = [links.absolute(url) for url in alert.get("run_urls") or []]
     return {**event, "alert": alert}
 
 

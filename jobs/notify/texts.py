@@ -1,20 +1,15 @@
 """What an alert reads like in a person's inbox or chat: a one-line subject and a plain-text body with the
-summary, the times and the links. The event's links may be paths; they are made absolute with BENCHWEB_PUBLIC_URL."""
+summary, the times and the links. The event's links may be paths; they are made absolute with BENCHWEB_PUBLIC_URL
+(jobs.links)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
+from jobs.links import absolute
 
 WORDS = {"opened": "OPEN", "reopened": "REOPENED", "acknowledged": "ACKNOWLEDGED", "resolved": "RESOLVED"}
 SUBJECT_MAX = 200
-
-
-def absolute(url: str | None) -> str:
-    if url and url.startswith("/") and settings.SITE_URL:
-        return settings.SITE_URL + url
-    return url or ""
 
 
 def subject(event: dict[str, Any]) -> str:
@@ -40,7 +35,7 @@ def body(event: dict[str, Any]) -> str:
         for name, label in (("opened_at", "Opened"), ("acknowledged_at", "Acknowledged"), ("resolved_at", "Resolved"))
         if alert.get(name)
     ]
-    links = [(label, absolute(alert.get(name))) for name, label in (("url", "Alert"), ("chart_url", "Chart"))]
+    links = [(label, absolute(alert.get(name) or "")) for name, label in (("url", "Alert"), ("chart_url", "Chart"))]
     links += [("Run", absolute(url)) for url in alert.get("run_urls") or []]
     if any(url for _, url in links):
         lines.append("")

@@ -61,7 +61,7 @@ def profile_list(request: HttpRequest) -> HttpResponse:
         "own": [r for r in rows if not r[0].builtin],
         "can_change": access.can_change(request, team),
     }
-    return render(request, "jobs/manage/profile_list.html", context)
+    return render(request, "jobs/profiles/profile_list.html", context)
 
 
 @login_required
@@ -80,7 +80,7 @@ def profile_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "sample_target": SAMPLE_TARGET,
         "can_change": access.can_change(request, team),
     }
-    return render(request, "jobs/manage/profile_detail.html", context)
+    return render(request, "jobs/profiles/profile_detail.html", context)
 
 
 @login_required
@@ -118,7 +118,7 @@ def _profile_form(
         "sample_target": SAMPLE_TARGET,
         "can_change": access.can_change(request, team),
     }
-    return render(request, "jobs/manage/profile_form.html", context)
+    return render(request, "jobs/profiles/profile_form.html", context)
 
 
 @login_required

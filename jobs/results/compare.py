@@ -1,4 +1,5 @@
-"""Comparing runs or disks side by side."""
+"""Comparing runs or disks side by side: what the Compare page (jobs/results/pages.py), its printable report and a
+share link of a comparison show."""
 
 from __future__ import annotations
 
@@ -8,22 +9,19 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.db.models import (
     F,
     Window,
 )
 from django.db.models.functions import RowNumber
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs import access, clock, environment, limits, units
+from jobs import clock, environment, limits, units
 from jobs.analysis import steady
 from jobs.models import Disk, Run, Team
 from jobs.results import stats, validity
-from jobs.shares.forms import ShareForm
 from jobs.tools.summary import PERCENTILES
 
 COMPARE_MIN, COMPARE_MAX = stats.COMPARE_MIN, stats.COMPARE_MAX
@@ -175,14 +173,6 @@ class Group:
         return [row for i, row in enumerate(rows) if i < ALWAYS_SHOWN or any(cell != units.DASH for cell in row[1])]
 
 
-def _ids(request: HttpRequest, key: str) -> list[int]:
-    """?disks=1,2 and ?disks=1&disks=2 alike."""
-    parts = [part.strip() for value in request.GET.getlist(key) for part in value.split(",") if part.strip()]
-    if not all(part.isdigit() for part in parts):
-        raise Http404(f"?{key}= takes numbers separated by commas, e.g. ?{key}=3,7.")
-    return list(dict.fromkeys(int(part) for part in parts))
-
-
 def _disk_groups(disks: list[Disk]) -> list[Group]:
     latest = (
         Run.objects.filter(disk__in=disks, state=Run.State.SUCCEEDED)
@@ -273,18 +263,12 @@ def _add_credits(groups: list[Group]) -> None:
         column.credits = cache.of(column.run)
 
 
-@login_required
-def compare(request: HttpRequest) -> HttpResponse:
-    return render(request, "jobs/manage/compare.html", page_context(request))
-
-
-def page_context(request: HttpRequest) -> dict[str, Any]:
+def chosen(team: Team, params: QueryDict) -> dict[str, Any]:
     """What the Compare page shows for its query (?disks= or ?runs=, and the Statistics card's), with the choices
-    around it: also the printable report's (jobs/exports/pages.py)."""
-    team = access.team(request)
-    disk_ids, run_ids = _ids(request, "disks"), _ids(request, "runs")
+    around it: also the printable report's (jobs/exports/pages.py). Http404 for ids that are not numbers."""
+    disk_ids, run_ids = _ids(params, "disks"), _ids(params, "runs")
     context = {
-        **comparison(team, disk_ids, run_ids, request.GET),
+        **comparison(team, disk_ids, run_ids, params),
         "chosen_disks": set(disk_ids),
         "chosen_runs": set(run_ids),
         "disks": Disk.objects.filter(team=team).select_related("host"),
@@ -292,10 +276,17 @@ def page_context(request: HttpRequest) -> dict[str, Any]:
         .select_related("disk__host")
         .defer(*Run.BULKY_FIELDS, "summary", "parameters")
         .order_by("-finished_at")[:50],
-        "share_form": ShareForm() if access.can_change(request, team) else None,
     }
     context["distributions_url"] = reverse("compare_distributions") + "?" + context["distributions"]
     return context
+
+
+def _ids(params: QueryDict, key: str) -> list[int]:
+    """?disks=1,2 and ?disks=1&disks=2 alike."""
+    parts = [part.strip() for value in params.getlist(key) for part in value.split(",") if part.strip()]
+    if not all(part.isdigit() for part in parts):
+        raise Http404(f"?{key}= takes numbers separated by commas, e.g. ?{key}=3,7.")
+    return list(dict.fromkeys(int(part) for part in parts))
 
 
 def comparison(team: Team, disk_ids: list[int], run_ids: list[int], params: Mapping[str, str]) -> dict[str, Any]:
@@ -330,7 +321,7 @@ def comparison(team: Team, disk_ids: list[int], run_ids: list[int], params: Mapp
         "by_disk": bool(disk_ids),
         "chart": _chart(groups, bool(disk_ids)),
         "environment_changes": [] if disk_ids else _environment_changes(groups),
-        # Statistics and latency distributions (templates/jobs/manage/_compare_stats.html).
+        # Statistics and latency distributions (templates/jobs/results/_compare_stats.html).
         "stats": stats.card(params, team, disk_ids),
         "distributions": "runs=" + ",".join(map(str, run_ids)) if run_ids else "disks=" + ",".join(map(str, disk_ids)),
     }

@@ -1,4 +1,5 @@
-"""The overview: every disk's latest result against its limit, 30-day sparkline, running and failed runs."""
+"""What the overview page shows (jobs/results/pages.py): every disk's latest result against its limit, 30-day
+sparkline, running and failed runs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.db.models import (
     Avg,
     BigIntegerField,
@@ -21,11 +21,8 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.utils import timezone
 
-from jobs import access, limits, timeseries, units
+from jobs import limits, timeseries, units
 from jobs.models import Disk, Host, Run, RunResult, Team
 
 SPARK_DAYS = 30
@@ -164,10 +161,9 @@ def _disk_rows(team: Team, start: datetime) -> list[DiskRow]:
     return rows
 
 
-@login_required
-def overview(request: HttpRequest) -> HttpResponse:
-    team = access.team(request)
-    now = timezone.now()
+def facts(team: Team, now: datetime) -> dict[str, Any]:
+    """What the overview page shows of the team at `now`: every disk's row, the runs running and waiting, the
+    recent failures."""
     runs = Run.objects.filter(team=team).select_related("disk__host").defer(*Run.BULKY_FIELDS, "summary")
     active = list(runs.filter(state__in=Run.ACTIVE_STATES).order_by("started_at"))
     for run in active:
@@ -181,7 +177,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     for run in active + waiting:
         # A scheduled run waits for its slot pending, and then, claimed a little early, on its host.
         run.waiting_until = run.not_before if run.not_before and run.not_before > now else None  # type: ignore[attr-defined]
-    context = {
+    return {
         "rows": _disk_rows(team, now - timedelta(days=SPARK_DAYS)),
         "host_count": Host.objects.filter(team=team).count(),
         "first_host": Host.objects.filter(team=team).first(),
@@ -192,6 +188,4 @@ def overview(request: HttpRequest) -> HttpResponse:
             state__in=(Run.State.FAILED, Run.State.ERROR, Run.State.LOST), finished_at__gte=now - RECENT_FAILURES
         ).order_by("-finished_at")[:10],
         "spark_days": SPARK_DAYS,
-        "can_change": access.can_change(request, team),
     }
-    return render(request, "jobs/manage/overview.html", context)

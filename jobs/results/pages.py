@@ -1,36 +1,49 @@
-"""The chart endpoints the disk and run pages draw from (static/js/chart-disk.js, chart-run.js)."""
+"""The results pages: the overview, Compare and its latency distributions, and the chart endpoints the disk and
+run pages draw from (static/js/chart-disk.js, chart-run.js, compare-distributions.js). What they show is computed
+in jobs/results/overview.py, compare.py, series.py and responses.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
 from django.contrib.auth.decorators import login_required
-from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from jobs import access
-from jobs.results import series
-
-# Compact UTF-8 JSON with the numbers as the json module writes them (the shortest that reads back the same), in
-# a tenth of its time: the standard library took some 70 ms of an all-time chart's 1.9 MB
-# (bench/chart_endpoint.py). Anything else the chart's JSON could hold (a lazy string) is written as Django would.
-CHART_JSON = msgspec.json.Encoder(enc_hook=DjangoJSONEncoder().default)
+from jobs.results import compare as comparing
+from jobs.results import overview as overview_facts
+from jobs.results import responses, series
+from jobs.shares.forms import ShareForm
 
 
-def chart_json(data: dict[str, Any]) -> HttpResponse:
-    return HttpResponse(CHART_JSON.encode(data), content_type="application/json")
+@login_required
+def overview(request: HttpRequest) -> HttpResponse:
+    team = access.team(request)
+    context = overview_facts.facts(team, timezone.now())
+    context["can_change"] = access.can_change(request, team)
+    return render(request, "jobs/results/overview.html", context)
+
+
+@login_required
+def compare(request: HttpRequest) -> HttpResponse:
+    team = access.team(request)
+    context = comparing.chosen(team, request.GET)
+    context["share_form"] = ShareForm() if access.can_change(request, team) else None
+    return render(request, "jobs/results/compare.html", context)
+
+
+@login_required
+@require_GET
+def distributions_json(request: HttpRequest) -> JsonResponse:
+    """/compare/distributions.json?runs=1,2 or ?disks=1,2&profile=<name>: as GET /api/v1/distributions/."""
+    return responses.distributions_answer(request.GET, access.team(request))
 
 
 @login_required
 @require_GET
 def disk_series(request: HttpRequest, pk: int) -> HttpResponse:
-    disk = access.disk(request, pk)
-    try:
-        return chart_json(series.disk_series(disk, request.GET))
-    except series.BadRequest as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+    return responses.disk_series(access.disk(request, pk), request.GET)
 
 
 @login_required

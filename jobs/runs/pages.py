@@ -38,7 +38,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "environment": environment.facts(run.environment),
         "stability": stability.run_stability(run) if run.state == Run.State.SUCCEEDED else None,
     }
-    return render(request, "jobs/run_detail.html", context)
+    return render(request, "jobs/runs/run_detail.html", context)
 
 
 def _steady(run: Run) -> dict[str, str] | None:
@@ -144,4 +144,4 @@ def run_list(request: HttpRequest) -> HttpResponse:
             (steady.NOT_CHECKED, "not checked"),
         ],
     }
-    return render(request, "jobs/run_list.html", context)
+    return render(request, "jobs/runs/run_list.html", context)

@@ -30,7 +30,7 @@ def schedule_list(request: HttpRequest) -> HttpResponse:
         for run in Run.objects.filter(schedule__team=team, state__in=Run.FINAL_STATES).order_by("finished_at")
     }
     rows = [(schedule, last.get(schedule.pk)) for schedule in schedules]
-    return render(request, "jobs/schedule_list.html", {"rows": rows})
+    return render(request, "jobs/schedules/schedule_list.html", {"rows": rows})
 
 
 @login_required
@@ -49,7 +49,7 @@ def schedule_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             return redirect("schedule_list")
     overlaps = schedule_calendar.overlaps(schedule) if schedule and request.method == "GET" else []
     here = timezone.get_current_timezone()
-    return render(request, "jobs/schedule_form.html", {
+    return render(request, "jobs/schedules/schedule_form.html", {
         "form": form, "schedule": schedule, "overlaps": [overlap.message(here) for overlap in overlaps],
     })  # fmt: skip
 
@@ -155,7 +155,7 @@ def calendar(request: HttpRequest) -> HttpResponse:
             bar.width = _pct(bar.end, start, span) - bar.left
         # Where a capped lane stops, and the day view that shows what follows.
         lane.cut_day = timezone.localtime(lane.shown_until, zone).date() if lane.left_out and lane.shown_until else None
-    return render(request, "jobs/calendar.html", {
+    return render(request, "jobs/schedules/calendar.html", {
         "lanes": lanes, "start": start, "end": end, "span": span, "day": day, "day_error": day_error,
         "now_pct": _pct(now, start, span) if start <= now <= end else None, "cap": cap,
         "segments": _hour_segments(start, end, zone, span) if day else _day_segments(start, end, zone, span),

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.reverse import reverse
 
+from jobs import links
 from jobs.api.base import JsonTypes, TeamScoped, TeamViewSet, team_of
 from jobs.models import Disk, ShareLink
 from jobs.models.sharing import DEFAULT_DAYS, MAX_DAYS
@@ -104,7 +105,7 @@ class ShareLinkViewSet(
         data = body.validated_data
         link, token = sharing.create(self.team, request.user, days=data["expires_in_days"], disk=data.get("disk"),
                                      compare=data.get("compare"))  # fmt: skip
-        link.url = reverse("shared", args=[token], request=request)  # type: ignore[attr-defined]  # shown once
+        link.url = links.absolute(reverse("shared", args=[token]), request)  # type: ignore[attr-defined]  # shown once
         return Response(NewShareLinkSerializer(link, context=self.get_serializer_context()).data,
                         status=status.HTTP_201_CREATED)  # fmt: skip
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from jobs import access
+from jobs import access, links
 from jobs.models import ShareLink, Team
 from jobs.shares import sharing
 from jobs.shares.forms import ShareForm
@@ -38,7 +38,7 @@ def share_list(request: HttpRequest) -> HttpResponse:
         "problem": problem,
         "can_change": access.can_change(request, team),
     }
-    response = render(request, "shares/list.html", context, status=400 if problem else 200)
+    response = render(request, "jobs/shares/list.html", context, status=400 if problem else 200)
     response["Cache-Control"] = "no-store"  # the page that shows a new link's address must not be cached
     return response
 
@@ -68,7 +68,7 @@ def _create(request: HttpRequest, team: Team) -> str:
         query = sharing.compare_query(QueryDict(request.POST.get("query", "")), team)
         link, token = sharing.create(team, request.user, days=days, compare=query, via="page", page_zone=_zone(request))
     messages.success(request, f"Link to {sharing.describe(link)} made; copy its address now, it is shown once.")
-    return request.build_absolute_uri(reverse("shared", args=[token]))
+    return links.absolute(reverse("shared", args=[token]), request)
 
 
 def _zone(request: HttpRequest) -> str:

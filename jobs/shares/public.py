@@ -1,6 +1,6 @@
 """The pages a share link opens, for anyone holding it and no account: /s/<token>/ and the two JSON endpoints its
 charts read. Each answers only from the link's own target, through the same code as the team's pages
-(jobs.disks.pages.disk_facts, jobs.results.compare.comparison, jobs.results.series and distributions), while
+(jobs.disks.facts.disk_facts, jobs.results.compare.comparison, jobs.results.responses), while
 the team's pages and /api/ keep requiring a sign-in.
 
 Every answer here carries Referrer-Policy: no-referrer (the token is in the address and must not travel to the
@@ -23,10 +23,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from jobs import clock
-from jobs.disks.pages import disk_facts
+from jobs.disks.facts import disk_facts
 from jobs.models import ShareLink
-from jobs.results import compare, distributions, series, stats
-from jobs.results.pages import chart_json
+from jobs.results import compare, responses
 
 # Unknown tokens one address may ask for in GUESS_WINDOW seconds before it gets 429s until the window ends.
 GUESS_LIMIT, GUESS_WINDOW = 20, 600
@@ -55,26 +54,26 @@ def _guarded(view: View, request: HttpRequest, token: str) -> HttpResponse:
     key = f"share-guesses:{get_client_ip_address(request) or ''}"
     link = ShareLink.find(token)
     # One zone for the link's page and its JSON answers alike, whoever opens it: the creator's (stored with the
-    # link), else UTC; the page says which (shares/base.html). jobs.middleware deactivates it after the answer.
+    # link), else UTC; the page says which (jobs/shares/base.html). jobs.middleware deactivates it after the answer.
     chosen = clock.choose(link.time_zone if link else "", None)
     request.clock = chosen  # type: ignore[attr-defined]  # read by jobs.context_processors for <body data-time-zone>
     timezone.activate(chosen.zone)
     if link is None:
         if (cache.get(key) or 0) >= GUESS_LIMIT:
-            return _answer(request, "shares/unknown.html", 429, "Too many unknown links from your address; wait "
+            return _answer(request, "jobs/shares/unknown.html", 429, "Too many unknown links from your address; wait "
                            "ten minutes and check the address you were sent.")  # fmt: skip
         cache.add(key, 0, GUESS_WINDOW)
         cache.incr(key)
-        return _answer(request, "shares/unknown.html", 404, "No link has this address: check that it was copied "
+        return _answer(request, "jobs/shares/unknown.html", 404, "No link has this address: check that it was copied "
                        "whole (it ends in 43 letters, digits, - and _).")  # fmt: skip
     if link.state != "active":
-        return _answer(request, "shares/gone.html", 410, _gone(link))
+        return _answer(request, "jobs/shares/gone.html", 410, _gone(link))
     try:
         return view(request, link, token)
     except Http404:
         # What the link showed was deleted since (a run or a disk of a comparison).
         reason = "Part of what this link showed was deleted since it was made; it shows nothing any more."
-        return _answer(request, "shares/gone.html", 410, reason)
+        return _answer(request, "jobs/shares/gone.html", 410, reason)
 
 
 def _gone(link: ShareLink) -> str:
@@ -100,11 +99,11 @@ def shared(request: HttpRequest, link: ShareLink, token: str) -> HttpResponse:
     context: dict[str, Any] = {"share_link": link, "share_token": token}
     if link.disk is not None:
         context |= disk_facts(link.disk, request.GET)
-        template = "shares/disk.html"
+        template = "jobs/shares/disk.html"
     else:
         context |= compare.comparison(link.team, *_chosen(link), link.compare or {})
         context["distributions_url"] = f"distributions.json?{context['distributions']}"
-        template = "shares/compare.html"
+        template = "jobs/shares/compare.html"
     response = render(request, template, context)
     link.note_view()
     return response
@@ -116,10 +115,7 @@ def shared_series(request: HttpRequest, link: ShareLink, token: str) -> HttpResp
     """The shared disk's chart data, as /disks/<pk>/series.json gives it to the team."""
     if link.disk is None:
         return JsonResponse({"error": "This link shows a comparison; it has no disk chart."}, status=404)
-    try:
-        return chart_json(series.disk_series(link.disk, request.GET))
-    except series.BadRequest as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+    return responses.disk_series(link.disk, request.GET)
 
 
 @require_GET
@@ -132,10 +128,7 @@ def shared_distributions(request: HttpRequest, link: ShareLink, token: str) -> H
     disk_ids, run_ids = _chosen(link)
     params = {"disks": ",".join(map(str, disk_ids)), "runs": ",".join(map(str, run_ids)),
               "profile": request.GET.get("profile", "")}  # fmt: skip
-    try:
-        return JsonResponse(distributions.answer(params, link.team))
-    except stats.StatsError as exc:
-        return JsonResponse({"error": str(exc), "field": exc.field}, status=400)
+    return responses.distributions_answer(params, link.team)
 
 
 def _chosen(link: ShareLink) -> tuple[list[int], list[int]]:

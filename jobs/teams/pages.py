@@ -89,7 +89,7 @@ def members(request: HttpRequest) -> HttpResponse:
         "invitations": team.invitations.pending().select_related("invited_by") if is_owner else [],
         "roles": Membership.Role.choices,
     }
-    return render(request, "jobs/account/members.html", context)
+    return render(request, "jobs/teams/members.html", context)
 
 
 @login_required
@@ -109,7 +109,7 @@ def invitations(request: HttpRequest) -> HttpResponse:
     """The invitations waiting for the signed-in person, to accept or decline."""
     return render(
         request,
-        "jobs/account/invitations.html",
+        "jobs/teams/invitations.html",
         {"invitations": teams.pending_invitations(teams.signed_in_user(request))},
     )
 
@@ -191,7 +191,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
         "tokens": ApiToken.objects.filter(user=teams.signed_in_user(request), team=mine.team),
         "now": timezone.now(),
     }
-    response = render(request, "jobs/account/tokens.html", context)
+    response = render(request, "jobs/teams/tokens.html", context)
     response["Cache-Control"] = "no-store"  # the page that shows a new token must not be cached
     return response
 
@@ -219,4 +219,4 @@ def preferences(request: HttpRequest) -> HttpResponse:
         chosen = saved.time_zone or f"your browser's ({browser or 'UTC until it reports one'})"
         messages.success(request, f"Times are now shown in {chosen}.")
         return redirect("preferences")
-    return render(request, "jobs/account/preferences.html", {"form": form, "now": timezone.now()})
+    return render(request, "jobs/teams/preferences.html", {"form": form, "now": timezone.now()})
