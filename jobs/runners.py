@@ -1,6 +1,6 @@
 """What differs between fio and ndisk64 when a run is started, watched and judged on a target.
 
-jobs/tools/ knows each tool's command line and output; jobs/remote.py knows the run directory. This module
+jobs/tools/ knows each tool's command line and output; jobs/remote/ knows the run directory. This module
 joins them: it checks the tool is installed, says which files to upload and collect, reads live progress,
 and turns the collected files into a run outcome (succeeded / failed) with an explanation.
 """
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 # The watchdog's allowance beyond the run's own time (see watchdog_seconds): starting the tool, opening and
 # closing its files, removing them and writing the result take seconds; two minutes is a margin, not a budget.
 WATCHDOG_MARGIN_S = 120
-# timeout(1) in the wrapper (jobs/remote.py, `timeout -k 30`) sends KILL this long after TERM; it then exits
+# timeout(1) in the wrapper (jobs/remote/wrapper.py, `timeout -k 30`) sends KILL this long after TERM; it then exits
 # KILLED_STATUS (128 + SIGKILL) instead of WATCHDOG_STATUS.
 WATCHDOG_KILL_S = 30
 KILLED_STATUS = 137
@@ -332,7 +332,7 @@ def for_parameters(params: dict[str, Any]) -> FioRunner | NdiskRunner:
 Tool = FioRunner | NdiskRunner
 
 
-# A run directory of the shape jobs/remote.py gives one, for building a command before any run exists.
+# A run directory of the shape jobs/remote/ gives one, for building a command before any run exists.
 _CHECK_RUN_DIR = "/home/benchweb/.benchweb/runs/00000000-0000-4000-8000-000000000000"
 
 

@@ -5,7 +5,7 @@ once: launches, the host's observation steps, collections and cancels of every r
 connection as channels, and the observation reads files over its one SFTP channel, so nothing new is started
 on the host to look at a run. A connection is keyed by everything it was opened with (address, port, user,
 the pinned key and a digest of the credential): approving a new key or changing the credential opens a new
-one, checked by jobs/ssh.py's rules before anything secret is sent, and the old one is closed once idle.
+one, checked by jobs/ssh/'s rules before anything secret is sent, and the old one is closed once idle.
 
 A connection that fails is dropped, and the next use opens a new one: the runs go on on their hosts
 meanwhile, as they always did. Connections idle for IDLE_CLOSE_S are closed. A forked child starts with an

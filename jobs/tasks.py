@@ -1,5 +1,5 @@
 """Celery tasks: thin wrappers that take an id, hand the work to a use case (jobs/runs/lifecycle.py,
-jobs/runs/observing.py, jobs/runs/retention.py, jobs/schedules/dispatcher.py,
+jobs/runs/launching.py, jobs/runs/observing.py, jobs/runs/retention.py, jobs/schedules/dispatcher.py,
 jobs/alerts/evaluate.py, jobs/notify/delivery.py) and return a short status."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from jobs.alerts import evaluate as alerts
 from jobs.metrics import grafana
 from jobs.models import Team
 from jobs.notify import delivery
-from jobs.runs import lifecycle, observing, retention, sites
+from jobs.runs import launching, lifecycle, observing, retention, sites
 from jobs.schedules import dispatcher
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def health() -> dict[str, object]:
 @shared_task(name="jobs.launch_run")
 def launch_run(run_id: int) -> str:
     log.info("run %s: launching from worker %s", run_id, socket.gethostname())
-    return lifecycle.launch(run_id)
+    return launching.launch(run_id)
 
 
 @shared_task(name="jobs.launch_runs")

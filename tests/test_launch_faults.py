@@ -25,6 +25,7 @@ from django.utils import timezone
 from jobs import messages, remote, runners, ssh
 from jobs.models import Disk, Run
 from jobs.runs import lifecycle, queueing
+from jobs.ssh.shells import Shell
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wrappers_of
 from tests.factories import RunFactory
 
@@ -368,7 +369,7 @@ def test_a_session_frozen_by_the_network_after_the_launch_loses_no_run(
     first = _queued(disk, profile)
     rule = ["INPUT", "-p", "tcp", "--sport", str(server.port), "-j", "DROP"]
 
-    real_send = ssh._Shell._send
+    real_send = Shell._send
 
     def run(self, command: str, *args, **kwargs):
         if LAUNCH_COMMAND in command:
@@ -381,7 +382,7 @@ def test_a_session_frozen_by_the_network_after_the_launch_loses_no_run(
         return real_send(self, text, deadline)
 
     monkeypatch.setattr(ssh.Connection, "run", run)
-    monkeypatch.setattr(ssh._Shell, "_send", send)
+    monkeypatch.setattr(Shell, "_send", send)
     try:
         assert lifecycle.launch(first.pk) == Run.State.LAUNCHING
     finally:

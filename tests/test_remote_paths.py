@@ -1,5 +1,5 @@
 """Paths are data, never text to re-parse: the validator (jobs/paths.py) where a path enters, the NUL-ended
-answers of jobs/remote.py, and a clean-up that removes only <base>/<uuid> — against a real sshd.
+answers of jobs/remote/, and a clean-up that removes only <base>/<uuid> — against a real sshd.
 
 The regression: a run directory base holding a line separator split the preflight's `key=value` answer at
 Python's str.splitlines(), the run directory read back as a directory above it, and the clean-up's
@@ -26,6 +26,7 @@ from jobs import paths, remote, safety, ssh
 from jobs.disks.forms import DiskForm
 from jobs.hosts.forms import HostForm
 from jobs.models import Disk, Host, Run
+from jobs.remote.protocol import float_or_none, int_or_none
 from jobs.runs import lifecycle, queueing
 from jobs.tools import fio, ndisk
 from tests.builders import quick_profile, team_with_host
@@ -548,7 +549,7 @@ def test_a_run_that_finishes_between_the_polls_two_looks_is_finished_not_dead(co
 
 @pytest.mark.parametrize("value", ["inf", "nan", "1_0", "٣", " 3", "-1", "3\n4", "1e9"])
 def test_a_number_from_the_host_is_plain_ascii_digits(value: str) -> None:
-    assert remote._int_or_none(value) is None and remote._float_or_none(value) is None
+    assert int_or_none(value) is None and float_or_none(value) is None
 
 
 no_nul = st.binary(max_size=30).map(lambda b: b.replace(b"\0", b""))

@@ -140,7 +140,7 @@ def test_the_real_outputs_that_import_still_import(db, disk) -> None:
 
 
 def _wrapper_run(tmp_path: Path, argv: list[str], limit_s: int) -> tuple[int, float]:
-    """Run the real wrapper script (jobs/remote.py) here with argv under a limit of limit_s; its exit status and
+    """Run the real wrapper script (jobs/remote/wrapper.py) here with argv under a limit of limit_s; its exit status and
     elapsed seconds as the `ended` file has them."""
     base = tmp_path / "runs"
     run_dir = base / ("0" * 32)

@@ -1,5 +1,5 @@
-"""The persistent session per host (jobs/sessions.py) and the SFTP-only looks at a run (jobs/remote.py), against a
-real sshd: one login for many users, a new one when the connection dies or the credential changes, commands
+"""The persistent session per host (jobs/sessions.py) and the SFTP-only looks at a run (jobs/remote/looking.py),
+against a real sshd: one login for many users, a new one when the connection dies or the credential changes, commands
 from many threads at once on one connection, and what a look says for each state a run directory can be in."""
 
 from __future__ import annotations

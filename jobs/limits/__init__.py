@@ -2,8 +2,8 @@
 
 Pure: no Django import (the `disk_limits` command and the models are the edges). The figures live in
 `disk_catalog.yaml` beside this module, one record per (type, effective period), each with its source;
-`catalog.py` reads and checks them, `evaluation.py` computes a disk's limits from a `Spec` (the steps are
-in its docstring and in docs/architecture.md, "Disk limits").
+`catalog.py` reads and checks them, `spec.py` checks what a person gives, `evaluation.py` computes a disk's
+limits from a `Spec` (the steps are in its docstring and in docs/architecture.md, "Disk limits").
 """
 
 from jobs.limits.breakdown import breakdown, crossover_text
@@ -11,7 +11,7 @@ from jobs.limits.catalog import CATALOG_PATH, FUNCTIONS, THROUGHPUT_UNITS, USER_
 from jobs.limits.catalog import _catalog as _catalog
 from jobs.limits.catalog import _record as _record
 from jobs.limits.efficiency import Efficiency, promised_iops
-from jobs.limits.evaluation import CatalogRecord, DiskType, Limits, Spec, SpecError, disk_types, evaluate, typed_unit
+from jobs.limits.evaluation import CatalogRecord, DiskType, Limits, disk_types, evaluate, typed_unit
 from jobs.limits.formulas import converted_text, duration_text, formula_lines, number, rate, rate_text
 from jobs.limits.measured import (
     beside,
@@ -21,6 +21,7 @@ from jobs.limits.measured import (
     throughput_efficiency,
     throughput_efficiency_text,
 )
+from jobs.limits.spec import Spec, SpecError
 
 __all__ = [
     "CATALOG_PATH",

@@ -136,7 +136,7 @@ class Host(models.Model):
 
     def run_base_problem(self) -> str:
         """Why every run on this host would be refused for its run directory, with the fix; "" when usable.
-        The launch applies the same check (jobs/remote.py) to a value stored before the rule was this strict."""
+        The launch applies the same check (jobs/remote/) to a value stored before the rule was this strict."""
         if not self.run_base_dir:
             return ""  # the default, ~/.benchweb/runs
         try:

@@ -1,6 +1,7 @@
-"""A run's life on its host: launch (detached), poll, collect, clean up, cancel, and the sweep that finds runs
-nobody is watching (docs/architecture.md has the state machine). Watching a running run is
-jobs/runs/observing.py's."""
+"""A run's life on its host after the launch: poll, collect, stop, clean up, cancel, and the sweep that finds runs
+nobody is watching. The launch is jobs/runs/launching.py's, the state machine (`move`, `finish`)
+jobs/runs/states.py's, and watching a running run jobs/runs/observing.py's. `launch` and its constants are
+importable from here as well, as they were before the launch had a module of its own."""
 
 from __future__ import annotations
 
@@ -9,18 +10,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
-from audit import log as audit
-from audit.models import AuditEvent
-from jobs import environment, remote, safety, ssh
+from jobs import environment, remote, ssh
 from jobs import runners as runner
-from jobs.alerts import evaluate as alerts
-from jobs.disks import identity, precondition
+from jobs.disks import precondition
 from jobs.hosts import connecting
-from jobs.models import Disk, Host, Run, RunResult, RunSample
+from jobs.models import Host, Run, RunResult, RunSample
 from jobs.runs import queueing, sites
+from jobs.runs.launching import LOST_LAUNCH_MARGIN as LOST_LAUNCH_MARGIN
+from jobs.runs.launching import WATCHDOG_KILL_S as WATCHDOG_KILL_S
+from jobs.runs.launching import clean_up, note_identity
+from jobs.runs.launching import launch as launch
+from jobs.runs.states import finish
 from jobs.safety import guard
 
 log = logging.getLogger(__name__)
@@ -38,333 +41,9 @@ NEAR_END_S = 3.0
 OVERRUN_WAIT_S = 15.0
 
 
-# A run no worker looked at for this long is picked up again by the sweep (see sweep() for the bound).
+# A run no worker looked at for this long is picked up again by the sweep (see sweep() for the bound); a chain of
+# re-attaching launches sends its next attempt within launching.RELAUNCH_MAX_S, which stays under it.
 STALE_AFTER = timedelta(seconds=30)
-
-
-# A launch whose answer was lost is asked again after a quarter of the time since its planned start, at least
-# RELAUNCH_MIN_S and at most RELAUNCH_MAX_S: the cap stays under STALE_AFTER, so while this chain of attempts
-# lives the sweep does not start a second one.
-RELAUNCH_MIN_S = 5.0
-
-
-RELAUNCH_MAX_S = 20.0
-
-
-# timeout(1) in the wrapper sends KILL this long after TERM (`timeout -k 30`).
-WATCHDOG_KILL_S = runner.WATCHDOG_KILL_S
-
-
-# A run whose launch answer was lost and whose host stays unreachable is *lost* this long after the host's own
-# watchdog has certainly stopped it (planned start + runners.watchdog_seconds + WATCHDOG_KILL_S).
-LOST_LAUNCH_MARGIN = timedelta(minutes=5)
-
-
-# A finishing run claims at most this many of the runs waiting for its disk or host (the tick does the rest).
-CLAIMS_ON_FINISH = 20
-
-
-def _note_identity(run: Run, verdict: safety.Verdict) -> None:
-    """Audit a write refused because a different disk sits at the path; trust the first run's disk that
-    passes the check (and was never recorded, e.g. its host was down at registration)."""
-    disk, found = run.disk, verdict.facts.get("identity")
-    refused_write = not verdict.ok and disk.kind == Disk.Kind.BLOCK and verdict.facts["writes"]
-    if refused_write and verdict.facts.get("identity_changes"):
-        audit.record(disk.team, None, AuditEvent.Action.DISK_IDENTITY_REFUSED, disk, run=run.pk,
-                     device=disk.target_path, registered=safety.describe_identity(disk.identity),
-                     found=safety.describe_identity(found or {}),
-                     changed=verdict.facts["identity_changes"])  # fmt: skip
-    elif verdict.ok and found and disk.identity_recorded_at is None:
-        identity.store_identity(disk, found, run.created_by, how=f"first use by run {run.pk}", first_use=True)
-
-
-def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int | None = None, **fields: Any) -> bool:
-    """Move `run` from one of `from_states`; with `attempt`, only while that launch attempt is its latest."""
-    now = timezone.now()
-    runs = Run.objects.filter(pk=run.pk, state__in=from_states)
-    if attempt is not None:
-        runs = runs.filter(launch_attempt=attempt)
-    changed = runs.update(state=to_state, heartbeat_at=now, **fields)
-    if changed:
-        run.refresh_from_db()
-    return bool(changed)
-
-
-def finish(
-    run: Run,
-    state: str,
-    explanation: str,
-    *,
-    attempt: int | None = None,
-    from_states: tuple[str, ...] = (Run.State.PENDING, *Run.ACTIVE_STATES),
-    **fields: Any,
-) -> bool:
-    """Move a run to a final state (from one of `from_states`: any unfinished one by default), and hand the disk
-    (or exclusive host) it held to the runs waiting for it in the same transaction: a free disk does not wait
-    for the beat tick, and no waiting run keeps naming a run that has ended. A run that ended otherwise than
-    succeeded has no number to judge: it keeps no validity stamp (the warnings given at its launch, such as
-    fresh blocks, and no steady-state stamp)."""
-    if state != Run.State.SUCCEEDED:
-        fields |= {"warnings": [], "steady_state": None}
-    with transaction.atomic():
-        finished = move(
-            run, from_states, state, attempt=attempt, explanation=explanation, finished_at=timezone.now(), **fields
-        )
-        if finished:
-            _claim_waiting(run)
-            # After the commit: a succeeded run's result and change points are stored by then.
-            alerts.after_commit(alerts.run_finished, run.pk)
-    return finished
-
-
-def _claim_waiting(run: Run) -> None:
-    """claim() the due runs waiting for `run`'s disk (its whole host when exclusive), oldest first: the first
-    takes it, and each of the others gets its reason anew from claim(). The beat tick does the same for any
-    beyond the first CLAIMS_ON_FINISH."""
-    host = run.disk.host
-    waiting = Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=timezone.now() + queueing.CLAIM_LEAD)
-    waiting = waiting.filter(disk__host_id=host.pk) if host.exclusive else waiting.filter(disk_id=run.disk_id)
-    for next_run in waiting.select_related("disk__host").order_by("not_before", "pk")[:CLAIMS_ON_FINISH]:
-        queueing.claim(next_run)
-
-
-def launch(run_id: int) -> str:
-    """Start a queued run on its host, or re-attach to it by its UUID.
-
-    The launch command divides failures in two. Before it is sent (connecting, the preflight, the safety
-    verdict, the upload) nothing can have started: the run fails as *error* and frees its disk. Once it is
-    sent, the host may have started the benchmark even if its answer never came back, so the run directory
-    is stored first and a lost answer does not finish the run: it stays *launching*, keeps its disk, says so,
-    and this function is sent again with back-off (the sweep sends it too if that chain dies). The next
-    attempt's preflight asks the host whether the run directory holds `launched/`:
-
-    1. yes: the run is running; it is polled and collected as usual;
-    2. no: the host never started it (mkdir of `launched/` is the first thing the launch command does), so
-       it is launched now, as it would have been; the atomic mkdir still makes a second start impossible.
-       A run cancelled meanwhile, or a scheduled one whose active window closed meanwhile, ends instead;
-    3. no answer: the run keeps waiting, with the last error in its explanation, until its host's own
-       watchdog has certainly stopped it (planned start + watchdog + WATCHDOG_KILL_S) plus
-       LOST_LAUNCH_MARGIN; then it is *lost*, and its files, if any, stay on the host.
-
-    Two attempts may overlap (the sweep re-sends a launch that waited in the queue longer than STALE_AFTER):
-    each counts itself in `launch_attempt`, and only the latest sends the launch command or ends the run, so an
-    older one that fails, or is refused, says nothing about a run the latest may have started.
-    """
-    run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
-    # A stored run directory means an earlier attempt sent the launch command and never heard back.
-    answer_lost = bool(run.remote_dir)
-    # Scheduled runs are created by the beat tick without a snapshot (it keeps the tick short); they take the
-    # disk's limits here, as they are when the run starts.
-    snapshot = run.limits_snapshot
-    if snapshot is None:
-        snapshot = run.disk.limits_snapshot(run.parameters.get("block_size_bytes"))
-    launching = (Run.State.QUEUED, Run.State.LAUNCHING)
-    doing = f"launch answer lost; re-attaching by UUID {run.uuid}: connecting" if answer_lost else "connecting"
-    if not move(run, launching, Run.State.LAUNCHING, explanation=doing, limits_snapshot=snapshot,
-                launch_attempt=F("launch_attempt") + 1):  # fmt: skip
-        return run.state
-    attempt = run.launch_attempt
-    # An attempt that overlapped this one may have sent the launch command since this one began.
-    answer_lost = answer_lost or bool(run.remote_dir)
-    if not answer_lost:
-        # A scheduled run re-checks its schedule here: one paused since the claim starts nothing.
-        paused = queueing.paused_schedule(run)
-        if run.cancel_requested or paused:
-            why = queueing.paused_explanation(paused) if paused else "cancelled before it started"
-            finish(run, Run.State.CANCELLED, why, attempt=attempt)
-            return _state_of(run)
-    tool = runner.for_parameters(run.parameters)
-    disk = run.disk
-    try:
-        with connecting.session(disk.host) as conn:
-            pre = remote.preflight(
-                conn,
-                disk.host.run_base_dir,
-                str(run.uuid),
-                tool.check_command(disk.host),
-                safety.check_script(disk.target_path, disk.kind, writes=runner.writes(run.parameters)),
-                environment.probe_script(disk.target_path, disk.kind, cloud_metadata=disk.host.cloud_metadata),
-            )
-            run_dir = pre.run_dir
-            # Already launched: a worker died after launching, or the launch's answer was lost. Re-attach;
-            # never start twice.
-            launched = pre.launched
-            if not launched and answer_lost and (ending := _never_launched_ending(run)):
-                # An overlapping attempt's launch command may land after this preflight: take the launch first,
-                # so that the run ends with nothing started and nothing able to start.
-                if remote.claim_launch(conn, run_dir):
-                    finish(run, *ending)
-                    _cleanup(conn, run)
-                    return _state_of(run)
-                launched = True  # it landed: re-attach (a cancelled run is then stopped on the host)
-            if not launched:
-                # The host definitely never started it: from here a failure is again one before the launch.
-                answer_lost = False
-                try:
-                    plan = _prepare(run, tool, pre, attempt)
-                except runner.ToolUnavailable as exc:
-                    finish(run, Run.State.ERROR, f"could not start: {exc}", attempt=attempt)
-                    plan = None
-                if plan is None:
-                    # Refused (or no tool) and ended by this attempt: nothing was launched, nor will be.
-                    if run.is_final:
-                        remote.cleanup(conn, run_dir, None, base=disk.host.run_base_dir, run_uuid=str(run.uuid))
-                    return _state_of(run)
-                remote.upload(conn, plan)
-                if not _sending_launch(run, run_dir, attempt):
-                    return run.state
-                # From here the host may start the run, whatever becomes of the answer.
-                answer_lost = True
-                remote.launch(conn, plan)
-    except (ssh.SSHError, remote.RemoteError) as exc:
-        connecting.note_ssh_refusal(disk.host, exc, run=run)
-        if answer_lost:
-            return _launch_answer_lost(run, exc, attempt)
-        finish(run, Run.State.ERROR, f"could not start: {exc}", attempt=attempt)
-        return _state_of(run)
-    if move(
-        run,
-        (Run.State.LAUNCHING,),
-        Run.State.RUNNING,
-        remote_dir=run_dir,
-        # Until the host reports the real start, the planned one (the wrapper waits for not_before).
-        started_at=run.started_at or _planned_start(run),
-        explanation="running",
-    ):
-        # The host's chain of observation steps takes it from here; this starts one if the host has none.
-        queueing.observe(disk.host)
-        if run.cancel_requested:
-            queueing.send("stop", run)  # cancelled while it launched
-    return run.state
-
-
-def _planned_start(run: Run) -> datetime:
-    now = timezone.now()
-    return max(now, run.not_before or now)
-
-
-def _state_of(run: Run) -> str:
-    """The run's state as stored: another attempt may have moved it on since this one last looked."""
-    run.refresh_from_db(fields=["state", "explanation", "launch_attempt"])
-    return run.state
-
-
-def _sending_launch(run: Run, run_dir: str, attempt: int) -> bool:
-    """Record the run directory (and the planned start) before the launch command goes out, so that a lost
-    answer can be re-attached; False when the run moved on meanwhile (a duplicate attempt ended it, or a
-    later one began: that one sends the launch), and then nothing is started."""
-    changed = Run.objects.filter(pk=run.pk, state=Run.State.LAUNCHING, launch_attempt=attempt).update(
-        remote_dir=run_dir, started_at=run.started_at or _planned_start(run), heartbeat_at=timezone.now()
-    )
-    run.refresh_from_db()
-    return bool(changed)
-
-
-def _never_launched_ending(run: Run) -> tuple[str, str] | None:
-    """How a run whose launch answer was lost ends when its host says it never started it; None: launch it now."""
-    if run.cancel_requested:
-        return Run.State.CANCELLED, "cancelled before it started (the host never started it)"
-    window_end = run.schedule.window_end if run.schedule_id and run.schedule else None
-    if window_end and window_end < timezone.now():
-        return Run.State.SKIPPED, (
-            "skipped: the host never started it (its launch answer was lost) and the schedule's active window "
-            "has closed since"
-        )
-    return None
-
-
-def _launch_answer_lost(run: Run, exc: Exception, attempt: int) -> str:
-    """The launch command went out and no answer came back: keep the run and its disk, and ask again later."""
-    run.refresh_from_db()
-    if run.state != Run.State.LAUNCHING or run.launch_attempt != attempt:
-        return run.state  # a duplicate attempt (the sweep's) re-attached it meanwhile, or is at it
-    now = timezone.now()
-    give_up = _lost_launch_deadline(run)
-    if now > give_up:
-        finish(run, Run.State.LOST, attempt=attempt, explanation=(
-            f"lost: the launch answer never came back and the host has not answered since; if the benchmark "
-            f"ran, the host's watchdog stopped it by {give_up:%Y-%m-%d %H:%M:%S} UTC, and its files stay in "
-            f"{run.remote_dir} on the host (remove them when it is back). Last error: {exc}"
-        ))  # fmt: skip
-        return run.state
-    Run.objects.filter(pk=run.pk, state=Run.State.LAUNCHING, launch_attempt=attempt).update(
-        explanation=(
-            f"launch answer lost; re-attaching by UUID {run.uuid} (the disk stays reserved until the host says "
-            f"whether it started; gives up at {give_up:%Y-%m-%d %H:%M:%S} UTC). Last error: {exc}"
-        ),
-        heartbeat_at=now,
-    )
-    age = (now - (run.started_at or now)).total_seconds()
-    queueing.send("launch", run, countdown=min(RELAUNCH_MAX_S, max(RELAUNCH_MIN_S, age / 4)))
-    return run.state
-
-
-def _lost_launch_deadline(run: Run) -> datetime:
-    started = run.started_at or run.queued_at or timezone.now()
-    watchdog = runner.watchdog_seconds(run.parameters, run.disk.kind) + WATCHDOG_KILL_S
-    return started + timedelta(seconds=watchdog) + LOST_LAUNCH_MARGIN
-
-
-def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -> remote.Plan | None:
-    """Judge the preflight (tool, safety, space), then the plan; None when the run was refused (and ended, if
-    this attempt is still its latest)."""
-    disk, params = run.disk, run.parameters
-    version = tool.check_result(pre.tool_output, pre.tool_status, disk.host)
-    verdict = safety.judge(
-        pre.safety_report,
-        kind=disk.kind,
-        writes=runner.writes(params),
-        allow_destructive=disk.allow_destructive,
-        needed_bytes=runner.needed_bytes(params, disk.kind),
-        recorded_identity=disk.identity,
-    )
-    _note_identity(run, verdict)
-    if not verdict.ok:
-        finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons), attempt=attempt)
-        return None
-    params = precondition.sized_parameters(params, disk.kind, verdict.facts)
-    pinning = _pinning(run, pre, attempt)
-    if pinning is None:
-        return None
-    pinned = {"queue_cpus": pinning.queue_cpus} if pinning.queue_cpus else {}
-    argv, files, command_text = tool.build(params | pinned, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
-    guarded = runner.writes(params)
-    if guarded:
-        files |= guard.files(disk.target_path, disk.kind, pre.safety_report)
-    plan = remote.Plan(
-        run_uuid=str(run.uuid),
-        run_dir=pre.run_dir,
-        lock_path=remote.lock_path_for(pre.base, disk.target_path),
-        argv=argv,
-        limit_s=runner.watchdog_seconds(params, disk.kind),
-        files=files,
-        start_at=run.not_before.timestamp() if run.not_before else None,
-        tunables=pinning.tunables,
-        guard_before=guard.before_tool(disk.target_path, disk.kind) if guarded else "",
-        guard_after=guard.after_tool() if guarded else "",
-    )
-    files["run.sh"] = remote.wrapper_script(plan).encode()
-    Run.objects.filter(pk=run.pk).update(
-        command=command_text,
-        summary={"tool_version": version},
-        parameters=params,
-        warnings=verdict.warnings + precondition.fresh_block_warnings(disk, params) + pinning.warnings,
-        environment=pinning.environment,
-    )
-    return plan
-
-
-def _pinning(run: Run, pre: remote.Preflight, attempt: int) -> environment.Pinning | None:
-    """The environment the probe found, and for a profile pinned to the queue CPUs what that adds to the launch;
-    None when the pinning cannot be done here (the run is ended, with the reason and the environment)."""
-    found = environment.parse_report(pre.environment_report)
-    host = run.disk.host
-    pinning = environment.pinning_plan(run.parameters, found, tunable=host.tunable, host_name=host.name)
-    if pinning.refusal:
-        Run.objects.filter(pk=run.pk).update(environment=found)
-        finish(run, Run.State.ERROR, "refused, nothing was started: " + pinning.refusal, attempt=attempt)
-        return None
-    return pinning
 
 
 def poll(run_id: int) -> str:
@@ -411,7 +90,7 @@ def stop(run_id: int) -> str:
     try:
         with connecting.session(run.disk.host) as conn:
             remote.cancel(conn, run.remote_dir)
-            _cleanup(conn, run)
+            clean_up(conn, run)
             finish(run, Run.State.CANCELLED, _stopped_on_host(run))
     except (ssh.SSHError, remote.RemoteError) as exc:
         _try_again(run, "stop", exc)
@@ -487,7 +166,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
     clock = _final_clock(run, status)
     if exit_status == guard.REFUSED_STATUS and (refused := _refused_on_host(conn, run)):
         finish(run, Run.State.ERROR, refused, exit_status=exit_status, progress=run.progress | clock)
-        _cleanup(conn, run)
+        clean_up(conn, run)
         return
     outputs = {name: remote.read_file(conn, f"{run.remote_dir}/{name}") for name in tool.collect_files}
     # The host's own clock tells the watchdog's KILL (at its limit + WATCHDOG_KILL_S) from another one.
@@ -515,7 +194,7 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
             return
         RunResult.record(run)
         precondition.note_fill(run)
-    _cleanup(conn, run)
+    clean_up(conn, run)
 
 
 def _refused_on_host(conn: ssh.Connection, run: Run) -> str:
@@ -531,7 +210,7 @@ def _refused_on_host(conn: ssh.Connection, run: Run) -> str:
         kind=disk.kind, allow_destructive=disk.allow_destructive, recorded_identity=disk.identity,
     )  # fmt: skip
     if verdict is not None and not verdict.ok:
-        _note_identity(run, verdict)  # another disk at the path: audited as when the verdict finds it
+        note_identity(run, verdict)  # another disk at the path: audited as when the verdict finds it
     return f"refused on the host just before the first write, nothing was written: {why}"
 
 
@@ -546,20 +225,6 @@ def _tuning_outcome(conn: ssh.Connection, run: Run) -> dict[str, Any]:
         return {}
     found, warnings = environment.tuning_failed(run.environment or {}, run.warnings, log, host_name=run.disk.host.name)
     return {"environment": found, "warnings": warnings}
-
-
-def _cleanup(conn: ssh.Connection, run: Run) -> None:
-    glob = f"{run.disk.target_path.rstrip('/')}/{safety.test_file_name(str(run.uuid))}*"
-    try:
-        remote.cleanup(
-            conn,
-            run.remote_dir,
-            glob if run.disk.kind == Disk.Kind.DIRECTORY else None,
-            base=run.disk.host.run_base_dir,
-            run_uuid=str(run.uuid),
-        )
-    except (ssh.SSHError, remote.RemoteError) as exc:
-        log.warning("run %s: could not remove its files on the host: %s", run.pk, exc)
 
 
 def cancel(run: Run) -> Run:
@@ -587,7 +252,7 @@ def sweep(now: Any = None) -> int:
     """Pick up runs no worker has looked at lately (a worker died, a message was lost, a host's chain of
     observation steps or a run's chain of re-attaching launches ended without finishing its run).
 
-    A live chain writes the run's heartbeat at every attempt and sends the next one within RELAUNCH_MAX_S
+    A live chain writes the run's heartbeat at every attempt and sends the next one within launching.RELAUNCH_MAX_S
     (< STALE_AFTER), so a heartbeat older than STALE_AFTER means no chain is left (or one attempt hangs on a
     frozen session: a second chain is then harmless, as every step is a conditional update and a start is
     guarded by the host's atomic mkdir). The beat tick calls this every BENCHWEB_TICK_SECONDS, so a dead chain

@@ -42,7 +42,7 @@ from jobs import messages, remote, ssh
 from jobs import runners as runner
 from jobs.hosts import connecting
 from jobs.models import Host, Run
-from jobs.runs import lifecycle, queueing
+from jobs.runs import lifecycle, queueing, states
 
 log = logging.getLogger(__name__)
 
@@ -302,14 +302,14 @@ def _act(findings: list[_Finding], memory: _HostMemory, now: datetime) -> None:
         run = finding.run
         if finding.state == "finished":
             memory.ended(run)
-            if lifecycle.move(run, (Run.State.RUNNING,), Run.State.COLLECTING, explanation="collecting results"):
+            if states.move(run, (Run.State.RUNNING,), Run.State.COLLECTING, explanation="collecting results"):
                 queueing.send("collect", run)
         elif finding.state in ("vanished", "dead", "unlaunched"):
             memory.ended(run)
-            lifecycle.finish(run, Run.State.LOST, lifecycle.lost_reason(finding.state))
+            states.finish(run, Run.State.LOST, lifecycle.lost_reason(finding.state))
         elif finding.state == "starting" and now - (run.started_at or now) > queueing.START_GRACE:
             memory.ended(run)
-            lifecycle.finish(run, Run.State.LOST, "the run's wrapper never started on the host")
+            states.finish(run, Run.State.LOST, "the run's wrapper never started on the host")
         elif fields := _progress_fields(run, finding, now):
             progress.append((run.pk, fields))
     if progress:

@@ -101,7 +101,7 @@ def fire_rows(
     trigger: str = Run.Trigger.SCHEDULE,
 ) -> list[Run]:
     """The unsaved runs of one fire: pending with their stagger slot, or skipped when the fire was missed.
-    Their limits snapshot is taken when they launch (lifecycle.launch), not here in the beat tick."""
+    Their limits snapshot is taken when they launch (launching.launch), not here in the beat tick."""
     missed = scheduling.misfired(fire_time, now, schedule.misfire_grace_s)
     rows = []
     for planned in plan(schedule):

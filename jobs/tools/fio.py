@@ -23,11 +23,11 @@ from jobs.tools.fio_job import FioJob, build_fio_job
 from jobs.tools.fio_json import (
     DIRECTION_KEYS,
     MIN_SAMPLE_MS,
-    fio_json_documents,
     fio_json_results,
     latency_bins,
     parse_fio_json,
 )
+from jobs.tools.fio_json_documents import fio_json_documents
 from jobs.tools.fio_terse import fio_terse_results, parse_fio_terse
 from jobs.tools.fio_text import fio_text_results, parse_fio_text
 

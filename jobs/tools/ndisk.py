@@ -7,6 +7,7 @@ is general knowledge and loses wherever the two differ.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.tools.options import ToolOptionError, bool_param, int_param, run_id_of, safe_path
@@ -123,154 +124,227 @@ def parse_ndisk(text: str) -> ParseResult:
 
     ndisk64 reports only totals, so read and write stay None instead of being split by the configured ratio:
     reads and writes do not run at the same speed, so the split of I/Os is not the split of time.
+
+    The steps: sort the lines (_read_lines), refuse a report benchweb cannot read as one run (_check_shape), then
+    take each figure from where ndisk64 states it best: the header, else the block mark or the last line, else
+    the command line.
     """
-    settings: dict[str, str] = {}
-    rows: list[tuple[int, re.Match[str]]] = []
-    totals: list[tuple[int, re.Match[str]]] = []
-    marks: list[tuple[int, int]] = []
-    diagnostics: list[str] = []
-    footer = None
-    command: list[str] = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        in_header = not rows and not marks
-        if line.startswith("Command:"):
-            settings["command"] = line.removeprefix("Command:").strip()
-            command = settings["command"].split()
-        elif match := _BLOCK_MARK.match(line):
-            marks.append((lineno, whole(match[1], f"line {lineno}: block Size")))
-        elif match := _TOTALS.match(line):
-            totals.append((lineno, match))
-        elif match := _ROW.match(line):
-            rows.append((lineno, match))
-        elif match := _FOOTER.match(line):
-            footer = match
-        elif _NOISE.match(line):
-            continue
-        elif in_header and "=" in line and not line.startswith("="):
-            label, _, value = line.partition("=")
-            settings[" ".join(label.lower().split())] = value.strip()
-        elif in_header and settings and "title" not in settings:
-            settings["title"] = line  # "Synchronous Disk test (regular read/write)"
-        else:
-            diagnostics.append(line)
-
-    if not rows:
-        raise ParseError(
-            "Expected ndisk64 process rows like '   1 -    300800   5013.3 |  19.58  20053.28  60.00' "
-            f"after its 'Proc - ... RunTime' table header; found none. The output starts {excerpt(text)}."
-        )
-    if len(marks) > 1:
-        raise ParseError(f"line {marks[1][0]}: a second block size; benchweb reads one block size per ndisk64 run.")
-    if len(totals) > 1:
-        raise ParseError(f"line {totals[1][0]}: a second TOTALS row; expected one per run.")
-    numbers = [whole(match[1], f"line {lineno}: process number") for lineno, match in rows]
-    if len(set(numbers)) != len(numbers):
-        raise ParseError(f"line {rows[-1][0]}: process numbers repeat ({numbers}); expected one row per process.")
-
-    row_iops = sum(real(match[3], f"line {lineno}: IO/sec") for lineno, match in rows)
-    row_kib = sum(real(match[5], f"line {lineno}: KB/sec") for lineno, match in rows)
-    if totals:
-        lineno, match = totals[0]
-        iops = real(match[2], f"line {lineno}: TOTALS IO/sec")
-        total_kib = real(match[4], f"line {lineno}: TOTALS KB/sec") if match[4] else None
-        bw = total_kib * KIB if total_kib is not None else real(match[3], f"line {lineno}: TOTALS MB/sec") * KIB * KIB
-        # Each row is rounded to 0.1 IO/s and 0.01 KB/s, so their sum may drift by that much per row.
-        if abs(iops - row_iops) > 0.05 * len(rows) + 0.05 or (
-            total_kib is not None and abs(total_kib - row_kib) > 0.01 * len(rows)
-        ):
-            diagnostics.append(
-                f"line {lineno}: TOTALS ({iops} IO/s) differs from the sum of the process rows ({row_iops:.1f})."
-            )
-    else:
-        iops, bw = row_iops, row_kib * KIB
-        if len(rows) > 1:
-            diagnostics.append("No TOTALS row; the total is the sum of the process rows.")
-
-    # Header values are checked with [0-9]: str.isdigit() also takes '²', which int() refuses.
-    configured = settings.get("no. of processes", "")
-    if re.fullmatch(r"[0-9]{1,20}", configured) and int(configured) != len(rows):
-        diagnostics.append(f"{configured} processes were configured but {len(rows)} reported.")
-
-    block_size = settings.get("block size", "")
-    if re.fullmatch(r"[0-9]+", block_size):
-        block_size_bytes: int | None = whole(block_size, "Block size")
-    elif marks:
-        block_size_bytes = marks[0][1]
-    elif footer:
-        block_size_bytes = whole(footer["bs"], "the last line's bs=") * KIB ** "_KMG".index(footer["unit"] or "_")
-    else:
-        block_size_bytes = None
-
-    if footer:
-        read_percent: float | None = real(footer["read"], "the last line's read=")
-    else:
-        read_percent = _read_percent(settings.get("read-write", ""))
-    if read_percent is None and (flag := _flag_value(command, "-r")):
-        # ndisk64 refuses -r outside 0-100, so another value is not what ran.
-        read_percent = float(flag) if re.fullmatch(r"[0-9]{1,3}", flag) and int(flag) <= 100 else None
-
-    mode = settings.get("file open() mode", "").lower()
-    if "direct" in mode or "cio" in mode or "concurrent" in mode:
-        direct: bool | None = True  # JFS2 concurrent I/O (-C) bypasses the file cache as O_DIRECT does
-    elif "normal" in mode:
-        direct = False
-    elif command:
-        direct = "-D" in command or "-C" in command
-    else:
-        direct = None
-
-    run_time = re.match(r"[0-9]+", settings.get("run time", ""))
-    # The figures as ndisk64 printed them: its TOTALS row, or the only process row.
-    shown = totals[0][1] if totals else rows[0][1] if len(rows) == 1 else None
-    if shown is None:
-        printed = None
-    elif totals:
-        printed = printed_figures(
-            iops=f"{shown[2]} IO/s", bw=shown[4] and f"{shown[4]} KB/s", bw_alt=f"{shown[3]} MB/s"
-        )
-    else:
-        printed = printed_figures(
-            iops=f"{shown[3]} IO/s", bw=f"{shown[5]} KB/s", bw_alt=f"{shown[4]} MB/s", runtime=f"{shown[6]} s"
-        )
-    if printed and "bw" not in printed:
-        printed["bw"] = printed.pop("bw_alt")
-    io_type = settings.get("i/o type", "").lower()
-    pattern = (
-        "random" if "random" in io_type or "-R" in command else "sequential" if io_type or "-S" in command else None
-    )
-    if footer and pattern is None:
-        pattern = "random" if "random" in footer[0].lower() else "sequential"
-    if block_size := settings.get("block size", ""):
-        shown_block_size: str | None = block_size
-    elif footer:
-        shown_block_size = f"{footer['bs']}{footer['unit']}B"
-    else:
-        shown_block_size = _flag_value(command, "-b")
-    workload = make_workload(
-        rw={"random": "randrw", "sequential": "rw"}.get(pattern or "") if read_percent not in (0.0, 100.0) else None,
-        block_size=shown_block_size,
-        numjobs=len(rows),
-        read_percent=read_percent,
-    )
-    if read_percent == 100.0 or read_percent == 0.0:
-        mode = "read" if read_percent else "write"
-        workload["rw"] = {"random": f"rand{mode}", "sequential": mode}.get(pattern or "")
+    report = _read_lines(text)
+    _check_shape(report, text)
+    iops, bw = _throughput(report)
+    _check_process_count(report)
+    block_size_bytes = _block_size_bytes(report)
+    read_percent = _read_percent_of(report)
+    direct = _direct(report)
+    printed = _printed(report)
+    workload = _workload(report, read_percent)
+    runtime_s = _runtime_s(report)
     summary = make_summary(
         tool="ndisk64",
         tool_version=None,  # ndisk64 prints no version
         read=None,
         write=None,
         total={"iops": iops, "bw_bytes_per_s": bw},
-        processes=len(rows),
+        processes=len(report.rows),
         block_size_bytes=block_size_bytes,
         read_percent=read_percent,
         direct=direct,
-        runtime_s=max(real(match[6], f"line {lineno}: Seconds") for lineno, match in rows)
-        or (real(run_time[0], "Run time") if run_time else None),
+        runtime_s=runtime_s,
         printed={"total": printed},
         workload=workload,
     )
-    return ParseResult("ndisk64", summary, diagnostics, [], settings)
+    return ParseResult("ndisk64", summary, report.diagnostics, [], report.settings)
+
+
+@dataclass
+class _Report:
+    """The lines of one report, sorted by what they are; each numbered line keeps its number for messages."""
+
+    settings: dict[str, str] = field(default_factory=dict)  # the header's "label = value" lines, labels lowered
+    rows: list[tuple[int, re.Match[str]]] = field(default_factory=list)  # one per process
+    totals: list[tuple[int, re.Match[str]]] = field(default_factory=list)
+    marks: list[tuple[int, int]] = field(default_factory=list)  # "Running test with block Size=N": (line, N)
+    diagnostics: list[str] = field(default_factory=list)  # lines not understood, and doubts about the figures
+    footer: re.Match[str] | None = None  # "- Random procs=  4 read= 50% bs=  4KB"
+    command: list[str] = field(default_factory=list)  # the "Command:" line's words
+
+
+def _read_lines(text: str) -> _Report:
+    report = _Report()
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line:
+            _read_line(report, lineno, line)
+    return report
+
+
+def _read_line(report: _Report, lineno: int, line: str) -> None:
+    settings = report.settings
+    in_header = not report.rows and not report.marks
+    if line.startswith("Command:"):
+        settings["command"] = line.removeprefix("Command:").strip()
+        report.command = settings["command"].split()
+    elif match := _BLOCK_MARK.match(line):
+        report.marks.append((lineno, whole(match[1], f"line {lineno}: block Size")))
+    elif match := _TOTALS.match(line):
+        report.totals.append((lineno, match))
+    elif match := _ROW.match(line):
+        report.rows.append((lineno, match))
+    elif match := _FOOTER.match(line):
+        report.footer = match
+    elif _NOISE.match(line):
+        return
+    elif in_header and "=" in line and not line.startswith("="):
+        label, _, value = line.partition("=")
+        settings[" ".join(label.lower().split())] = value.strip()
+    elif in_header and settings and "title" not in settings:
+        settings["title"] = line  # "Synchronous Disk test (regular read/write)"
+    else:
+        report.diagnostics.append(line)
+
+
+def _check_shape(report: _Report, text: str) -> None:
+    """One run's report: process rows, one row per process, at most one block size and one TOTALS row."""
+    rows = report.rows
+    if not rows:
+        raise ParseError(
+            "Expected ndisk64 process rows like '   1 -    300800   5013.3 |  19.58  20053.28  60.00' "
+            f"after its 'Proc - ... RunTime' table header; found none. The output starts {excerpt(text)}."
+        )
+    if len(report.marks) > 1:
+        raise ParseError(
+            f"line {report.marks[1][0]}: a second block size; benchweb reads one block size per ndisk64 run."
+        )
+    if len(report.totals) > 1:
+        raise ParseError(f"line {report.totals[1][0]}: a second TOTALS row; expected one per run.")
+    numbers = [whole(match[1], f"line {lineno}: process number") for lineno, match in rows]
+    if len(set(numbers)) != len(numbers):
+        raise ParseError(f"line {rows[-1][0]}: process numbers repeat ({numbers}); expected one row per process.")
+
+
+def _throughput(report: _Report) -> tuple[float, float]:
+    """(IO/s, bytes/s): the TOTALS row's, noted when the process rows do not add up to it; else their sum."""
+    rows = report.rows
+    row_iops = sum(real(match[3], f"line {lineno}: IO/sec") for lineno, match in rows)
+    row_kib = sum(real(match[5], f"line {lineno}: KB/sec") for lineno, match in rows)
+    if not report.totals:
+        if len(rows) > 1:
+            report.diagnostics.append("No TOTALS row; the total is the sum of the process rows.")
+        return row_iops, row_kib * KIB
+    lineno, match = report.totals[0]
+    iops = real(match[2], f"line {lineno}: TOTALS IO/sec")
+    total_kib = real(match[4], f"line {lineno}: TOTALS KB/sec") if match[4] else None
+    bw = total_kib * KIB if total_kib is not None else real(match[3], f"line {lineno}: TOTALS MB/sec") * KIB * KIB
+    # Each row is rounded to 0.1 IO/s and 0.01 KB/s, so their sum may drift by that much per row.
+    if abs(iops - row_iops) > 0.05 * len(rows) + 0.05 or (
+        total_kib is not None and abs(total_kib - row_kib) > 0.01 * len(rows)
+    ):
+        report.diagnostics.append(
+            f"line {lineno}: TOTALS ({iops} IO/s) differs from the sum of the process rows ({row_iops:.1f})."
+        )
+    return iops, bw
+
+
+def _check_process_count(report: _Report) -> None:
+    # Header values are checked with [0-9]: str.isdigit() also takes '²', which int() refuses.
+    configured = report.settings.get("no. of processes", "")
+    if re.fullmatch(r"[0-9]{1,20}", configured) and int(configured) != len(report.rows):
+        report.diagnostics.append(f"{configured} processes were configured but {len(report.rows)} reported.")
+
+
+def _block_size_bytes(report: _Report) -> int | None:
+    """From the header's Block size, else the block mark, else the last line's bs=."""
+    block_size = report.settings.get("block size", "")
+    footer = report.footer
+    if re.fullmatch(r"[0-9]+", block_size):
+        return whole(block_size, "Block size")
+    if report.marks:
+        return report.marks[0][1]
+    if footer:
+        unit: int = KIB ** "_KMG".index(footer["unit"] or "_")
+        return whole(footer["bs"], "the last line's bs=") * unit
+    return None
+
+
+def _read_percent_of(report: _Report) -> float | None:
+    """From the last line's read=, else the header's Read-Write, else the command's -r."""
+    if report.footer:
+        read_percent: float | None = real(report.footer["read"], "the last line's read=")
+    else:
+        read_percent = _read_percent(report.settings.get("read-write", ""))
+    if read_percent is None and (flag := _flag_value(report.command, "-r")):
+        # ndisk64 refuses -r outside 0-100, so another value is not what ran.
+        read_percent = float(flag) if re.fullmatch(r"[0-9]{1,3}", flag) and int(flag) <= 100 else None
+    return read_percent
+
+
+def _direct(report: _Report) -> bool | None:
+    """From the header's File open() mode, else the command's -D or -C."""
+    mode = report.settings.get("file open() mode", "").lower()
+    if "direct" in mode or "cio" in mode or "concurrent" in mode:
+        return True  # JFS2 concurrent I/O (-C) bypasses the file cache as O_DIRECT does
+    if "normal" in mode:
+        return False
+    if report.command:
+        return "-D" in report.command or "-C" in report.command
+    return None
+
+
+def _printed(report: _Report) -> dict[str, str] | None:
+    """The figures as ndisk64 printed them: its TOTALS row, or the only process row."""
+    if report.totals:
+        shown = report.totals[0][1]
+        printed = printed_figures(
+            iops=f"{shown[2]} IO/s", bw=shown[4] and f"{shown[4]} KB/s", bw_alt=f"{shown[3]} MB/s"
+        )
+    elif len(report.rows) == 1:
+        shown = report.rows[0][1]
+        printed = printed_figures(
+            iops=f"{shown[3]} IO/s", bw=f"{shown[5]} KB/s", bw_alt=f"{shown[4]} MB/s", runtime=f"{shown[6]} s"
+        )
+    else:
+        return None
+    if printed and "bw" not in printed:
+        printed["bw"] = printed.pop("bw_alt")
+    return printed
+
+
+def _runtime_s(report: _Report) -> float | None:
+    """The longest process row's seconds, else (all of them 0) the header's Run time."""
+    run_time = re.match(r"[0-9]+", report.settings.get("run time", ""))
+    return max(real(match[6], f"line {lineno}: Seconds") for lineno, match in report.rows) or (
+        real(run_time[0], "Run time") if run_time else None
+    )
+
+
+def _pattern(report: _Report) -> str | None:
+    """random or sequential: from the header's I/O type, else the command's -R or -S, else the last line."""
+    io_type = report.settings.get("i/o type", "").lower()
+    command = report.command
+    pattern = (
+        "random" if "random" in io_type or "-R" in command else "sequential" if io_type or "-S" in command else None
+    )
+    if report.footer and pattern is None:
+        pattern = "random" if "random" in report.footer[0].lower() else "sequential"
+    return pattern
+
+
+def _workload(report: _Report, read_percent: float | None) -> dict[str, Any]:
+    """The workload in fio's words (rw, block size, jobs, read share), as the fio parser describes a run."""
+    pattern = _pattern(report)
+    if block_size := report.settings.get("block size", ""):
+        shown_block_size: str | None = block_size
+    elif report.footer:
+        shown_block_size = f"{report.footer['bs']}{report.footer['unit']}B"
+    else:
+        shown_block_size = _flag_value(report.command, "-b")
+    workload = make_workload(
+        rw={"random": "randrw", "sequential": "rw"}.get(pattern or "") if read_percent not in (0.0, 100.0) else None,
+        block_size=shown_block_size,
+        numjobs=len(report.rows),
+        read_percent=read_percent,
+    )
+    if read_percent == 100.0 or read_percent == 0.0:
+        mode = "read" if read_percent else "write"
+        workload["rw"] = {"random": f"rand{mode}", "sequential": mode}.get(pattern or "")
+    return workload
