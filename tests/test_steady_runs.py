@@ -50,7 +50,9 @@ def test_a_run_whose_band_never_holds_is_stamped_not_steady_when_its_runtime_end
 
 def test_a_run_without_ss_is_judged_by_benchweb_from_its_samples(fio_installed, sshd, worker, tmp_path, client):
     team, host = team_with_host(sshd)
-    profile = quick_profile(team, name="plain", runtime_s=12, extra_options={"rate_iops": "300"})
+    # 20 s: the last half's rounds are two samples each, so one late status line on a busy machine does not
+    # decide the verdict alone (with 12 s a round was one sample, and CI once read it as not steady).
+    profile = quick_profile(team, name="plain", runtime_s=20, extra_options={"rate_iops": "300"})
     run = wait_final(queueing.request_run(_disk(host, tmp_path), profile), timeout=120)
 
     assert run.state == Run.State.SUCCEEDED, run.explanation
@@ -58,7 +60,7 @@ def test_a_run_without_ss_is_judged_by_benchweb_from_its_samples(fio_installed, 
     stamp = run.steady_state
     assert stamp["by"] == "benchweb" and "SNIA PTS" in stamp["rule"], stamp
     # Held at 300 IOPS, the rounds of the last half agree: steady by the SNIA rule.
-    assert stamp["state"] == "steady" and stamp["range_percent"] <= 20 and stamp["slope_percent"] <= 10
+    assert stamp["state"] == "steady" and stamp["range_percent"] <= 20 and stamp["slope_percent"] <= 10, stamp
     assert stamp["average_iops"] == pytest.approx(300, rel=0.2)
     assert RunResult.objects.get(run=run).steady is True
     user = User.objects.create_user("reader", password="x-long-password-1")
