@@ -15,6 +15,11 @@ from jobs.models import Credential, Disk, Host, Membership, Team
 from jobs.teams import membership as teams
 from tests.test_safety import Lab, require_loop_devices
 
+# Tests sign up and sign in hundreds of users. The production hasher (PBKDF2) is slow by design, about half a second
+# a password on this machine, which proves nothing about benchweb and cost the suite minutes; Django's documentation
+# advises a fast hasher for tests. Processes the tests start (`./bw run`, workers) keep the production one.
+settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
@@ -25,6 +30,31 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
         if database["ENGINE"] != "django.db.backends.sqlite3":
             test = database.setdefault("TEST", {})
             test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{os.getpid()}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Share the slow tests between the sessions `./bw test` runs at once, one per database.
+
+    BENCHWEB_TEST_SHARE="i/n" names this session's share. A quick test checks what benchweb does with its
+    database, so every session runs every one. A slow test checks benchweb's processes (a real sshd, fio, Celery
+    workers, Chromium, the run command) and reads the database as the quick ones do: each runs in one session,
+    every n-th in collection order, so each database carries its share of them and the suite's wall time is not
+    spent twice. `every_database` keeps a slow test in every session (the bench scripts write their own SQL)."""
+    share = os.environ.get("BENCHWEB_TEST_SHARE")
+    if not share:
+        return
+    index, count = (int(part) for part in share.split("/"))
+    kept, elsewhere = [], []
+    slow_seen = 0
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("every_database"):
+            (kept if slow_seen % count == index else elsewhere).append(item)
+            slow_seen += 1
+        else:
+            kept.append(item)
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = kept
 
 
 @pytest.fixture

@@ -107,6 +107,7 @@ def smoke_runs(request, tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.every_database  # most scripts write their rows in their own SQL, which each database must take
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_the_bench_script_runs_at_smoke_size_and_prints_its_figures(script, smoke_runs):
     for what in _missing(script):
