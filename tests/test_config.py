@@ -10,7 +10,7 @@ READS = re.compile(
     r"""(?:environ\.get|environ\[|env_bool|env_list|getenv)\(?\s*["']((?:BENCHWEB|DJANGO|DATABASE|REDIS)[A-Z0-9_]*)["']"""
 )
 # Set by the test harness or by benchweb for its own children, never by a person.
-INTERNAL = {"DJANGO_SETTINGS_MODULE", "BENCHWEB_TEST_DATABASE_URL", "BENCHWEB_VENV"}
+INTERNAL = {"DJANGO_SETTINGS_MODULE", "BENCHWEB_TEST_DATABASE_URL", "BENCHWEB_VENV", "BENCHWEB_PREPARE_STACK"}
 
 
 def test_every_variable_read_by_the_product_is_in_env_example():

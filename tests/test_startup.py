@@ -54,15 +54,17 @@ import os, sys
 os.environ["DJANGO_SETTINGS_MODULE"] = "benchweb.settings"
 from django.core.management import execute_from_command_line
 execute_from_command_line(["manage.py", "migrate", "--noinput", "-v", "0"])
-print(" ".join(name for name in ("paramiko", "requests", "kombu.transport.redis", "drf_spectacular.views",
-                                 "rest_framework.serializers", "jobs.disks.pages") if name in sys.modules))
+print(" ".join(name for name in ("paramiko", "requests", "celery", "kombu", "drf_spectacular.views",
+                                 "rest_framework.serializers", "jobs.disks.pages", "jobs.limits", "jobs.runners",
+                                 "croniter", "yaml") if name in sys.modules))
 """
 
 
-def test_a_migrate_with_nothing_to_do_loads_no_ssh_stack_http_client_broker_transport_or_page(tmp_path):
-    # Each is loaded where it is used (a session, a channel's delivery, the worker, a request): a migrate, which
-    # every ./bw run and container start pays, needs none of them. (An allow-list of channel networks, which the
-    # tests set for their loopback receivers, is parsed by the module that delivers: not this case.)
+def test_a_migrate_with_nothing_to_do_loads_no_ssh_stack_http_client_celery_page_catalog_or_runner(tmp_path):
+    # Each is loaded where it is used (a session, a channel's delivery, a task sent or run, a request, a disk's
+    # limits, a run's command line, a schedule's next fire): a migrate, which every container start pays, needs
+    # none of them. (An allow-list of channel networks, which the tests set for their loopback receivers, is
+    # parsed by the module that delivers: not this case.)
     drop = ("DATABASE_URL", "BENCHWEB_CHANNEL_ALLOW_NETWORKS")
     env = {k: v for k, v in os.environ.items() if k not in drop} | {"BENCHWEB_VAR_DIR": str(tmp_path)}
     for _ in range(2):  # the first creates the database (a migration's code may load what it needs); then none
