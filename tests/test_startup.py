@@ -87,3 +87,35 @@ def test_migrate_runs_the_checks_a_schema_depends_on_and_benchweb_s_own_but_not_
                           capture_output=True, text=True, timeout=180, check=False)  # fmt: skip
     assert done.returncode != 0
     assert "benchweb.E001" in done.stderr and "not-a-network" in done.stderr, done.stderr
+
+
+def test_a_migrate_with_every_file_applied_imports_no_migration_and_says_so_as_django_does(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {"BENCHWEB_VAR_DIR": str(tmp_path)}
+    first = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=180, check=False)  # fmt: skip
+    assert first.returncode == 0 and "Applying jobs.0001_initial... OK" in first.stdout, first.stderr
+    again = """
+import sys
+from django.core.management import call_command
+call_command("migrate", verbosity=1)
+print("imported:", sorted(name for name in sys.modules if ".migrations.0" in name))
+"""
+    done = subprocess.run([sys.executable, "-c", "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = "
+                           "'benchweb.settings'; django.setup()\n" + again], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=180, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Apply all migrations: admin, api, audit, auth, axes, contenttypes, jobs, sessions" in done.stdout
+    assert "No migrations to apply." in done.stdout and "imported: []" in done.stdout, done.stdout
+
+
+def test_a_migration_file_not_yet_recorded_sends_migrate_the_whole_way(db):
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from jobs.management.commands import migrate
+
+    recorded = MigrationRecorder.Migration.objects
+    assert migrate._all_applied("default")
+    newest = recorded.filter(app="jobs").order_by("-name").first()
+    newest.delete()  # as a newly pulled migration file looks: on disk, not in django_migrations
+    assert not migrate._all_applied("default")
+    assert "jobs" in migrate._migration_files() and newest.name in migrate._migration_files()["jobs"]
