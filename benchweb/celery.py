@@ -92,7 +92,7 @@ def _restore_unacked_unless_collected(self: kombu_redis.QoS, client: object = No
     unacked hash (when Redis kept its data), which redelivers it after the visibility timeout; the beat sweep
     re-polls an active run whose heartbeat is older than jobs.runs.lifecycle.STALE_AFTER long before that, and
     the run state machine makes the late duplicate a no-op. So this skips only that impossible push and lets the
-    worker reconnect (test: tests/test_broker_restart.py).
+    worker reconnect (test: tests/stack/test_broker_restart.py).
     Remove it once Celery no longer closes a collected connection (celery/worker/consumer/consumer.py,
     on_connection_error_after_connected)."""
     if client is None and _collected(self):

@@ -43,7 +43,7 @@ CSRF_TRUSTED_ORIGINS = env_list("BENCHWEB_CSRF_TRUSTED_ORIGINS", "")
 PUBLIC_URL = os.environ.get("BENCHWEB_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Behind TLS (a reverse proxy or load balancer terminating HTTPS): secure cookies, HSTS, redirect plain HTTP.
-# `manage.py check --deploy` is clean with BENCHWEB_BEHIND_TLS=1 (tests/test_security.py runs it).
+# `manage.py check --deploy` is clean with BENCHWEB_BEHIND_TLS=1 (tests/stack/test_security.py runs it).
 BEHIND_TLS = env_bool("BENCHWEB_BEHIND_TLS", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = BEHIND_TLS
 SECURE_HSTS_SECONDS = int(os.environ.get("BENCHWEB_HSTS_SECONDS", "31536000")) if BEHIND_TLS else 0
