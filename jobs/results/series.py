@@ -378,7 +378,7 @@ def _day_points(
         pairs = _interleaved(a, b)
         return pairs if every else list(itertools.compress(pairs, keep))
 
-    # The JSON's names of POINT_FIELDS (and the limit), in their order.
+    # The JSON's names of timeseries.DAY_POINT_FIELDS (and the limit), in their order.
     names = ("x", "y", "run", "steady", "warnings", "limit")
     points = {name: both(early[i], late[i]) for i, name in enumerate(names[:count])}
     column = R[SERIES[series]]
