@@ -115,6 +115,10 @@ class RunResultDay(models.Model):
     efficiency_sum = models.FloatField(null=True, blank=True)
     limit_min = models.FloatField(null=True, blank=True)
     limit_max = models.FloatField(null=True, blank=True)
+    # The chart's fields of the day (timeseries.DAY_POINTS, below) again, packed into one cell
+    # (timeseries.pack_day_points): an all-time chart reads thousands of days, and 92 columns a day cost it more
+    # than all else (migration 0024 packed the days stored before it).
+    points = models.BinaryField(default=b"", help_text="The day's DAY_POINTS, packed (timeseries.pack_day_points).")
     # ... and for each UTC hour: h<hh>_runs (promised runs) and h<hh>_efficiency (their efficiency sum).
     # ... and for each series in timeseries.SERIES: <series>_early, _early_run, _early_ms, _early_steady,
     # _early_warnings, and the same _late.
@@ -129,7 +133,8 @@ class RunResultDay(models.Model):
     def summed(rows: list[Any]) -> dict[str, Any]:
         """A day's columns from its rows (RunResult.DAY_COLUMNS, in time order)."""
         extremes = timeseries.day_extremes(rows)
-        return extremes | timeseries.day_flags(rows, extremes) | timeseries.day_promise(rows)
+        drawn = extremes | timeseries.day_flags(rows, extremes)
+        return drawn | {"points": timeseries.pack_day_points(drawn)} | timeseries.day_promise(rows)
 
     @classmethod
     def refresh(cls, result: RunResult) -> None:

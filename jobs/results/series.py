@@ -11,18 +11,17 @@ import itertools
 import math
 import operator
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import psycopg
-from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from jobs import figures, limits, timeseries
 from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample, changes
+from jobs.results import day_rows
+from jobs.results.day_rows import AT, D
 from jobs.timeseries import CHART_PERCENTILES, DIRECTIONS, SERIES
 
 # Shortest first: without a range asked for, the first that fits the runs is drawn (timeseries.fitting_range).
@@ -62,9 +61,9 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
     known = {p["key"]: p for p in profiles}
     # The day rollups count every run, steady or not, so a steady-only chart is drawn from the results.
     if not steady_only and _from_days(in_range, points):
-        rows = _day_rows(disk, start, end, wanted)
-        runs = sum(row[D["runs"]] for row in rows)
-        series = _series_from_days(rows, known, points)
+        days = day_rows.day_columns(disk, start, end, wanted)
+        runs = sum(sum(columns[D["runs"]]) for _, _, columns in days)
+        series = _series_from_days(days, known, points)
     else:
         rows = _result_rows(disk, start, end, wanted | ({"steady": True} if steady_only else {}))
         runs = len(rows)
@@ -317,151 +316,34 @@ def _picker(indices: list[int]) -> Any:
     return lambda values: [values[i] for i in indices]
 
 
-# What a day keeps of each of its two runs of a series: time, value, run, the run's steady flag and warning count
-# (and for the total, its limit). Time, value and run come first, in this order (_coarser reads them so).
-POINT_FIELDS = ("_ms", "", "_run", "_steady", "_warnings")
-
-
-def _point_fields(series: str) -> tuple[str, ...]:
-    return (*POINT_FIELDS, "_limit") if series == "total" else POINT_FIELDS
-
-
-# A steady flag as the database driver gives it (0 or 1 on SQLite) -> the JSON's; None (not checked) is missing.
-STEADY = {False: False, True: True}
-
-
-# A day row: its key and counts, then per series its two runs in time order, the early one's fields first.
-DAY_KEY = ("profile_id", "profile_name", "day", "runs", "first_run", "last_run")
-
-
-DAY_POINTS = tuple(f"{s}_{end}{suffix}" for s in SERIES for end in ("early", "late") for suffix in _point_fields(s))
-
-
-D = {name: index for index, name in enumerate(DAY_KEY)}
-
-
-def _offsets() -> dict[str, int]:
-    offsets, at = {}, len(DAY_KEY)
-    for series in SERIES:
-        offsets[series] = at
-        at += 2 * len(_point_fields(series))
-    return offsets
-
-
-AT = _offsets()
-
-
-def _day_row(profile_id: int | None, name: str, day: int, extremes: dict[str, Any]) -> tuple[Any, ...]:
-    """A day row (DAY_KEY, then DAY_POINTS) of a day computed here rather than stored."""
-    return (profile_id, name, day, extremes["runs"], extremes["first_run"], extremes["last_run"],
-            *map(extremes.__getitem__, DAY_POINTS))  # fmt: skip
-
-
-def _day_rows(disk: Disk, start: datetime | None, end: datetime | None, wanted: dict[str, Any]) -> list[tuple]:
-    """The range's day rows in (profile id, name, day) order: whole days as stored, and a day the range cuts
-    computed here from its results inside the range."""
-    first, last = _whole_days(start, end)
-    days = RunResultDay.objects.filter(disk=disk, **wanted)
-    if first is not None:
-        days = days.filter(day__gte=first)
-    if last is not None:
-        days = days.filter(day__lte=last)
-    rows = _in_profile_order(_fetched(days.order_by("day").values_list(*DAY_KEY, *DAY_POINTS)))
-    cut = _cut_days(start, end, first, last)
-    if cut is not None:
-        results = RunResult.objects.filter(cut, disk=disk, **wanted)
-        results = results.order_by("profile_id", "profile_name", "finished_ms", "run_id")
-        edge = results.values_list("profile_id", "profile_name", *RunResult.DAY_COLUMNS)
-        for (profile_id, name, day), group in itertools.groupby(
-            edge, key=lambda row: (row[0], row[1], timeseries.utc_day(row[3]))
-        ):
-            day_rows = [row[2:] for row in group]
-            extremes = timeseries.day_extremes(day_rows)
-            rows.append(_day_row(profile_id, name, day, extremes | timeseries.day_flags(day_rows, extremes)))
-        rows.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1], row[2]))
-    return rows
-
-
-def _fetched(rows: QuerySet[Any, tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The rows as the database driver gives them, without Django's converters: on SQLite those make a Python
-    call of every boolean cell, some 80,000 of an all-time chart's day rows (a steady flag is then 0 or 1)."""
-    sql, params = rows.query.sql_with_params()
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-        # In psycopg's binary format, numbers come as bytes to copy rather than text to parse: a third less time
-        # for the 430,000 cells of an all-time chart. Django's cursor (binding on the client) cannot ask for it;
-        # the query is still logged as Django's are where they are (tests count them).
-        logged = cast("Any", cursor).debug_sql(sql, params) if connection.queries_logged else nullcontext()
-        with logged, psycopg.Cursor(connection.connection) as binary:
-            binary.execute(sql, params, binary=True)
-            return binary.fetchall()
-
-
-def _in_profile_order(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Day rows in day order, sorted by profile (id, then name; no id last), each profile's in day order: here,
-    as SQLite sorts the wide rows a third slower than it reads them in its (disk, day) index's order."""
-    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
-    for row in rows:
-        groups.setdefault(row[:2], []).append(row)
-    order = sorted(groups, key=lambda key: (key[0] is None, key[0] or 0, key[1]))
-    return list(itertools.chain.from_iterable(groups[key] for key in order))
-
-
-def _whole_days(start: datetime | None, end: datetime | None) -> tuple[int | None, int | None]:
-    """The first and last UTC day wholly inside [start, end] (None: open)."""
-    first = last = None
-    if start:
-        first = timeseries.utc_day(timeseries.epoch_ms(start))
-        if start > timeseries.midnight(first):
-            first += 1
-    if end:
-        # Finish times are whole microseconds: `end` includes a day that ends a microsecond after it.
-        last = timeseries.utc_day(timeseries.epoch_ms(end + timedelta(microseconds=1))) - 1
-    return first, last
-
-
-def _cut_days(start: datetime | None, end: datetime | None, first: int | None, last: int | None) -> Q | None:
-    """The parts of [start, end] outside its whole days, as a filter of results (None: there are none)."""
-    if first is not None and last is not None and first > last:
-        return Q(finished_at__gte=start, finished_at__lte=end)
-    cut = Q()
-    if start and first is not None and start < timeseries.midnight(first):
-        cut |= Q(finished_at__gte=start, finished_at__lt=timeseries.midnight(first))
-    if end and last is not None and end >= timeseries.midnight(last + 1):
-        cut |= Q(finished_at__gte=timeseries.midnight(last + 1), finished_at__lte=end)
-    return cut or None
-
-
-def _series_from_days(rows: list[tuple[Any, ...]], known: dict[str, dict], points: int) -> list[dict[str, Any]]:
-    groups = _by_profile(rows, D["profile_id"], D["profile_name"], D["day"])
+def _series_from_days(days: list[day_rows.ProfileDays], known: dict[str, dict], points: int) -> list[dict[str, Any]]:
+    groups = _days_by_profile(days)
     # The first and the last run of each profile, which every series keeps as minmax does (a profile renamed on
     # the range's first or last day has two of each to choose from), in one query.
     ends = {}
-    for key, group in groups.items():
-        first_day, last_day = group[0][D["day"]], group[-1][D["day"]]
+    for key, columns in groups.items():
+        on = columns[D["day"]]
         ends[key] = (
-            [row[D["first_run"]] for row in group if row[D["day"]] == first_day],
-            [row[D["last_run"]] for row in group if row[D["day"]] == last_day],
+            list(itertools.compress(columns[D["first_run"]], map(operator.eq, on, itertools.repeat(on[0])))),
+            list(itertools.compress(columns[D["last_run"]], map(operator.eq, on, itertools.repeat(on[-1])))),
         )
     ids = [pk for firsts, lasts in ends.values() for pk in (*firsts, *lasts)]
     found = {row[R["run_id"]]: row for row in RunResult.objects.filter(pk__in=ids).values_list(*RESULT_COLUMNS)}
     by_time = operator.itemgetter(R["finished_ms"], R["run_id"])
     out = []
-    for key, group in groups.items():
+    for key, columns in groups.items():
         if key not in known:
             continue
         # A run deleted since its day was written (in the admin) has no result left to draw.
         first = min((found[pk] for pk in ends[key][0] if pk in found), key=by_time, default=None)
         last = max((found[pk] for pk in ends[key][1] if pk in found), key=by_time, default=None)
-        runs = sum(row[D["runs"]] for row in group)
+        runs = sum(columns[D["runs"]])
         # Two points a day at most, and room for the first and last run.
         buckets = (points - 2) // 2
-        if len(group) > buckets:
-            span = group[-1][D["day"]] - group[0][D["day"]] + 1
-            group = _coarser(group, group[0][D["day"]], math.ceil(span / buckets))
-        columns = list(zip(*group, strict=True))
+        on = columns[D["day"]]
+        if len(on) > buckets:
+            merged = _coarser(list(zip(*columns, strict=True)), on[0], math.ceil((on[-1] - on[0] + 1) / buckets))
+            columns = list(zip(*merged, strict=True))
         drawn = {name: _day_points(columns, name, first, last) for name in SERIES}
         total = drawn["total"]
         total["efficiency"] = _efficiency(total["y"], total["limit"])
@@ -469,12 +351,24 @@ def _series_from_days(rows: list[tuple[Any, ...]], known: dict[str, dict], point
     return out
 
 
+def _days_by_profile(days: list[day_rows.ProfileDays]) -> dict[str, day_rows.Columns]:
+    """The days of each profile key: a renamed profile's under either name merged back into day order."""
+    groups: dict[str, day_rows.Columns] = {}
+    for profile_id, name, columns in days:
+        key = _profile_key(profile_id, name)
+        if key in groups:
+            rows = [*zip(*groups[key], strict=True), *zip(*columns, strict=True)]
+            columns = list(zip(*sorted(rows, key=operator.itemgetter(D["day"])), strict=True))
+        groups[key] = columns
+    return groups
+
+
 def _day_points(
-    columns: list[tuple[Any, ...]], series: str, first: tuple | None, last: tuple | None
+    columns: day_rows.Columns, series: str, first: tuple | None, last: tuple | None
 ) -> dict[str, list[Any]]:
     """A series' points out of the columns of day rows: each day's two runs (one when the lowest is the highest)
     in time order, interleaved, then the first and last run of the range when they are not among them."""
-    at, count = AT[series], len(_point_fields(series))
+    at, count = AT[series], len(timeseries.day_point_fields(series))
     early, late = columns[at : at + count], columns[at + count : at + 2 * count]
     present = list(map(operator.is_not, early[2], itertools.repeat(None)))
     keep = _interleaved(present, list(map(operator.ne, late[2], early[2])))
@@ -484,11 +378,9 @@ def _day_points(
         pairs = _interleaved(a, b)
         return pairs if every else list(itertools.compress(pairs, keep))
 
-    # The JSON's names of POINT_FIELDS (and the limit), in their order.
+    # The JSON's names of timeseries.DAY_POINT_FIELDS (and the limit), in their order.
     names = ("x", "y", "run", "steady", "warnings", "limit")
     points = {name: both(early[i], late[i]) for i, name in enumerate(names[:count])}
-    # SQLite gives a steady flag as 0 or 1 (_fetched).
-    points["steady"] = list(map(STEADY.get, points["steady"]))
     column = R[SERIES[series]]
     for row, at_end in ((first, False), (last, True)):
         if row is None or row[column] is None:
@@ -521,7 +413,7 @@ def _coarser(rows: list[tuple[Any, ...]], day0: int, days: int) -> list[tuple[An
         merged = [*bucket[0][: D["runs"]], sum(row[D["runs"]] for row in bucket), bucket[0][D["first_run"]],
                   bucket[-1][D["last_run"]]]  # fmt: skip
         for series in SERIES:
-            at, count = AT[series], len(_point_fields(series))
+            at, count = AT[series], len(timeseries.day_point_fields(series))
             runs = [row[i : i + count] for row in bucket for i in (at, at + count) if row[i + 2] is not None]
             if not runs:
                 merged += [None] * 2 * count

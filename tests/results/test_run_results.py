@@ -147,6 +147,44 @@ def test_recording_runs_one_by_one_gives_the_days_a_rebuild_from_all_results_giv
         assert (row["first_run"], row["last_run"]) == (results.first().run_id, results.last().run_id)
 
 
+def _packed_and_columns(disk: Disk) -> tuple[list[list], list[list]]:
+    """Each stored day's packed points unpacked, and the same fields read from its columns."""
+    days = list(RunResultDay.objects.filter(disk=disk).order_by("profile_name", "day"))
+    (columns,) = timeseries.unpack_day_points([day.points for day in days], [(0, len(days))])
+    packed = [list(day) for day in zip(*columns, strict=True)]
+    return packed, [[getattr(day, field) for field in timeseries.DAY_POINTS] for day in days]
+
+
+def test_a_days_packed_points_are_its_columns_as_runs_are_recorded_edited_deleted_and_rebuilt(disk, rf, owner):
+    from django.contrib import admin
+
+    from jobs.admin import RunAdmin
+
+    start = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    runs = []
+    stamps = [("steady", [], 1000.0), ("not_steady", ["w"] * 2, 2000.0), (None, ["w"], 1500.0), ("steady", [], 1200.0)]
+    for i, (state, warnings, total) in enumerate(stamps):
+        summary = {"total": {"iops": total}, "read": {"iops": 400.5 * (i + 1), "clat_us": {"p99": 9.0}}}
+        runs.append(RunFactory(disk=disk, profile_name="p", succeeded=True, summary=summary, warnings=warnings,
+                               finished_at=start + timedelta(hours=7 * i), limits_snapshot={"iops": 4000.0},
+                               steady_state={"state": state} if state else None))  # fmt: skip
+        RunResult.record(runs[-1])
+    packed, columns = _packed_and_columns(disk)
+    assert len(packed) == 2 and packed == columns
+    assert {type(v) for row in packed for v in row} == {int, float, bool, type(None)}
+    assert [timeseries.DAY_POINTS[i] for i, v in enumerate(packed[0]) if v is False] == ["total_late_steady"]
+
+    run_admin, request = RunAdmin(Run, admin.site), rf.post("/admin/")
+    request.user = owner
+    runs[1].warnings, runs[1].finished_at = ["w"] * 5, start + timedelta(days=1, hours=1)  # edited, moved a day on
+    run_admin.save_model(request, runs[1], form=None, change=True)
+    run_admin.delete_model(request, runs[3])
+    packed, columns = _packed_and_columns(disk)
+    assert len(packed) == 2 and packed == columns and 5 in packed[1]
+    RunResultDay.rebuild(disk)
+    assert _packed_and_columns(disk) == (packed, columns)
+
+
 def test_a_deleted_profiles_results_stay_on_the_chart_under_its_name(disk, owner_client):
     profile = ProfileFactory(team=disk.team, name="gone soon", rw="randread")
     run = RunFactory(disk=disk, profile=profile, profile_name=profile.name, succeeded=True,
@@ -250,6 +288,37 @@ def test_admin_edits_and_deletes_keep_the_chart_tables_in_step(disk, rf, owner):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_migration_0024_packs_the_chart_fields_of_the_stored_days_as_a_recorded_day_packs_them():
+    before, after = [("jobs", "0023_day_point_flags")], [("jobs", "0024_day_points_packed")]
+    try:
+        old, disk = disk_at_migration(before)
+        at = datetime(2026, 5, 1, 2, 30, tzinfo=UTC)
+        ms = timeseries.epoch_ms(at)
+        # The total drawn from runs 11 (steady, 2 warnings) and 12 (not checked); no write was measured.
+        old.get_model("jobs", "RunResultDay").objects.create(
+            disk=disk, profile_name="p", day=timeseries.utc_day(ms), runs=2, first_run=11, last_run=12, last_ms=ms,
+            total_early=2500.25, total_early_run=11, total_early_ms=ms - 60_000, total_early_steady=True,
+            total_early_warnings=2, total_early_limit=4000.0, total_late=3000.0, total_late_run=12,
+            total_late_ms=ms, total_late_warnings=0, read_early=1.5, read_early_run=11, read_early_ms=ms - 60_000,
+            read_early_steady=False, read_early_warnings=2,
+        )  # fmt: skip
+
+        MigrationExecutor(connection).migrate(after)
+        (day,) = RunResultDay.objects.filter(disk_id=disk.pk)
+        (columns,) = timeseries.unpack_day_points([day.points], [(0, 1)])
+        packed = [value for (value,) in columns]
+        assert packed == [getattr(day, field) for field in timeseries.DAY_POINTS]
+        fields = dict(zip(timeseries.DAY_POINTS, packed, strict=True))
+        assert (fields["total_early"], fields["total_early_steady"], fields["total_early_warnings"]) == (2500.25, True,
+                                                                                                       2)  # fmt: skip
+        assert (fields["total_late_run"], fields["total_late_steady"], fields["total_late_limit"]) == (12, None, None)
+        assert (fields["read_early_steady"], fields["write_late"]) == (False, None)
+        assert bytes(day.points) == timeseries.pack_day_points(fields)
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
 def test_migration_0023_gives_the_stored_days_the_flags_of_the_runs_they_draw():
     before, after = [("jobs", "0022_share_link_time_zone")], [("jobs", "0023_day_point_flags")]
     try:
@@ -271,7 +340,9 @@ def test_migration_0023_gives_the_stored_days_the_flags_of_the_runs_they_draw():
                            read_late_run=runs[0])  # fmt: skip
 
         MigrationExecutor(connection).migrate(after)
-        (day,) = RunResultDay.objects.filter(disk_id=disk.pk)
+        # The days as 0023 left them (later migrations add columns the model of today reads).
+        then = MigrationExecutor(connection).loader.project_state(after).apps.get_model("jobs", "RunResultDay")
+        (day,) = then.objects.filter(disk_id=disk.pk)
         assert (day.total_early_steady, day.total_early_warnings) == (False, 2)
         assert (day.total_late_steady, day.total_late_warnings) == (None, 1)
         assert (day.read_early_steady, day.read_early_warnings) == (True, 0) == (day.read_late_steady, 0)

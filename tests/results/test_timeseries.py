@@ -197,6 +197,31 @@ def test_a_day_of_one_run_has_it_as_both_ends():
     assert out["read_p99_early"] == out["read_p99_late"] == 1.0 and out["total_late_limit"] == 4000.0
 
 
+def test_packed_day_points_unpack_to_the_same_values_of_the_same_types_in_day_points_order():
+    rng = random.Random(9)
+    days = []
+    for _ in range(50):
+        rows = [(2**40 + i, 1_777_679_999_999 + i, [rng.choice([None, rng.uniform(0, 1e6), 0.1 + 0.2]) for _ in SERIES],
+                 rng.choice([None, 4000.0]), rng.choice([None, True, False]), rng.randint(0, 1000))
+                for i in range(rng.randint(1, 5))]  # fmt: skip
+        flat = [(run, ms, *values, limit, steady, warnings) for run, ms, values, limit, steady, warnings in rows]
+        extremes = day_extremes(flat)
+        days.append(extremes | timeseries.day_flags(flat, extremes))
+    packed = [timeseries.pack_day_points(day) for day in days]
+    # Spans of days, each as columns: a list a field of DAY_POINTS, with a value a day.
+    spans = [(0, 30), (30, 50), (7, 8)]
+    unpacked = timeseries.unpack_day_points(packed, spans)
+    expected = [[[day[field] for day in days[start:stop]] for field in timeseries.DAY_POINTS] for start, stop in spans]
+    assert unpacked == expected
+    assert [[list(map(type, c)) for c in span] for span in unpacked] == [[list(map(type, c)) for c in span]
+                                                                        for span in expected]  # fmt: skip
+    assert timeseries.unpack_day_points([], []) == []
+    with pytest.raises(ValueError, match="not the"):  # a cell cut short
+        timeseries.unpack_day_points([packed[0][:-1], packed[1]], [(0, 2)])
+    # Every series' early and late run: time, value, run, steady flag, warnings (and the total's limit).
+    assert len(timeseries.DAY_POINTS) == 2 * 5 * len(SERIES) + 2
+
+
 def test_a_runs_time_is_cut_to_its_millisecond_so_it_stays_in_the_utc_day_it_finished():
     moment = datetime(2026, 5, 1, 23, 59, 59, 999_900, tzinfo=UTC)
     assert epoch_ms(moment) == 1_777_679_999_999
