@@ -44,7 +44,7 @@ CLAIM_LEAD = timedelta(seconds=float(os.environ.get("BENCHWEB_TICK_SECONDS", "5"
 CLAIMS_ON_FINISH = 20
 
 
-def allowed(from_states: tuple[str, ...], to_state: str) -> tuple[str, ...]:
+def _allowed(from_states: tuple[str, ...], to_state: str) -> tuple[str, ...]:
     """`from_states`, once MOVES has said each may move to `to_state`; a move it does not declare is a mistake
     in the calling code, and raises."""
     refused = [state for state in from_states if to_state not in MOVES.get(state, ())]
@@ -56,7 +56,7 @@ def allowed(from_states: tuple[str, ...], to_state: str) -> tuple[str, ...]:
 def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int | None = None, **fields: Any) -> bool:
     """Move `run` from one of `from_states`; with `attempt`, only while that launch attempt is its latest."""
     now = timezone.now()
-    runs = Run.objects.filter(pk=run.pk, state__in=allowed(from_states, to_state))
+    runs = Run.objects.filter(pk=run.pk, state__in=_allowed(from_states, to_state))
     if attempt is not None:
         runs = runs.filter(launch_attempt=attempt)
     changed = runs.update(state=to_state, heartbeat_at=now, **fields)
@@ -67,7 +67,7 @@ def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int 
 
 def move_all(runs: QuerySet[Run], from_states: tuple[str, ...], to_state: str, **fields: Any) -> int:
     """Move every run of `runs` that is in one of `from_states`, in one UPDATE; how many moved."""
-    return runs.filter(state__in=allowed(from_states, to_state)).update(state=to_state, **fields)
+    return runs.filter(state__in=_allowed(from_states, to_state)).update(state=to_state, **fields)
 
 
 def finish(
