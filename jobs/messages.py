@@ -4,11 +4,17 @@ A run's steps send launches, observation steps, collections and stops through jo
 jobs/notify/delivery.py sends alert deliveries; the tasks call the use cases. Sending by name keeps that
 one-way: this module imports nothing of the app, so the use cases need not import the tasks module (and no
 function-level import is needed to dodge a cycle). A test checks that every name here is a registered task.
+
+benchweb's Celery app is imported with the first message, not with this module: Celery and kombu take a third of
+a second to import, which a process that sends nothing (a migrate, a manage.py command) need not pay.
 """
 
 from __future__ import annotations
 
-from celery import current_app
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 LAUNCH_RUN = "jobs.launch_run"
 LAUNCH_RUNS = "jobs.launch_runs"
@@ -21,9 +27,15 @@ DELIVER = "jobs.deliver"
 NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN, PUSH_TO_GRAFANA, DELIVER)
 
 
+def _app() -> Celery:
+    from benchweb.celery import app
+
+    return app
+
+
 def send(name: str, *args: object, queue: str, countdown: float = 0) -> None:
     """Publish one task message on `queue`, to run `countdown` seconds from now."""
-    current_app.send_task(name, args=list(args), queue=queue, countdown=countdown or None)
+    _app().send_task(name, args=list(args), queue=queue, countdown=countdown or None)
 
 
 def ping_workers(timeout: float) -> list[str]:
@@ -31,9 +43,9 @@ def ping_workers(timeout: float) -> list[str]:
     every worker answers, whatever queues it listens on). Waits the whole timeout. A broker that cannot be
     reached raises kombu's OperationalError at once: the connection is tried once, not retried as task
     messages are (six seconds of retries would hold up whoever asked)."""
-    with current_app.connection_for_write(connect_timeout=timeout) as connection:
+    with _app().connection_for_write(connect_timeout=timeout) as connection:
         connection.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
-        replies: list[dict[str, object]] = current_app.control.ping(timeout=timeout, connection=connection)
+        replies: list[dict[str, object]] = _app().control.ping(timeout=timeout, connection=connection)
     return sorted(name for reply in replies for name in reply)
 
 
@@ -45,9 +57,9 @@ SERVES = "benchweb_serves"
 def ask_workers(command: str, timeout: float) -> dict[str, object]:
     """Every worker's answer to a broadcast remote-control `command`, by worker name, within `timeout` seconds;
     waits the whole timeout, and raises at once when the broker cannot be reached (as ping_workers)."""
-    with current_app.connection_for_write(connect_timeout=timeout) as connection:
+    with _app().connection_for_write(connect_timeout=timeout) as connection:
         connection.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
-        replies: list[dict[str, object]] = current_app.control.broadcast(
+        replies: list[dict[str, object]] = _app().control.broadcast(
             command, reply=True, timeout=timeout, connection=connection
         )
     return {name: answer for reply in replies for name, answer in reply.items()}
@@ -55,7 +67,7 @@ def ask_workers(command: str, timeout: float) -> dict[str, object]:
 
 def consume(queue: str, worker: str, timeout: float) -> bool:
     """Ask one worker (by name) to consume `queue` too (Celery's add_consumer); True when it said it will."""
-    replies = current_app.control.add_consumer(queue, destination=[worker], reply=True, timeout=timeout)
+    replies = _app().control.add_consumer(queue, destination=[worker], reply=True, timeout=timeout)
     return any("ok" in answer for reply in replies or [] for answer in reply.values())
 
 
@@ -66,6 +78,6 @@ QUICK_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "int
 def offer(name: str, *args: object, queue: str, countdown: float = 0) -> None:
     """Publish one task message without waiting for a broker that is away (send waits ~20 s for one) and without
     a result to keep: for work the database already holds, such as an alert delivery."""
-    current_app.send_task(
+    _app().send_task(
         name, args=list(args), queue=queue, countdown=countdown or None, ignore_result=True, retry_policy=QUICK_RETRY
     )

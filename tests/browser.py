@@ -91,3 +91,65 @@ def wait_until(page: Any, expression: str, timeout_s: float = 30) -> None:
             shown = page.evaluate("(document.querySelector('main') || document.body).innerText.slice(0, 600)")
             raise AssertionError(f"still not true after {timeout_s} s: {expression}\nThe page says: {shown}")
         page.wait_for_timeout(100)
+
+
+# Controls a person types into or picks from; buttons name themselves by their text.
+UNLABELLED_CONTROLS = """() => {
+  const named = (el) => {
+    if ((el.getAttribute("aria-label") || "").trim()) return true;
+    const ids = (el.getAttribute("aria-labelledby") || "").split(/\\s+/).filter(Boolean);
+    if (ids.some((id) => (document.getElementById(id)?.textContent || "").trim())) return true;
+    return [...(el.labels || [])].some((label) => label.textContent.trim());
+  };
+  const shown = (el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden";
+  return [...document.querySelectorAll("input, select, textarea")]
+    .filter((el) => !["hidden", "submit", "button", "reset"].includes(el.type) && shown(el) && !named(el))
+    .map((el) => el.outerHTML.slice(0, 120));
+}"""
+
+# What reaches past the screen's edges. Only tables and preformatted text may be wider than the screen, and
+# only inside a box that scrolls: a card's text, forms and figures must fit.
+
+# Elements past the screen's right edge (tables, pre and .table-scroll may scroll instead).
+STICKING_OUT = """() => {
+  const mayScroll = (el) => el.closest("table, pre, .table-scroll");
+  const scrolls = (el) => {
+    for (let up = el.parentElement; up; up = up.parentElement) {
+      if (["auto", "scroll"].includes(getComputedStyle(up).overflowX)) return true;
+    }
+    return false;
+  };
+  const out = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const box = el.getBoundingClientRect();
+    if (!box.width || (box.right <= document.documentElement.clientWidth + 1 && box.left >= -1)) continue;
+    if (el.closest(".visually-hidden") || (mayScroll(el) && scrolls(el))) continue;
+    out.push(`${el.tagName.toLowerCase()}#${el.id}.${el.className} ${Math.round(box.left)}..${Math.round(box.right)}`);
+  }
+  return out.slice(0, 8);
+}"""
+
+
+def settle(page) -> None:
+    """Wait until the page's charts are drawn (or say why not), so the layout measured is the final one."""
+    page.wait_for_load_state("load")
+    if page.locator("#disk-charts").count():
+        wait_until(
+            page, "!document.getElementById('chart-drawn').hidden || !document.getElementById('chart-empty').hidden"
+        )
+    if page.locator("#run-chart-status").count():
+        wait_until(page, "!['', 'Loading…'].includes(document.getElementById('run-chart-status').textContent)")
+    if page.locator("#compare-chart").count():
+        wait_until(page, "window.Chart && Chart.getChart('compare-chart')")
+
+
+def assert_fits(page, name: str) -> None:
+    """Nothing of the page reaches past the screen's edge (checked at phone and desktop width)."""
+    # A phone's browser zooms out to show a page wider than the screen, and window.innerWidth grows with it;
+    # the layout width (the viewport meta tag's device-width) is the screen's own.
+    screen = page.evaluate("document.documentElement.clientWidth")
+    assert screen <= page.viewport_size["width"]
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= screen, f"{name}: the page is {width}px wide on a {screen}px screen: {page.evaluate(STICKING_OUT)}"
+    outside = page.evaluate(STICKING_OUT)
+    assert not outside, f"{name}: past the screen's edge: {outside}"

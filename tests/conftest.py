@@ -9,11 +9,19 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core import signals
+from django.db import close_old_connections
 from django.test import Client
 
 from jobs.models import Credential, Disk, Host, Membership, Team
 from jobs.teams import membership as teams
-from tests.test_safety import Lab, require_loop_devices
+from tests.loops import Lab, require_loop_devices
+from tests.stacks import free_port, running_stack, stack_env
+
+# Tests sign up and sign in hundreds of users. The production hasher (PBKDF2) is slow by design, about half a second
+# a password on this machine, which proves nothing about benchweb and cost the suite minutes; Django's documentation
+# advises a fast hasher for tests. Processes the tests start (`./bw run`, workers) keep the production one.
+settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +33,43 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
         if database["ENGINE"] != "django.db.backends.sqlite3":
             test = database.setdefault("TEST", {})
             test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{os.getpid()}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Share the slow tests between the sessions `./bw test` runs at once, one per database.
+
+    BENCHWEB_TEST_SHARE="i/n" names this session's share. A quick test checks what benchweb does with its
+    database, so every session runs every one. A slow test checks benchweb's processes (a real sshd, fio, Celery
+    workers, Chromium, the run command) and reads the database as the quick ones do: each runs in one session,
+    every n-th in collection order, so each database carries its share of them and the suite's wall time is not
+    spent twice. `every_database` keeps a slow test in every session (the bench scripts write their own SQL)."""
+    share = os.environ.get("BENCHWEB_TEST_SHARE")
+    if not share:
+        return
+    index, count = (int(part) for part in share.split("/"))
+    kept, elsewhere = [], []
+    slow_seen = 0
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("every_database"):
+            (kept if slow_seen % count == index else elsewhere).append(item)
+            slow_seen += 1
+        else:
+            kept.append(item)
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = kept
+
+
+@pytest.fixture
+def keep_the_test_connection() -> Iterator[None]:
+    """As Django's test client does: a request through the WSGI handler (Schemathesis calls the app in process)
+    must not close the test's database connection at its end, or the objects of the test's transaction would be
+    gone for the next request."""
+    for signal in (signals.request_started, signals.request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (signals.request_started, signals.request_finished):
+        signal.connect(close_old_connections)
 
 
 @pytest.fixture
@@ -74,6 +119,25 @@ def disk(host) -> Disk:
 
 
 @pytest.fixture
+def pair(host: Host) -> tuple[Disk, Disk]:
+    """Two disks of one host to compare: a local NVMe and a cloud volume, no limits."""
+    return (
+        Disk.objects.create(host=host, label="local nvme", target_path="/data/a"),
+        Disk.objects.create(host=host, label="cloud volume", target_path="/data/b"),
+    )
+
+
+@pytest.fixture
+def stack(tmp_path):
+    """`./bw run` started for real on a var dir and a free port of the test's own: (process, var dir, port, env)."""
+    var_dir = tmp_path / "var"
+    port = free_port()
+    env = stack_env(var_dir, port)
+    with running_stack(var_dir, env) as process:
+        yield process, var_dir, port, env
+
+
+@pytest.fixture
 def fio_installed():
     if shutil.which("fio") is None:
         reason = "fio is not installed (apt-get install fio; .ci/run installs it)"
@@ -88,7 +152,7 @@ from tests.sshd import *  # noqa: E402, F403  (fixtures: sshd, sshd_target, sshd
 from tests.workers import *  # noqa: E402, F403  (fixtures: broker, worker_factory, worker)
 
 # Loop devices belong to the machine, not to one pytest session. A test that detaches one and attaches another
-# file at the same name (a "reboot", tests/test_disk_identity.py) must not have a session running at the same
+# file at the same name (a "reboot", tests/disks/test_disk_identity.py) must not have a session running at the same
 # time (./bw test runs SQLite and PostgreSQL together) take that device with `losetup -f` in between, or its
 # teardown detach the other session's device: sessions take turns with them.
 LOOP_DEVICES_LOCK = Path("/run/lock/benchweb-tests-loop-devices.lock")

@@ -14,12 +14,14 @@ assertions depend on: defaults may change.
     RunFactory(disk=disk, with_profile=True)          # a new profile of the disk's team, its parameters snapshotted
     Run.objects.bulk_create(RunFactory.build(disk=disk, ...) for ...)   # team and profile_name are set on build
     ScheduleFactory(team=team, targets=[disk], profiles=[quick, other])
+    nightly_runs(disk, [4000, 3900, 2800], start=NIGHT_ONE, profile=quick)   # a history, one recorded run a night
 """
 
 from __future__ import annotations
 
+import random
 import tempfile
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import factory
@@ -27,6 +29,8 @@ from django.utils import timezone
 from factory.django import DjangoModelFactory
 
 from jobs.models import Credential, Disk, Host, Profile, Run, RunResult, Schedule, ScheduleProfile, Team
+
+NIGHT_ONE = datetime(2026, 3, 1, 2, 30, tzinfo=UTC)
 
 
 def fio_summary(read_iops: float = 4000.0, write_iops: float | None = None, block_size: int = 4096) -> dict:
@@ -209,3 +213,40 @@ class RunFactory(DjangoModelFactory):
     def recorded(run: Run, create: bool, record: bool | None, **kwargs: Any) -> None:
         if create and record:
             RunResult.record(run)
+
+
+def nightly_runs(
+    disk: Disk,
+    iops: list[float],
+    *,
+    start: datetime = NIGHT_ONE,
+    profile: Profile | None = None,
+    profile_name: str = "4k randread",
+    clat: dict | None = None,
+    p99: list[float] | None = None,
+) -> list[Run]:
+    """One succeeded run a night from `start`, of total IOPS iops[i], recorded as a finished run is (RunResult).
+
+    Under `profile` (its parameters snapshotted) when given, else under `profile_name` alone; `clat` replaces the
+    read latencies, `p99` sets each night's read p99."""
+    placed: dict[str, Any] = {"profile": profile, "parameters": profile.parameters()} if profile else {}
+    runs = []
+    for night, value in enumerate(iops):
+        summary = fio_summary(read_iops=float(value))
+        if clat:
+            summary["read"]["clat_us"] = clat
+        if p99:
+            summary["read"]["clat_us"] = summary["read"]["clat_us"] | {"p99": p99[night]}
+        finished = start + timedelta(days=night)
+        runs.append(
+            RunFactory(
+                disk=disk, profile_name=profile.name if profile else profile_name, succeeded=True, summary=summary,
+                started_at=finished - timedelta(seconds=60), finished_at=finished, recorded=True, **placed,
+            )
+        )  # fmt: skip
+    return runs
+
+
+def noisy(level: float, n: int, rng: random.Random, spread: float = 0.03) -> list[float]:
+    """n values within ±spread of level (a history with a known truth)."""
+    return [level * (1 + rng.uniform(-spread, spread)) for _ in range(n)]

@@ -34,7 +34,7 @@ SMTP_PORTS = range(int(_FIRST), int(_LAST) + 1)
 WAIT_S = 30.0
 
 
-def _free_port(ports: range) -> int:
+def free_port(ports: range) -> int:
     for port in ports:
         with socket.socket() as probe:
             try:
@@ -72,7 +72,7 @@ class SmtpServer:
 
 @pytest.fixture
 def smtp_server() -> Iterator[SmtpServer]:
-    server = SmtpServer("127.0.0.1", _free_port(SMTP_PORTS))
+    server = SmtpServer("127.0.0.1", free_port(SMTP_PORTS))
     controller = Controller(server, hostname=server.host, port=server.port)
     controller.start()
     try:

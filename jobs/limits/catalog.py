@@ -14,8 +14,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 CATALOG_PATH = Path(__file__).with_name("disk_catalog.yaml")
 
 # Bytes per second in one unit, as each source writes it: MB is 10^6 and MiB is 2^20.
@@ -313,6 +311,8 @@ def _record(type_id: str, body: Mapping[str, Any]) -> _Record:
 
 @cache
 def _catalog() -> dict[str, _Type]:
+    import yaml  # read once, on the first evaluation: a process that evaluates no disk never loads it
+
     raw = yaml.safe_load(CATALOG_PATH.read_text(encoding="utf-8"))
     types = {}
     for type_id, body in raw["types"].items():

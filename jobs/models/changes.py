@@ -17,7 +17,7 @@ from django.db import models, transaction
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 
-from jobs import limits, units
+from jobs import units
 from jobs.analysis import changepoints
 from jobs.models.disks import Disk
 from jobs.models.hosts import Host
@@ -161,6 +161,8 @@ class ChangePoint(models.Model):
         if self.metric == "iops":
             return units.format_iops_exact(value)
         if self.metric == "bandwidth":
+            from jobs import limits  # the catalog: imported where it is used, as in jobs/models/disks.py
+
             return limits.beside(units.format_bytes_per_s(value), value, self.limit_unit)
         return units.format_micros(value)
 

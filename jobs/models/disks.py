@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from jobs import limits, paths, runners, safety
-from jobs.limits import Limits, Spec
+from jobs import paths
 from jobs.models.hosts import Host
 from jobs.models.teams import Team
+
+# The limits catalog, the runners and the safety rules are imported by the methods that use them: every process
+# loads the models as it starts, and most (a migrate, beat, any manage.py command) never calls them.
+if TYPE_CHECKING:
+    from jobs import runners
+    from jobs.limits import Limits, Spec
 
 
 class Disk(models.Model):
@@ -75,10 +80,14 @@ class Disk(models.Model):
         super().save(*args, **kwargs)
 
     def spec(self) -> Spec:
+        from jobs import limits
+
         return limits.Spec(**{spec_field: getattr(self, field) for spec_field, field in SPEC_FIELDS.items()})
 
     def limits(self, block_size: int | None = None) -> Limits:
         """Raises limits.SpecError naming the field when the spec gives no limits (limits_or_reason does not)."""
+        from jobs import limits
+
         return limits.evaluate(self.spec(), block_size=block_size)
 
     def destructive_for(self, profile: Any) -> bool:
@@ -89,6 +98,8 @@ class Disk(models.Model):
     def refusal_for(self, profile: Any) -> runners.Unrunnable | None:
         """Why `profile` cannot run on this disk, or None: the one rule by which a new run is refused
         (queueing.create_run) and the Run now form disables a choice, so the two never disagree."""
+        from jobs import runners
+
         if self.destructive_for(profile) and not self.allow_destructive:
             fill = bool(getattr(profile, "precondition", ""))
             return runners.Unrunnable(
@@ -103,6 +114,8 @@ class Disk(models.Model):
     def limits_or_reason(self, block_size: int | None = None) -> tuple[Limits | None, str | None]:
         """The theoretical limits, or None and why there are none (a custom spec without figures, a size outside
         the type's range): every page, the API and the charts show one or the other."""
+        from jobs import limits
+
         try:
             return self.limits(block_size=block_size), None
         except limits.SpecError as exc:
@@ -114,9 +127,13 @@ class Disk(models.Model):
         return found.as_dict() if found else {"error": reason}
 
     def identity_description(self) -> str:
+        from jobs import safety
+
         return safety.describe_identity(self.identity)
 
     def clean(self) -> None:
+        from jobs import limits
+
         errors: dict[str, str] = {}
         try:
             limits.evaluate(self.spec())

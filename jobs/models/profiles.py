@@ -9,7 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from jobs import runners, units
+from jobs import units
 from jobs.models.teams import Team
 
 
@@ -110,6 +110,8 @@ class Profile(models.Model):
 
     @property
     def expected_seconds(self) -> int:
+        from jobs import runners  # fio's and ndisk's knowledge: imported where it is used (jobs/models/disks.py)
+
         return runners.expected_seconds(self.parameters())
 
     def clean(self) -> None:

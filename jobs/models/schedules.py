@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
-from jobs import scheduling
 from jobs.models.disks import Disk
 from jobs.models.profiles import Profile
 from jobs.models.teams import Team
+
+if TYPE_CHECKING:
+    from jobs import scheduling
 
 
 class Schedule(models.Model):
@@ -62,6 +64,8 @@ class Schedule(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         # Saving (an edit, a pause, a resume) starts the dispatcher's bookkeeping afresh: fires from now on
         # only, nothing back-filled, and runs already made are left as they are.
+        from jobs import scheduling  # with croniter: imported where it is used (jobs/models/disks.py says why)
+
         now = timezone.now()
         upcoming = scheduling.next_fires(self.rule(), now, 1) if self.enabled else []
         self.checked_until = now
@@ -69,6 +73,8 @@ class Schedule(models.Model):
         super().save(*args, **kwargs)
 
     def rule(self) -> scheduling.Rule:
+        from jobs import scheduling
+
         return scheduling.Rule(
             kind=self.kind,
             cron=self.cron,
@@ -87,6 +93,8 @@ class Schedule(models.Model):
             raise ValidationError({"interval_minutes": "Enter how many minutes apart, e.g. 60."})
         if not isinstance(self.blackouts, list) or not all(isinstance(b, str) for b in self.blackouts):
             raise ValidationError({"blackouts": 'Give a list of daily ranges, e.g. ["08:00-18:00", "22:00-23:30"].'})
+        from jobs import scheduling
+
         errors = scheduling.validate(self.rule())
         if errors:
             raise ValidationError(errors)
