@@ -289,7 +289,7 @@ class Probe:
                 seen[1] += elapsed
 
     def install(self) -> None:
-        from jobs.runs import lifecycle, queueing
+        from jobs.runs import queueing, steps, sweeping
         from jobs.schedules import dispatcher
 
         def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -306,7 +306,7 @@ class Probe:
         dispatcher.materialise = timed("materialise", dispatcher.materialise)
         dispatcher.expire_outside_window = timed("expire", dispatcher.expire_outside_window)
         queueing.dispatch_due = timed("dispatch_due", queueing.dispatch_due)
-        lifecycle.sweep = timed("sweep", lifecycle.sweep)
+        sweeping.sweep = timed("sweep", sweeping.sweep)
 
         def counted(send: Callable[..., Any]) -> Callable[..., Any]:
             def wrapper(*args: Any, **kwargs: Any) -> None:
@@ -320,16 +320,16 @@ class Probe:
             return wrapper
 
         # Claimed runs go out as one fan-out message per tick; the sweep re-sends single steps.
-        queueing._send_launches = counted(queueing._send_launches)
-        queueing.send = counted(queueing.send)
+        steps.send_launches = counted(steps.send_launches)
+        steps.send = counted(steps.send)
 
 
 def due_schedules(now: datetime) -> int:
     """Schedules whose fires the tick at `now` makes: those due up to CLAIM_LEAD ahead (dispatcher.materialise)."""
     from jobs.models import Schedule
-    from jobs.runs import queueing
+    from jobs.runs import states
 
-    return Schedule.objects.filter(enabled=True, next_fire_at__lte=now + queueing.CLAIM_LEAD).count()
+    return Schedule.objects.filter(enabled=True, next_fire_at__lte=now + states.CLAIM_LEAD).count()
 
 
 def waiting_runs(now: datetime) -> int:

@@ -90,7 +90,7 @@ def _restore_unacked_unless_collected(self: kombu_redis.QoS, client: object = No
 
     Redis is unreachable at that moment anyway, and every unacknowledged message is also kept in Redis's
     unacked hash (when Redis kept its data), which redelivers it after the visibility timeout; the beat sweep
-    re-polls an active run whose heartbeat is older than jobs.runs.lifecycle.STALE_AFTER long before that, and
+    re-polls an active run whose heartbeat is older than jobs.runs.sweeping.STALE_AFTER long before that, and
     the run state machine makes the late duplicate a no-op. So this skips only that impossible push and lets the
     worker reconnect (test: tests/stack/test_broker_restart.py).
     Remove it once Celery no longer closes a collected connection (celery/worker/consumer/consumer.py,

@@ -1,10 +1,9 @@
 """Work sent to the Celery workers, by the task names jobs/tasks.py registers.
 
-The use cases (jobs/runs/queueing.py `send` and `observe`, called by jobs/runs/lifecycle.py and
-jobs/runs/observing.py) send launches, observation steps, collections and stops, and jobs/notify/delivery.py
-sends alert deliveries; the tasks call the use cases. Sending by name keeps that one-way: this module imports
-nothing of the app, so the use cases need not import the tasks module (and no function-level import is needed
-to dodge a cycle). A test checks that every name here is a registered task.
+A run's steps send launches, observation steps, collections and stops through jobs/runs/steps.py, and
+jobs/notify/delivery.py sends alert deliveries; the tasks call the use cases. Sending by name keeps that
+one-way: this module imports nothing of the app, so the use cases need not import the tasks module (and no
+function-level import is needed to dodge a cycle). A test checks that every name here is a registered task.
 
 benchweb's Celery app is imported with the first message, not with this module: Celery and kombu take a third of
 a second to import, which a process that sends nothing (a migrate, a manage.py command) need not pay.

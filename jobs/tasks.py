@@ -1,5 +1,5 @@
-"""Celery tasks: thin wrappers that take an id, hand the work to a use case (jobs/runs/lifecycle.py,
-jobs/runs/launching.py, jobs/runs/observing.py, jobs/runs/retention.py, jobs/schedules/dispatcher.py,
+"""Celery tasks: thin wrappers that take an id, hand the work to a use case (a run's steps: jobs/runs/launching.py,
+watching.py, collecting.py, stopping.py, sweeping.py; jobs/runs/retention.py, jobs/schedules/dispatcher.py,
 jobs/alerts/evaluate.py, jobs/notify/delivery.py) and return a short status."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from jobs.alerts import evaluate as alerts
 from jobs.metrics import grafana
 from jobs.models import Team
 from jobs.notify import delivery
-from jobs.runs import launching, lifecycle, observing, retention, sites
+from jobs.runs import collecting, launching, retention, sites, stopping, sweeping, watching
 from jobs.schedules import dispatcher
 
 log = logging.getLogger(__name__)
@@ -82,22 +82,22 @@ def launch_runs(run_ids: list[int], queue: str | None = None) -> str:
 
 @shared_task(name="jobs.poll_run")
 def poll_run(run_id: int) -> str:
-    return lifecycle.poll(run_id)
+    return sweeping.poll(run_id)
 
 
 @shared_task(name="jobs.observe_host")
 def observe_host(host_id: int, token: str) -> str:
-    return observing.observe_host(host_id, token)
+    return watching.observe_host(host_id, token)
 
 
 @shared_task(name="jobs.collect_run")
 def collect_run(run_id: int) -> str:
-    return lifecycle.collect(run_id)
+    return collecting.collect(run_id)
 
 
 @shared_task(name="jobs.stop_run")
 def stop_run(run_id: int) -> str:
-    return lifecycle.stop(run_id)
+    return stopping.stop(run_id)
 
 
 @shared_task(name="jobs.prune_results")

@@ -2,33 +2,28 @@
 minute's sweep.
 
 The hooks run after the transaction that made the event commits (a run finished and its result recorded, a
-fire skipped, a key refused or approved), so a check reads what was written, and they never raise: an alert
-that could not be judged is logged, and the run, tick or connection that called goes on. The sweep
+fire skipped, a key refused or approved), so a check reads what was written. They raise as any code does: the
+callers enter them through the alert path's one boundary (jobs/alerts/boundary.py `after_commit`), which logs an
+alert that could not be judged, and the run, tick or connection that called goes on. The sweep
 (`jobs.alerts_sweep`, every minute, or every BENCHWEB_ALERTS_SWEEP_SECONDS) judges stale disks, which no event
 announces, and is the safety net for a hook that was missed (a worker killed between the commit and the check):
 it judges every unresolved alert again and the failures and skipped fires of the last minutes."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from functools import wraps
-from typing import Any, ParamSpec
 
-from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from jobs import clock, scheduling, ssh
+from jobs.alerts.boundary import never_raise
 from jobs.alerts.lifecycle import Found, clear, raise_alert
 from jobs.models import Alert, AlertRule, ChangePoint, Disk, Host, Run, RunResult, Schedule
 from jobs.results.compliance import DEFAULT_TOLERANCE
 
-log = logging.getLogger(__name__)
-
 Kind = Alert.Kind
-P = ParamSpec("P")
 
 FAILED = (Run.State.FAILED, Run.State.ERROR, Run.State.LOST)
 # A stale disk gets this much beyond its schedule's N-th fire: the run of that fire has to finish too.
@@ -37,24 +32,6 @@ STALE_SLACK = timedelta(minutes=15)
 LOOKBACK = timedelta(minutes=10)
 # The sweep's look at the key a host with a host-key alert presents: short, a host that does not answer waits.
 HOST_KEY_SCAN_TIMEOUT_S = 5.0
-
-
-def safely(check: Callable[P, Any]) -> Callable[P, None]:
-    """A hook never makes its caller fail: whatever goes wrong is logged, and the caller carries on."""
-
-    @wraps(check)
-    def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
-        try:
-            check(*args, **kwargs)
-        except Exception:
-            log.exception("alerts: %s%r could not be judged", check.__name__, args)
-
-    return guarded
-
-
-def after_commit(check: Callable[..., Any], *args: Any) -> None:
-    """Judge once the caller's transaction commits (at once outside one)."""
-    transaction.on_commit(lambda: safely(check)(*args))
 
 
 # ----------------------------------------------------------------------------- hooks
@@ -311,10 +288,10 @@ def sweep(now: datetime | None = None) -> str:
     now = now or timezone.now()
     scheduled = Disk.objects.filter(schedules__enabled=True).distinct().select_related("host")
     for disk in scheduled:
-        safely(stale)(disk, now)
+        never_raise(stale, disk, now)
     unresolved = Alert.objects.filter(state__in=Alert.UNRESOLVED).select_related("host", "disk__host", "schedule")
     for alert in unresolved:
-        safely(_judge_again)(alert, now)
+        never_raise(_judge_again, alert, now)
     recent = Run.objects.filter(finished_at__gte=now - LOOKBACK)
     failed = recent.filter(state__in=FAILED).exclude(trigger=Run.Trigger.IMPORT)
     series_failed(failed.values_list("disk_id", "profile_name").distinct().order_by())

@@ -4,11 +4,11 @@ a person, resolved when the condition clears or a regression is triaged as expec
 Every move is a conditional UPDATE on the state it leaves, and the partial unique index on (team, condition)
 among unresolved alerts is the last guard: two workers that see one failure at once make one alert. Each move
 publishes one event to the team's channels (jobs.notify) once its transaction commits, so a rolled-back run
-announces nothing."""
+announces nothing; the hand-over passes the alert path's one boundary (jobs/alerts/boundary.py), so a delivery
+that fails never fails a move."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,9 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jobs import links, notify
+from jobs.alerts import boundary
 from jobs.models import Alert, AlertRule, ChangePoint
-
-log = logging.getLogger(__name__)
 
 Kind = Alert.Kind
 
@@ -172,14 +171,8 @@ def ordered(alerts: Any) -> Any:
 def announce(alert: Alert, event: str) -> None:
     """Publish `event` for the alert's channels once the transaction commits; a delivery never fails a move."""
     payload = {"event": event, "alert": describe(alert)}
-    transaction.on_commit(lambda: _publish(alert.team_id, payload))
-
-
-def _publish(team_id: int, payload: dict[str, Any]) -> None:
-    try:
-        notify.publish(team_id, payload)
-    except Exception:
-        log.exception("alert %s: its %s event was not published", payload["alert"]["id"], payload["event"])
+    failure = f"alert {alert.pk}: its {event} event was not published"
+    boundary.after_commit(notify.publish, alert.team_id, payload, failure=failure)
 
 
 def describe(alert: Alert) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from audit import log as audit
 from audit.models import AuditEvent
 from jobs import remote, safety, ssh
 from jobs.hosts import connecting
-from jobs.models import Disk
+from jobs.models import Disk, Run
 
 
 class IdentityUnavailable(Exception):
@@ -72,3 +72,18 @@ def store_identity(disk: Disk, identity: dict[str, Any], user: Any, *, how: str,
                  replaced=safety.describe_identity(disk.identity) if disk.identity else None)  # fmt: skip
     disk.identity, disk.identity_recorded_at, disk.identity_note = identity, now, ""
     return True
+
+
+def note_verdict(run: Run, verdict: safety.Verdict) -> None:
+    """What a run's safety verdict found of the disk's identity (at its launch, or in the wrapper's last check on
+    the host): audit a write refused because a different disk sits at the path; trust the first run's disk that
+    passes the check (and was never recorded, e.g. its host was down at registration)."""
+    disk, found = run.disk, verdict.facts.get("identity")
+    refused_write = not verdict.ok and disk.kind == Disk.Kind.BLOCK and verdict.facts["writes"]
+    if refused_write and verdict.facts.get("identity_changes"):
+        audit.record(disk.team, None, AuditEvent.Action.DISK_IDENTITY_REFUSED, disk, run=run.pk,
+                     device=disk.target_path, registered=safety.describe_identity(disk.identity),
+                     found=safety.describe_identity(found or {}),
+                     changed=verdict.facts["identity_changes"])  # fmt: skip
+    elif verdict.ok and found and disk.identity_recorded_at is None:
+        store_identity(disk, found, run.created_by, how=f"first use by run {run.pk}", first_use=True)

@@ -15,6 +15,7 @@ from django.utils import timezone
 from audit import log as audit
 from audit.models import AuditEvent
 from jobs import errors, sessions, ssh
+from jobs.alerts import boundary
 from jobs.alerts import evaluate as alerts
 from jobs.models import Host, Run
 
@@ -38,7 +39,7 @@ def session(host: Host) -> Iterator[ssh.Connection]:
 
 def _presented_approved_key(host: Host, during: str) -> None:
     """A login passed the pinned-key check: a host-key-changed alert of the host no longer holds."""
-    alerts.after_commit(alerts.host_key_presented, host, during)
+    boundary.after_commit(alerts.host_key_presented, host, during)
 
 
 def _target(host: Host) -> ssh.Target:
@@ -101,7 +102,7 @@ def scan_host_key(host: Host, user: Any = None) -> ssh.HostKey:
     if host.has_pinned_key and key.key_b64 != host.host_key_b64:
         audit.record(host.team, user, AuditEvent.Action.HOST_KEY_CHANGED, host, pinned=host.host_key_fingerprint,
                      presented=key.fingerprint, presented_type=key.key_type)  # fmt: skip
-        alerts.after_commit(alerts.host_key_refused, host, key.fingerprint, "a key scan")
+        boundary.after_commit(alerts.host_key_refused, host, key.fingerprint, "a key scan")
     elif host.has_pinned_key and key.key_type == host.host_key_type:
         _presented_approved_key(host, "a key scan")
     Host.objects.filter(pk=host.pk).update(
@@ -128,7 +129,7 @@ def approve_host_key(host: Host, user: Any, fingerprint: str) -> None:
     audit.record(host.team, user, AuditEvent.Action.HOST_KEY_APPROVED, host, fingerprint=fingerprint,
                  key_type=host.scanned_key_type, replaced=host.host_key_fingerprint or None)  # fmt: skip
     host.refresh_from_db()
-    alerts.after_commit(alerts.host_key_approved, host)
+    boundary.after_commit(alerts.host_key_approved, host)
 
 
 # A run whose polls meet a changed key retries every few seconds: the audit log gets one event per host,
@@ -146,7 +147,7 @@ def note_ssh_refusal(
     presented = exc.presented
     during = f"run {run.pk}" if run else during
     fingerprint = presented.fingerprint if presented else ""
-    alerts.after_commit(alerts.host_key_refused, host, fingerprint, during)
+    boundary.after_commit(alerts.host_key_refused, host, fingerprint, during)
     recent = AuditEvent.objects.filter(
         action=AuditEvent.Action.HOST_KEY_REFUSED,
         object_type="host",

@@ -17,10 +17,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs import errors, figures
+from jobs.alerts import boundary
 from jobs.alerts import evaluate as alerts
 from jobs.analysis import steady
 from jobs.models import Disk, Profile, Run, RunResult, RunSample
-from jobs.runs import lifecycle
+from jobs.runs import collecting
 from jobs.tools import completion, detect
 from jobs.tools.summary import ParseError, ParseResult
 
@@ -221,11 +222,11 @@ def _store(disk: Disk, text: str, parsed: ParseResult, *, name: str, finished: d
         finished_at=finished,
         raw_output=text,
         import_fingerprint=fingerprint(text, parsed.label),
-        summary=lifecycle.stored_summary(summary),
+        summary=collecting.stored_summary(summary),
         limits_snapshot=disk.limits_snapshot(summary.get("block_size_bytes")),
         steady_state=None if errors else steady.stamp(parsed.steadystate, summary.get("samples", [])),
     )
     RunSample.store(run, summary.get("samples", []))
     RunResult.record(run)
-    alerts.after_commit(alerts.run_finished, run.pk)
+    boundary.after_commit(alerts.run_finished, run.pk)
     return run

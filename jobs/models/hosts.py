@@ -103,7 +103,7 @@ class Host(models.Model):
         default=False, help_text="The environment probe may ask the cloud's metadata service (off: never contacted)."
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    # The one chain of observation steps that looks after this host's running runs (jobs/runs/observing.py):
+    # The one chain of watching steps that looks after this host's running runs (jobs/runs/watching.py):
     # its token, and when it last stepped. A step whose token is no longer this one ends; a chain that stopped
     # stepping is replaced by a new token (the sweep, or the next launch).
     observer_token = models.CharField(max_length=32, blank=True, editable=False)

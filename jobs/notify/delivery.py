@@ -2,8 +2,9 @@
 back-off, never on a request or a run.
 
 1. `publish` (called by the alerts after their transaction commits) stores a queued Delivery for each enabled
-   channel that wants the event, then sends `jobs.deliver` with its id. It never raises and never waits for a
-   receiver: a failure to store or send is logged, and the beat's sweep sends what is due.
+   channel that wants the event, then sends `jobs.deliver` with its id. It never waits for a receiver, and
+   never raises (it passes the alert path's one boundary, jobs/alerts/boundary.py): a failure to store is
+   logged, and one to send too, and the beat's sweep sends what is due.
 2. `attempt` claims the delivery by a conditional UPDATE (due, not held by another attempt) and counts the
    attempt, hands the event to the channel's sender, and records the outcome: sent; or failed, due again after
    the next wait of BENCHWEB_DELIVERY_RETRY_SECONDS; or gave_up after the last, or at once when the receiver's
@@ -26,6 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jobs import links, messages
+from jobs.alerts import boundary
 from jobs.models import AlertChannel, Delivery
 from jobs.notify import senders, texts
 
@@ -42,18 +44,22 @@ LINK_FIELDS = ("url", "chart_url")
 
 
 def publish(team_id: int, event: dict[str, Any]) -> None:
-    try:
-        alert = event.get("alert") or {}
-        channels = [
-            channel
-            for channel in AlertChannel.objects.filter(team_id=team_id, enabled=True)
-            if channel.wants(str(event.get("event")), str(alert.get("kind")))
-        ]
-        with transaction.atomic():  # a savepoint if a caller's transaction is open: a failure here leaves it usable
-            queued = _queue(channels, event)
-    except Exception:  # the alert is stored whatever happens here; its channels just will not hear of it
-        log.exception("alert event for team %s was not queued for its channels", team_id)
-        return
+    """Queue `event` for the team's channels that want it, and send each delivery's task. It never raises: it
+    passes the alert path's one boundary (jobs/alerts/boundary.py), which logs what went wrong; the alert is
+    stored whatever happens here, its channels just do not hear of it."""
+    failure = f"the event for team {team_id} was not queued for its channels"
+    boundary.never_raise(_queue_and_send, team_id, event, failure=failure)
+
+
+def _queue_and_send(team_id: int, event: dict[str, Any]) -> None:
+    alert = event.get("alert") or {}
+    channels = [
+        channel
+        for channel in AlertChannel.objects.filter(team_id=team_id, enabled=True)
+        if channel.wants(str(event.get("event")), str(alert.get("kind")))
+    ]
+    with transaction.atomic():  # a savepoint if a caller's transaction is open: a failure here leaves it usable
+        queued = _queue(channels, event)
     for delivery in queued:
         _send(delivery.pk)
 

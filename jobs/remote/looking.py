@@ -1,6 +1,6 @@
 """Looking at a launched run: by one command (`poll`, which can wait on the host for the end), or, as the
 worker's observation step does, only over SFTP: no shell and no process on the host, nothing but the file
-reads of the session's SFTP server (jobs/runs/observing.py). And reading a file for collection."""
+reads of the session's SFTP server (jobs/runs/watching.py). And reading a file for collection."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from jobs.models import Disk, Profile, Run, RunSample
 from jobs.results import burst, series, stability
 from jobs.results.burst_serializers import RunBurstSerializer
 from jobs.results.compliance_serializers import RunStabilitySerializer
-from jobs.runs import lifecycle, queueing
+from jobs.runs import queueing, stopping
 
 
 class SteadyStateSerializer(serializers.Serializer):
@@ -354,7 +354,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
         """Pending runs stop at once; running ones are stopped on the host by the next poll."""
-        run = lifecycle.cancel(self.get_object())
+        run = stopping.cancel(self.get_object())
         return Response(RunDetailSerializer(run).data)
 
     @extend_schema(responses={200: RunSampleSerializer(many=True)})

@@ -1,32 +1,25 @@
 """Launching a queued run on its host: connect, preflight, judge (tool, safety, space, pinning), upload, and
-send the launch command, re-attaching by UUID when an earlier attempt's answer was lost. Also the two things
-the later steps (jobs/runs/lifecycle.py) share with it: noting what the identity check found, and removing a
-run's files on the host."""
+send the launch command, re-attaching by UUID when an earlier attempt's answer was lost. A running run is then
+its host's chain of observation steps (jobs/runs/watching.py), started through jobs/runs/steps.py."""
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime, timedelta
 
 from django.db.models import F
 from django.utils import timezone
 
-from audit import log as audit
-from audit.models import AuditEvent
 from jobs import environment, remote, safety, ssh
 from jobs import runners as runner
 from jobs.disks import identity, precondition
 from jobs.hosts import connecting
-from jobs.models import Disk, Run
-from jobs.runs import queueing
+from jobs.models import Run
+from jobs.runs import cleaning, states, steps
 from jobs.runs.states import finish, move
 from jobs.safety import guard
 
-log = logging.getLogger(__name__)
-
-
 # A launch whose answer was lost is asked again after a quarter of the time since its planned start, at least
-# RELAUNCH_MIN_S and at most RELAUNCH_MAX_S: the cap stays under lifecycle.STALE_AFTER, so while this chain of
+# RELAUNCH_MIN_S and at most RELAUNCH_MAX_S: the cap stays under sweeping.STALE_AFTER, so while this chain of
 # attempts lives the sweep does not start a second one.
 RELAUNCH_MIN_S = 5.0
 
@@ -62,7 +55,7 @@ def launch(run_id: int) -> str:
        LOST_LAUNCH_MARGIN; then it is *lost*, and its files, if any, stay on the host.
 
     Two attempts may overlap (the sweep re-sends a launch that waited in the queue longer than
-    lifecycle.STALE_AFTER): each counts itself in `launch_attempt`, and only the latest sends the launch command
+    sweeping.STALE_AFTER): each counts itself in `launch_attempt`, and only the latest sends the launch command
     or ends the run, so an older one that fails, or is refused, says nothing about a run the latest may have
     started.
     """
@@ -84,9 +77,9 @@ def launch(run_id: int) -> str:
     answer_lost = answer_lost or bool(run.remote_dir)
     if not answer_lost:
         # A scheduled run re-checks its schedule here: one paused since the claim starts nothing.
-        paused = queueing.paused_schedule(run)
+        paused = states.paused_schedule(run)
         if run.cancel_requested or paused:
-            why = queueing.paused_explanation(paused) if paused else "cancelled before it started"
+            why = states.paused_explanation(paused) if paused else "cancelled before it started"
             finish(run, Run.State.CANCELLED, why, attempt=attempt)
             return _state_of(run)
     tool = runner.for_parameters(run.parameters)
@@ -110,7 +103,7 @@ def launch(run_id: int) -> str:
                 # so that the run ends with nothing started and nothing able to start.
                 if remote.claim_launch(conn, run_dir):
                     finish(run, *ending)
-                    clean_up(conn, run)
+                    cleaning.clean_up(conn, run)
                     return _state_of(run)
                 launched = True  # it landed: re-attach (a cancelled run is then stopped on the host)
             if not launched:
@@ -148,9 +141,9 @@ def launch(run_id: int) -> str:
         explanation="running",
     ):
         # The host's chain of observation steps takes it from here; this starts one if the host has none.
-        queueing.observe(disk.host)
+        steps.watch(disk.host)
         if run.cancel_requested:
-            queueing.send("stop", run)  # cancelled while it launched
+            steps.send("stop", run)  # cancelled while it launched
     return run.state
 
 
@@ -211,7 +204,7 @@ def _launch_answer_lost(run: Run, exc: Exception, attempt: int) -> str:
         heartbeat_at=now,
     )
     age = (now - (run.started_at or now)).total_seconds()
-    queueing.send("launch", run, countdown=min(RELAUNCH_MAX_S, max(RELAUNCH_MIN_S, age / 4)))
+    steps.send("launch", run, countdown=min(RELAUNCH_MAX_S, max(RELAUNCH_MIN_S, age / 4)))
     return run.state
 
 
@@ -234,7 +227,7 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
         needed_bytes=runner.needed_bytes(params, disk.kind),
         recorded_identity=disk.identity,
     )
-    note_identity(run, verdict)
+    identity.note_verdict(run, verdict)
     if not verdict.ok:
         finish(run, Run.State.ERROR, "refused, nothing was written: " + " ".join(verdict.reasons), attempt=attempt)
         return None
@@ -281,33 +274,3 @@ def _pinning(run: Run, pre: remote.Preflight, attempt: int) -> environment.Pinni
         finish(run, Run.State.ERROR, "refused, nothing was started: " + pinning.refusal, attempt=attempt)
         return None
     return pinning
-
-
-def note_identity(run: Run, verdict: safety.Verdict) -> None:
-    """Audit a write refused because a different disk sits at the path; trust the first run's disk that
-    passes the check (and was never recorded, e.g. its host was down at registration)."""
-    disk, found = run.disk, verdict.facts.get("identity")
-    refused_write = not verdict.ok and disk.kind == Disk.Kind.BLOCK and verdict.facts["writes"]
-    if refused_write and verdict.facts.get("identity_changes"):
-        audit.record(disk.team, None, AuditEvent.Action.DISK_IDENTITY_REFUSED, disk, run=run.pk,
-                     device=disk.target_path, registered=safety.describe_identity(disk.identity),
-                     found=safety.describe_identity(found or {}),
-                     changed=verdict.facts["identity_changes"])  # fmt: skip
-    elif verdict.ok and found and disk.identity_recorded_at is None:
-        identity.store_identity(disk, found, run.created_by, how=f"first use by run {run.pk}", first_use=True)
-
-
-def clean_up(conn: ssh.Connection, run: Run) -> None:
-    """Remove the run's directory on the host (and a directory target's test files of this run); a failure is
-    logged, never raised: the run has ended either way, and its files only wait to be removed by hand."""
-    glob = f"{run.disk.target_path.rstrip('/')}/{safety.test_file_name(str(run.uuid))}*"
-    try:
-        remote.cleanup(
-            conn,
-            run.remote_dir,
-            glob if run.disk.kind == Disk.Kind.DIRECTORY else None,
-            base=run.disk.host.run_base_dir,
-            run_uuid=str(run.uuid),
-        )
-    except (ssh.SSHError, remote.RemoteError) as exc:
-        log.warning("run %s: could not remove its files on the host: %s", run.pk, exc)

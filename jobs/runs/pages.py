@@ -15,7 +15,7 @@ from jobs.analysis import steady
 from jobs.disks import precondition
 from jobs.models import Disk, Run
 from jobs.results import burst, compare, stability
-from jobs.runs import lifecycle
+from jobs.runs import stopping
 from jobs.runs.api import RunFilter
 
 
@@ -96,7 +96,7 @@ def run_progress(request: HttpRequest, pk: int) -> JsonResponse:
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = access.run(request, pk)
     access.require_change(request, run.team)
-    lifecycle.cancel(run)
+    stopping.cancel(run)
     return redirect("run_detail", pk=run.pk)
 
 

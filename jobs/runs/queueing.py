@@ -1,43 +1,26 @@
-"""Runs before they start: create (refused with the reason), claim a disk, send the launch by name.
+"""Runs before they start: create (refused with the reason), queue (claim the disk, through the state machine),
+and the beat tick's claim of every due run at once, whose launches go out by site.
 
-The beat tick (jobs/schedules/dispatcher.py) and the run-now buttons and API come here; the database row is
-the truth, the broker message only a nudge (docs/decisions/0002-database-is-the-truth.md)."""
+The run-now buttons and API come here (`request_run`), and the beat tick (jobs/schedules/dispatcher.py,
+`dispatch_due`); the database row is the truth, the broker message only a nudge
+(docs/decisions/0002-database-is-the-truth.md). The one-run claim, pending -> queued when the disk is free, is
+the state machine's (jobs/runs/states.py `claim`): a finishing run hands its disk on with it."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, Q, Value, When
+from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from audit import log as audit
 from audit.models import AuditEvent
-from jobs import errors, messages
-from jobs.models import Disk, Host, Profile, Run, Schedule
-from jobs.runs import sites
-from jobs.runs.sites import queue_for
-
-# Runs are claimed and launched this long before their not_before; the wrapper waits on the host until
-# then, so neither the beat tick's period nor the SSH launch delays the start. 30 s covers a fan-out: one
-# worker's 8 threads launch 50 runs of one fire in ~10 s, longer while earlier runs load the machine
-# (bench/fanout.py: with 10 s of lead the last of 50 started 5.3 s late).
-CLAIM_LEAD = timedelta(seconds=float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")) + 30)
-
-
-# How long a launched wrapper may take to write its pid before it counts as dead.
-START_GRACE = timedelta(seconds=60)
-
-
-# A queued run no worker has taken for this long says so (and which queue it waits on).
-UNCLAIMED_AFTER = timedelta(seconds=60)
-
-
-QUEUED_TEXT = "queued for a worker"
+from jobs import errors
+from jobs.models import Disk, Host, Profile, Run
+from jobs.runs import states, steps
 
 
 class RunRefused(errors.FieldRefused):
@@ -81,7 +64,7 @@ def create_run(
 def request_run(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None) -> Run:
     """Create a run and start it now if its disk is free; otherwise it waits and says why."""
     run = create_run(disk, profile, trigger=trigger, user=user)
-    claim(run)
+    states.claim(run)
     run.refresh_from_db()
     return run
 
@@ -92,82 +75,19 @@ def refusal_text(disk: Disk, profile: Profile) -> str | None:
     return f"{profile.name} cannot run on disk {disk.label}: {refusal.message}" if refusal else None
 
 
-def paused_explanation(schedule_name: str) -> str:
-    """Why a scheduled run ended without starting: its schedule was paused first."""
-    return (
-        f"cancelled before it started: its schedule {schedule_name} was paused (a pause stops every fire not yet "
-        f"started; resume the schedule for the next fires)"
-    )
-
-
-def paused_schedule(run: Run) -> str | None:
-    """The name of the run's schedule when the run is one of its fires and the schedule is paused now."""
-    if run.schedule_id is None or run.trigger != Run.Trigger.SCHEDULE:
-        return None
-    return Schedule.objects.filter(pk=run.schedule_id, enabled=False).values_list("name", flat=True).first()
-
-
-def claim(run: Run, now: Any = None) -> bool:
-    """pending -> queued for one run, if its disk (and an exclusive host) is free; the launch goes out on commit."""
-    now = now or timezone.now()
-    if run.not_before and run.not_before > now + CLAIM_LEAD:
-        return False
-    if paused := paused_schedule(run):
-        # Paused after this fire was made: the pause cancelled it, or it raced the pause; either way it ends here.
-        Run.objects.filter(pk=run.pk, state=Run.State.PENDING).update(
-            state=Run.State.CANCELLED, finished_at=now, explanation=paused_explanation(paused)
-        )
-        return False
-    host = run.disk.host
-    try:
-        with transaction.atomic():
-            if host.exclusive:
-                # Lock the host row so two disks of one exclusive host are never claimed at once.
-                Host.objects.select_for_update().filter(pk=host.pk).first()
-                other = Run.objects.filter(disk__host_id=host.pk, state__in=Run.ACTIVE_STATES).exclude(pk=run.pk)
-                if first := other.first():
-                    _explain_if_changed(run, f"waiting: host {host.name} runs one benchmark at a time; "
-                                             f"busy with run {first.pk}")  # fmt: skip
-                    return False
-            busy = (
-                Run.objects.filter(disk_id=run.disk_id, state__in=Run.ACTIVE_STATES)
-                .exclude(pk=run.pk)
-                .order_by()
-                .first()
-            )
-            if busy:
-                _explain_if_changed(run, f"waiting: disk busy with run {busy.pk}")
-                return False
-            changed = Run.objects.filter(pk=run.pk, state=Run.State.PENDING).update(
-                state=Run.State.QUEUED, queued_at=now, heartbeat_at=now, explanation=QUEUED_TEXT
-            )
-    except IntegrityError:
-        # Another run took the disk between our look and our update: the constraint said no.
-        _explain_if_changed(run, "waiting: disk busy with another run")
-        return False
-    if changed:
-        transaction.on_commit(lambda: _send_launch(run, host.site))
-    return bool(changed)
-
-
-def _send_launch(run: Run, site: str) -> None:
-    send("launch", run)
-    _say_if_unserved(site, [run.pk])
-
-
 def dispatch_due(now: Any = None) -> int:
     """Claim every pending run whose time has come, oldest first, in one transaction. Called by the beat tick.
 
     One query reads the due runs, one the busy disks and hosts; the free ones move to *queued* with one
     UPDATE and the waiting ones get their reason with another; one fan-out message asks a worker to launch
-    them all. Exclusive hosts are locked as claim() locks them, and the partial unique index on active runs
+    them all. Exclusive hosts are locked as states.claim() locks them, and the partial unique index on active runs
     per disk still guards: if a run was claimed elsewhere meanwhile, this tick falls back to claim() one by one.
     """
     now = now or timezone.now()
     with tick_transaction():
         rows = list(
             Run.objects.filter(state=Run.State.PENDING)
-            .exclude(not_before__gt=now + CLAIM_LEAD)
+            .exclude(not_before__gt=now + states.CLAIM_LEAD)
             .order_by("not_before", "pk")
             .values_list(
                 "pk",
@@ -223,10 +143,14 @@ def _drop_paused(due: list[Any], now: Any) -> list[Any]:
     (dispatcher.stop_unstarted): this re-check catches a fire that raced it."""
     paused = {row[0]: row[9] for row in due if row[7] == Run.Trigger.SCHEDULE and row[8] is False}
     if paused:
-        Run.objects.filter(pk__in=paused, state=Run.State.PENDING).update(
-            state=Run.State.CANCELLED,
+        states.move_all(
+            Run.objects.filter(pk__in=paused),
+            (Run.State.PENDING,),
+            Run.State.CANCELLED,
             finished_at=now,
-            explanation=Case(*(When(pk=pk, then=Value(paused_explanation(name))) for pk, name in paused.items())),
+            explanation=Case(
+                *(When(pk=pk, then=Value(states.paused_explanation(name))) for pk, name in paused.items())
+            ),
         )
     return [row[:7] for row in due if row[0] not in paused]
 
@@ -257,70 +181,12 @@ def _claim_together(sites: dict[int, str], now: Any) -> int:
     ids = list(sites)
     try:
         with transaction.atomic():
-            claimed = Run.objects.filter(pk__in=ids, state=Run.State.PENDING).update(
-                state=Run.State.QUEUED, queued_at=now, heartbeat_at=now, explanation=QUEUED_TEXT
-            )
+            claimed = states.move_all(Run.objects.filter(pk__in=ids), (Run.State.PENDING,), Run.State.QUEUED,
+                                      queued_at=now, heartbeat_at=now, explanation=steps.QUEUED_TEXT)  # fmt: skip
     except IntegrityError:
         # A run on one of these disks was claimed elsewhere since we looked: claim them one at a time.
         runs = Run.objects.filter(pk__in=ids).select_related("disk__host").order_by("not_before", "pk")
-        return sum(claim(run, now) for run in runs)
+        return sum(states.claim(run, now) for run in runs)
     # A run cancelled in between stays cancelled: launch() only moves queued runs on.
-    transaction.on_commit(lambda: _send_launches(sites))
+    transaction.on_commit(lambda: steps.send_launches(sites))
     return claimed
-
-
-def _explain_if_changed(run: Run, explanation: str) -> None:
-    Run.objects.filter(pk=run.pk, state=Run.State.PENDING).exclude(explanation=explanation).update(
-        explanation=explanation
-    )
-
-
-def _send_launches(by_run: dict[int, str]) -> None:
-    """One message per site for many launches: a worker of that site fans it out, so the tick publishes once
-    per site and every launch runs near its host."""
-    by_site: dict[str, list[int]] = {}
-    for run_id, site in by_run.items():
-        by_site.setdefault(site, []).append(run_id)
-    for site, run_ids in by_site.items():
-        queue = queue_for(site)
-        messages.send(messages.LAUNCH_RUNS, run_ids, queue, queue=queue)
-        _say_if_unserved(site, run_ids)
-
-
-def _say_if_unserved(site: str, run_ids: list[int]) -> None:
-    """Runs just queued for a site that no running worker serves say so at once, rather than "queued for a
-    worker" (the message stays in the site's queue: a worker started there takes it)."""
-    if sites.unserved(site):
-        Run.objects.filter(pk__in=run_ids, state=Run.State.QUEUED, explanation=QUEUED_TEXT).update(
-            explanation=sites.waiting_text(site)
-        )
-
-
-def send(step: str, run: Run, countdown: float = 0) -> None:
-    """launch, poll (look after: jobs/runs/lifecycle.py `poll`), collect or stop one run, on its host's site
-    queue."""
-    name = {"launch": messages.LAUNCH_RUN, "poll": messages.POLL_RUN, "collect": messages.COLLECT_RUN,
-            "stop": messages.STOP_RUN}[step]  # fmt: skip
-    messages.send(name, run.pk, queue=queue_for(run.disk.host.site), countdown=countdown)
-
-
-# A host whose chain of observation steps has not stepped for this long has none left (a step comes every
-# second or so, at most every 6 s while its host does not answer): the next launch or the sweep starts one.
-OBSERVER_STALE_AFTER = timedelta(seconds=20)
-
-
-def observe(host: Host, *, now: Any = None) -> bool:
-    """Make sure one chain of observation steps looks after `host`'s running runs (jobs/runs/observing.py):
-    start one unless a live one is there. The new chain's token replaces the old one's in one conditional
-    UPDATE, so of two callers at once only one starts a chain, and a chain that was only slow ends at its next
-    step. True when this call started it."""
-    now = now or timezone.now()
-    token = os.urandom(16).hex()
-    started = (
-        Host.objects.filter(pk=host.pk)
-        .filter(Q(observer_token="") | Q(observed_at__isnull=True) | Q(observed_at__lt=now - OBSERVER_STALE_AFTER))
-        .update(observer_token=token, observed_at=now)
-    )
-    if started:
-        transaction.on_commit(lambda: messages.send(messages.OBSERVE_HOST, host.pk, token, queue=queue_for(host.site)))
-    return bool(started)

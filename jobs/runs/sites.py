@@ -1,7 +1,7 @@
 """Which running workers serve each site, and the worker that serves every site.
 
 A host's site has two meanings. For analysis, the hosts of one site are compared for drops they share (the
-disk's Stability card). For routing, the host's runs go to the Celery queue `site.<name>` (queueing.queue_for),
+disk's Stability card). For routing, the host's runs go to the Celery queue `site.<name>` (`queue_for`),
 and only a worker that consumes that queue runs them. A worker serves a site when it was started with
 `-Q site.<name>`, or when it serves every site (BENCHWEB_WORKER_EVERY_SITE, which `./bw run` sets for its one
 worker): that worker consumes the default queue plus `site.<name>` for every site a host has, and looks at the

@@ -1,25 +1,62 @@
-"""The state machine every step of a run calls: `move` from allowed states to the next one, `finish` in a final
-state and hand the disk on. docs/architecture.md has the states and who moves a run between them."""
+"""The run state machine: the only module that changes `Run.state`. The moves a run may make are declared once,
+in MOVES; every step of a run calls `move` (one run), `move_all` (many at once) or `finish` (a final state).
+
+A run holds its disk in the active states (`Run.ACTIVE_STATES`), so the two moves that take and give back a disk
+live here too: `claim` (pending -> queued, when the disk is free) and `finish`, which hands the disk to the runs
+waiting for it in the same transaction. docs/architecture.md has the states and who moves a run between them.
+(New rows are made in a state, not moved into it: queueing.create_run, the tick's fires, an import.)"""
 
 from __future__ import annotations
 
+import os
+from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from jobs.alerts import evaluate as alerts
-from jobs.models import Run
-from jobs.runs import queueing
+from jobs.alerts import boundary, evaluate
+from jobs.models import Host, Run, Schedule
+from jobs.runs import steps
+
+State = Run.State
+
+# Forward only, and out of any unfinished state to a final one; nothing leaves a final state. launching ->
+# launching is a launch tried again (its answer was lost).
+MOVES: dict[str, tuple[str, ...]] = {
+    State.PENDING: (State.QUEUED, *Run.FINAL_STATES),
+    State.QUEUED: (State.LAUNCHING, *Run.FINAL_STATES),
+    State.LAUNCHING: (State.LAUNCHING, State.RUNNING, *Run.FINAL_STATES),
+    State.RUNNING: (State.COLLECTING, *Run.FINAL_STATES),
+    State.COLLECTING: Run.FINAL_STATES,
+}
+
+
+# Runs are claimed and launched this long before their not_before; the wrapper waits on the host until
+# then, so neither the beat tick's period nor the SSH launch delays the start. 30 s covers a fan-out: one
+# worker's 8 threads launch 50 runs of one fire in ~10 s, longer while earlier runs load the machine
+# (bench/fanout.py: with 10 s of lead the last of 50 started 5.3 s late).
+CLAIM_LEAD = timedelta(seconds=float(os.environ.get("BENCHWEB_TICK_SECONDS", "5")) + 30)
+
 
 # A finishing run claims at most this many of the runs waiting for its disk or host (the tick does the rest).
 CLAIMS_ON_FINISH = 20
 
 
+def _allowed(from_states: tuple[str, ...], to_state: str) -> tuple[str, ...]:
+    """`from_states`, once MOVES has said each may move to `to_state`; a move it does not declare is a mistake
+    in the calling code, and raises."""
+    refused = [state for state in from_states if to_state not in MOVES.get(state, ())]
+    if refused:
+        raise ValueError(f"a run cannot move from {', '.join(refused)} to {to_state} (jobs/runs/states.py MOVES)")
+    return from_states
+
+
 def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int | None = None, **fields: Any) -> bool:
     """Move `run` from one of `from_states`; with `attempt`, only while that launch attempt is its latest."""
     now = timezone.now()
-    runs = Run.objects.filter(pk=run.pk, state__in=from_states)
+    runs = Run.objects.filter(pk=run.pk, state__in=_allowed(from_states, to_state))
     if attempt is not None:
         runs = runs.filter(launch_attempt=attempt)
     changed = runs.update(state=to_state, heartbeat_at=now, **fields)
@@ -28,13 +65,18 @@ def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int 
     return bool(changed)
 
 
+def move_all(runs: QuerySet[Run], from_states: tuple[str, ...], to_state: str, **fields: Any) -> int:
+    """Move every run of `runs` that is in one of `from_states`, in one UPDATE; how many moved."""
+    return runs.filter(state__in=_allowed(from_states, to_state)).update(state=to_state, **fields)
+
+
 def finish(
     run: Run,
     state: str,
     explanation: str,
     *,
     attempt: int | None = None,
-    from_states: tuple[str, ...] = (Run.State.PENDING, *Run.ACTIVE_STATES),
+    from_states: tuple[str, ...] = (State.PENDING, *Run.ACTIVE_STATES),
     **fields: Any,
 ) -> bool:
     """Move a run to a final state (from one of `from_states`: any unfinished one by default), and hand the disk
@@ -42,7 +84,7 @@ def finish(
     for the beat tick, and no waiting run keeps naming a run that has ended. A run that ended otherwise than
     succeeded has no number to judge: it keeps no validity stamp (the warnings given at its launch, such as
     fresh blocks, and no steady-state stamp)."""
-    if state != Run.State.SUCCEEDED:
+    if state != State.SUCCEEDED:
         fields |= {"warnings": [], "steady_state": None}
     with transaction.atomic():
         finished = move(
@@ -51,7 +93,7 @@ def finish(
         if finished:
             _claim_waiting(run)
             # After the commit: a succeeded run's result and change points are stored by then.
-            alerts.after_commit(alerts.run_finished, run.pk)
+            boundary.after_commit(evaluate.run_finished, run.pk)
     return finished
 
 
@@ -60,7 +102,76 @@ def _claim_waiting(run: Run) -> None:
     takes it, and each of the others gets its reason anew from claim(). The beat tick does the same for any
     beyond the first CLAIMS_ON_FINISH."""
     host = run.disk.host
-    waiting = Run.objects.filter(state=Run.State.PENDING).exclude(not_before__gt=timezone.now() + queueing.CLAIM_LEAD)
+    waiting = Run.objects.filter(state=State.PENDING).exclude(not_before__gt=timezone.now() + CLAIM_LEAD)
     waiting = waiting.filter(disk__host_id=host.pk) if host.exclusive else waiting.filter(disk_id=run.disk_id)
     for next_run in waiting.select_related("disk__host").order_by("not_before", "pk")[:CLAIMS_ON_FINISH]:
-        queueing.claim(next_run)
+        claim(next_run)
+
+
+def claim(run: Run, now: Any = None) -> bool:
+    """pending -> queued for one run, if its disk (and an exclusive host) is free; the launch goes out on commit."""
+    now = now or timezone.now()
+    if run.not_before and run.not_before > now + CLAIM_LEAD:
+        return False
+    if paused := paused_schedule(run):
+        # Paused after this fire was made: the pause cancelled it, or it raced the pause; either way it ends here.
+        move_all(Run.objects.filter(pk=run.pk), (State.PENDING,), State.CANCELLED,
+                 finished_at=now, explanation=paused_explanation(paused))  # fmt: skip
+        return False
+    host = run.disk.host
+    try:
+        with transaction.atomic():
+            if host.exclusive:
+                # Lock the host row so two disks of one exclusive host are never claimed at once.
+                Host.objects.select_for_update().filter(pk=host.pk).first()
+                other = Run.objects.filter(disk__host_id=host.pk, state__in=Run.ACTIVE_STATES).exclude(pk=run.pk)
+                if first := other.first():
+                    _explain_if_changed(run, f"waiting: host {host.name} runs one benchmark at a time; "
+                                             f"busy with run {first.pk}")  # fmt: skip
+                    return False
+            busy = (
+                Run.objects.filter(disk_id=run.disk_id, state__in=Run.ACTIVE_STATES)
+                .exclude(pk=run.pk)
+                .order_by()
+                .first()
+            )
+            if busy:
+                _explain_if_changed(run, f"waiting: disk busy with run {busy.pk}")
+                return False
+            changed = move_all(Run.objects.filter(pk=run.pk), (State.PENDING,), State.QUEUED,
+                               queued_at=now, heartbeat_at=now, explanation=steps.QUEUED_TEXT)  # fmt: skip
+    except IntegrityError:
+        # Another run took the disk between our look and our update: the constraint said no.
+        _explain_if_changed(run, "waiting: disk busy with another run")
+        return False
+    if changed:
+        transaction.on_commit(lambda: steps.send_launch(run, host.site))
+    return bool(changed)
+
+
+def _explain_if_changed(run: Run, explanation: str) -> None:
+    Run.objects.filter(pk=run.pk, state=State.PENDING).exclude(explanation=explanation).update(explanation=explanation)
+
+
+def paused_explanation(schedule_name: str) -> str:
+    """Why a scheduled run ended without starting: its schedule was paused first."""
+    return (
+        f"cancelled before it started: its schedule {schedule_name} was paused (a pause stops every fire not yet "
+        f"started; resume the schedule for the next fires)"
+    )
+
+
+def paused_schedule(run: Run) -> str | None:
+    """The name of the run's schedule when the run is one of its fires and the schedule is paused now."""
+    if run.schedule_id is None or run.trigger != Run.Trigger.SCHEDULE:
+        return None
+    return Schedule.objects.filter(pk=run.schedule_id, enabled=False).values_list("name", flat=True).first()
+
+
+def lost_reason(state: str) -> str:
+    """Why a run is lost, from what its host shows of it (a observation step's look, a collection's read)."""
+    return {
+        "vanished": "lost: the run directory on the host is gone (the host rebooted or someone removed it)",
+        "dead": "lost: the benchmark stopped on the host without finishing (killed, or the host rebooted)",
+        "unlaunched": "lost: the run was never started on the host",
+    }[state]

@@ -21,9 +21,10 @@ from django.utils import timezone
 from audit import log as audit
 from audit.models import AuditEvent
 from jobs import clock, runners, scheduling
+from jobs.alerts import boundary
 from jobs.alerts import evaluate as alerts
 from jobs.models import Disk, Run, Schedule, ScheduleProfile
-from jobs.runs import lifecycle, queueing
+from jobs.runs import queueing, states, steps, sweeping
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ def materialise(now: datetime | None = None) -> int:
     Fires are made up to CLAIM_LEAD ahead of `now`, so that even the first target of a fire (stagger slot 1)
     is claimed and launched early and its wrapper waits on the host for the exact second."""
     now = now or timezone.now()
-    horizon = now + queueing.CLAIM_LEAD
+    horizon = now + states.CLAIM_LEAD
     with queueing.tick_transaction():
         due = list(
             Schedule.objects.select_for_update(skip_locked=True)
@@ -193,9 +194,9 @@ def _judge_alerts(rows: list[Run]) -> None:
     skipped = {row.schedule_id for row in rows if row.state == Run.State.SKIPPED and row.schedule_id}
     failed = {(row.disk_id, row.profile_name) for row in rows if row.state == Run.State.FAILED}
     if skipped:
-        alerts.after_commit(alerts.fires_skipped, skipped)
+        boundary.after_commit(alerts.fires_skipped, skipped)
     if failed:
-        alerts.after_commit(alerts.series_failed, failed)
+        boundary.after_commit(alerts.series_failed, failed)
 
 
 def _save_bookkeeping(schedules: list[Schedule]) -> None:
@@ -220,16 +221,13 @@ def _save_bookkeeping(schedules: list[Schedule]) -> None:
 def expire_outside_window(now: datetime | None = None) -> int:
     """Pending scheduled runs whose window closed while they waited are skipped, with the reason."""
     now = now or timezone.now()
-    skipped = Run.objects.filter(
-        state=Run.State.PENDING, schedule__window_end__isnull=False, schedule__window_end__lt=now
-    ).update(
-        state=Run.State.SKIPPED,
-        finished_at=now,
-        explanation=WINDOW_CLOSED,
+    closed = Run.objects.filter(schedule__window_end__isnull=False, schedule__window_end__lt=now)
+    skipped = states.move_all(
+        closed, (Run.State.PENDING,), Run.State.SKIPPED, finished_at=now, explanation=WINDOW_CLOSED
     )
     if skipped:  # rare: only then are the schedules looked up, so a tick with none costs no query more
         these = Run.objects.filter(state=Run.State.SKIPPED, finished_at=now, explanation=WINDOW_CLOSED)
-        alerts.after_commit(alerts.fires_skipped, set(these.values_list("schedule_id", flat=True)))
+        boundary.after_commit(alerts.fires_skipped, set(these.values_list("schedule_id", flat=True)))
     return skipped
 
 
@@ -245,9 +243,9 @@ def stop_unstarted(schedule: Schedule, now: datetime | None = None) -> int:
        the waiting wrapper before the tool starts, and says that nothing ran.
     Runs whose start has come go on, and so do runs a person started with the schedule's Run now."""
     now = now or timezone.now()
-    text = queueing.paused_explanation(schedule.name)
+    text = states.paused_explanation(schedule.name)
     fires = Run.objects.filter(schedule=schedule, trigger=Run.Trigger.SCHEDULE)
-    stopped = fires.filter(state=Run.State.PENDING).update(state=Run.State.CANCELLED, finished_at=now, explanation=text)
+    stopped = states.move_all(fires, (Run.State.PENDING,), Run.State.CANCELLED, finished_at=now, explanation=text)
     waiting = fires.filter(
         Q(state=Run.State.QUEUED) | Q(state__in=(Run.State.LAUNCHING, Run.State.RUNNING), not_before__gt=now),
         cancel_requested=False,
@@ -258,7 +256,7 @@ def stop_unstarted(schedule: Schedule, now: datetime | None = None) -> int:
         explanation=f"cancelling: its schedule {schedule.name} was paused before this run started",
     )
     for run in running:
-        transaction.on_commit(lambda run=run: queueing.send("poll", run))  # type: ignore[misc]
+        transaction.on_commit(lambda run=run: steps.send("poll", run))  # type: ignore[misc]
     return stopped
 
 
@@ -274,5 +272,5 @@ def tick(now: datetime | None = None) -> str:
         created = materialise(now)
         skipped = expire_outside_window(now)
         claimed = queueing.dispatch_due(now)
-    repolled = lifecycle.sweep(now)
+    repolled = sweeping.sweep(now)
     return f"created {created}, skipped {skipped}, claimed {claimed}, re-polled {repolled}"

@@ -17,7 +17,7 @@ from jobs.alerts import evaluate, lifecycle
 from jobs.api.models import ApiToken
 from jobs.hosts import connecting
 from jobs.models import Alert, AlertRule, Annotation, ChangePoint, Membership, Preferences, Run, Schedule
-from jobs.runs import lifecycle as runs
+from jobs.runs import states as runs
 from jobs.schedules import dispatcher
 from tests.factories import NIGHT_ONE, ProfileFactory, RunFactory, ScheduleFactory, fio_summary, nightly_runs, noisy
 from tests.world import client_for, make_world

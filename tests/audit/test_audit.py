@@ -12,7 +12,7 @@ from django.test import Client
 from audit import log as audit
 from audit.models import AuditEvent
 from jobs.models import Credential, Disk, Host, Invitation, Membership, Profile, Run, Team
-from jobs.runs import lifecycle, observing, queueing
+from jobs.runs import launching, queueing, steps, watching
 from jobs.teams import membership as teams
 from tests.builders import quick_profile, target_dir, team_with_host
 
@@ -163,7 +163,7 @@ def test_a_run_refused_for_a_changed_host_key_is_recorded_once_per_run(db, sshd,
     starter = User.objects.create_user("starter", password="x-long-password-8")
     run = queueing.create_run(disk, quick_profile(team), user=starter)
     Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED)
-    assert lifecycle.launch(run.pk) == Run.State.ERROR
+    assert launching.launch(run.pk) == Run.State.ERROR
     (event,) = _events(team, AuditEvent.Action.HOST_KEY_REFUSED)
     assert event.actor == starter and event.object_id == str(host.pk) and event.object_repr == str(host)
     assert event.details == {"address": f"{host.address}:{host.port}", "during": f"run {run.pk}",
@@ -172,10 +172,10 @@ def test_a_run_refused_for_a_changed_host_key_is_recorded_once_per_run(db, sshd,
     # A running run's host is looked at again every few seconds: the refusal is recorded once, not once a step.
     running = queueing.create_run(disk, quick_profile(team, name="other"))
     Run.objects.filter(pk=running.pk).update(state=Run.State.RUNNING, remote_dir="/tmp/not-reached")
-    assert queueing.observe(host)
+    assert steps.watch(host)
     token = Host.objects.get(pk=host.pk).observer_token
     for _ in range(3):
-        assert observing.observe_host(host.pk, token) == "host did not answer"
+        assert watching.observe_host(host.pk, token) == "host did not answer"
     running.refresh_from_db()
     assert running.state == Run.State.RUNNING and "the run goes on there" in running.explanation
     assert [e.details["during"] for e in _events(team, AuditEvent.Action.HOST_KEY_REFUSED)] == [

@@ -16,7 +16,7 @@ from django.utils import timezone
 from jobs import environment, remote
 from jobs.environment import pinning
 from jobs.models import Disk, Host, Run
-from jobs.runs import lifecycle, queueing
+from jobs.runs import launching, queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 from tests.loops import Lab
 
@@ -220,7 +220,7 @@ def test_the_probe_sent_asks_the_cloud_metadata_service_only_for_a_host_that_all
         Host.objects.filter(pk=host.pk).update(cloud_metadata=cloud_metadata)
         run = queueing.create_run(disk, quick_profile(team, name=f"quick {cloud_metadata}"))
         Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED, queued_at=timezone.now())
-        assert lifecycle.launch(run.pk) == Run.State.ERROR
+        assert launching.launch(run.pk) == Run.State.ERROR
     off, on = sent
     assert "benchweb_environment" in off and "benchweb_environment" in on
     for address in ("169.254.169.254", "100.100.100.200"):

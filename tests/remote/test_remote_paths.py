@@ -27,7 +27,7 @@ from jobs.disks.forms import DiskForm
 from jobs.hosts.forms import HostForm
 from jobs.models import Disk, Host, Run
 from jobs.remote.protocol import float_or_none, int_or_none
-from jobs.runs import lifecycle, queueing
+from jobs.runs import launching, queueing
 from jobs.tools import fio, ndisk
 from tests.builders import quick_profile, team_with_host
 from tests.tools.test_fio_tool import profile as fio_profile
@@ -315,7 +315,7 @@ def test_a_run_on_a_host_whose_stored_run_directory_the_tools_refuse_fails_befor
     Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED)
     before = _tree(tmp_path)
 
-    lifecycle.launch(run.pk)
+    launching.launch(run.pk)
 
     run.refresh_from_db()
     assert run.state == Run.State.ERROR

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from jobs import tasks
 from jobs.models import Disk, Profile, Run, Schedule
-from jobs.runs import lifecycle, queueing
+from jobs.runs import launching, queueing, states
 from jobs.schedules import dispatcher
 from tests.factories import DiskFactory, HostFactory, ProfileFactory, RunFactory, ScheduleFactory
 
@@ -54,7 +54,7 @@ def test_a_repeated_tick_or_a_second_beat_creates_nothing_twice(team, disks, qui
 
 
 def test_a_tick_that_finds_the_last_one_still_under_way_leaves_the_work_to_it(team, disks, quick):
-    start = timezone.now().replace(microsecond=0) + queueing.CLAIM_LEAD / 2  # made by the next tick
+    start = timezone.now().replace(microsecond=0) + states.CLAIM_LEAD / 2  # made by the next tick
     _schedule(team, disks, [quick], kind="interval", interval_minutes=60, starts_at=start)
     with tasks._TICKING:  # another tick of this worker holds it
         assert tasks.tick.run().startswith("skipped")
@@ -100,16 +100,16 @@ def test_an_exclusive_host_runs_one_benchmark_at_a_time(team, disks, quick):
     host.save()
     first = queueing.create_run(disks[0], quick)
     second = queueing.create_run(disks[1], quick)
-    assert queueing.claim(first)
-    assert not queueing.claim(second)
+    assert states.claim(first)
+    assert not states.claim(second)
     second.refresh_from_db()
     assert second.state == Run.State.PENDING
     assert second.explanation == f"waiting: host {host.name} runs one benchmark at a time; busy with run {first.pk}"
 
 
 def test_a_shared_host_runs_its_disks_in_parallel(team, disks, quick):
-    assert queueing.claim(queueing.create_run(disks[0], quick))
-    assert queueing.claim(queueing.create_run(disks[1], quick))
+    assert states.claim(queueing.create_run(disks[0], quick))
+    assert states.claim(queueing.create_run(disks[1], quick))
 
 
 def test_a_run_still_waiting_when_its_window_closes_is_skipped(team, disks, quick):
@@ -175,7 +175,7 @@ def test_a_fire_is_made_and_claimed_ahead_so_even_the_first_target_starts_on_tim
     soon = _schedule(team, disks[:1], [quick], name="soon", kind="interval", interval_minutes=60,
                      starts_at=now + timedelta(seconds=10))  # fmt: skip
     later = _schedule(team, disks[1:2], [quick], name="later", kind="interval", interval_minutes=60,
-                      starts_at=now + queueing.CLAIM_LEAD + timedelta(seconds=30))  # fmt: skip
+                      starts_at=now + states.CLAIM_LEAD + timedelta(seconds=30))  # fmt: skip
     assert dispatcher.materialise(now) == 1
     (run,) = Run.objects.filter(schedule=soon)
     assert run.not_before == now + timedelta(seconds=10) and run.explanation.startswith("waiting: stagger slot 1")
@@ -209,8 +209,8 @@ def test_a_schedule_paused_seconds_before_a_fire_starts_nothing_of_that_fire(own
     assert runs[queued.pk].cancel_requested and runs[waiting_on_host.pk].cancel_requested
     assert runs[waiting_on_host.pk].explanation == "cancelling: its schedule nightly was paused before this run started"
     # The queued run ends at its launch without connecting to the host.
-    assert lifecycle.launch(queued.pk) == Run.State.CANCELLED
-    assert Run.objects.get(pk=queued.pk).explanation == queueing.paused_explanation("nightly")
+    assert launching.launch(queued.pk) == Run.State.CANCELLED
+    assert Run.objects.get(pk=queued.pk).explanation == states.paused_explanation("nightly")
     # A run whose start has come goes on, and so does a Run now a person asked for.
     assert (runs[started.pk].state, runs[started.pk].cancel_requested) == (Run.State.RUNNING, False)
     assert (runs[asked.pk].state, runs[asked.pk].cancel_requested) == (Run.State.PENDING, False)
@@ -225,16 +225,16 @@ def test_a_fire_that_raced_the_pause_is_cancelled_at_its_claim_and_at_its_launch
                          starts_at=now + timedelta(seconds=5))  # fmt: skip
     dispatcher.materialise(now)
     first, second = Run.objects.filter(schedule=schedule).order_by("disk__label")
-    assert queueing.claim(first)
+    assert states.claim(first)
     # Paused without the pause's own clean-up, as a tick that made or claimed the fire meanwhile would see it.
     Schedule.objects.filter(pk=schedule.pk).update(enabled=False)
     assert queueing.dispatch_due(now) == 0
     assert Run.objects.get(pk=second.pk).state == Run.State.CANCELLED
-    assert lifecycle.launch(first.pk) == Run.State.CANCELLED
-    assert Run.objects.get(pk=first.pk).explanation == queueing.paused_explanation("nightly")
+    assert launching.launch(first.pk) == Run.State.CANCELLED
+    assert Run.objects.get(pk=first.pk).explanation == states.paused_explanation("nightly")
     third = RunFactory(disk=disks[2], profile=quick, schedule=schedule, trigger=Run.Trigger.SCHEDULE,
                        fire_time=now, not_before=now)  # fmt: skip
-    assert not queueing.claim(third)
+    assert not states.claim(third)
     assert Run.objects.get(pk=third.pk).state == Run.State.CANCELLED
 
 

@@ -2,7 +2,7 @@
 findings 3 and 7): a real sshd, real fio, a real Celery worker and Redis.
 
 The session "freezing right after the launch command reached the host" is injected in this test process:
-the launch runs here (lifecycle.launch), with ssh.Connection.run wrapped so that the launch command really
+the launch runs here (launching.launch), with ssh.Connection.run wrapped so that the launch command really
 runs on the host and then the session reports an error, as a frozen session would. Everything after that
 (re-attaching, polling, collecting, the next run) is done by the real worker. The iptables test freezes a
 real session instead (root only).
@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from jobs import messages, remote, runners, ssh
 from jobs.models import Disk, Run
-from jobs.runs import lifecycle, queueing
+from jobs.runs import launching, queueing, steps, sweeping
 from jobs.ssh.shells import Shell
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wrappers_of
 from tests.factories import RunFactory
@@ -95,7 +95,7 @@ def test_a_lost_launch_answer_keeps_the_run_and_its_disk_and_collects_it_once(
     first = _queued(disk, profile)
     _freeze_after_the_launch_command(monkeypatch)
 
-    assert lifecycle.launch(first.pk) == Run.State.LAUNCHING
+    assert launching.launch(first.pk) == Run.State.LAUNCHING
     monkeypatch.undo()
     first.refresh_from_db()
     assert first.state == Run.State.LAUNCHING
@@ -118,7 +118,7 @@ def test_a_launch_the_host_never_ran_is_launched_on_reattaching_exactly_once(
     first = _queued(disk, profile)
     _freeze_after_the_launch_command(monkeypatch, runs_on_host=False)
 
-    assert lifecycle.launch(first.pk) == Run.State.LAUNCHING
+    assert launching.launch(first.pk) == Run.State.LAUNCHING
     monkeypatch.undo()
     first.refresh_from_db()
     assert not Path(first.remote_dir, "launched").exists()  # the answer was lost, and nothing started
@@ -141,7 +141,7 @@ def test_a_failure_before_the_launch_command_fails_the_run_and_frees_its_disk(
         raise ssh.SSHError("channel", "the upload broke (injected by the test)")
 
     monkeypatch.setattr(ssh.Connection, "put_file", put_file)
-    assert lifecycle.launch(run.pk) == Run.State.ERROR
+    assert launching.launch(run.pk) == Run.State.ERROR
     run.refresh_from_db()
     assert run.explanation == "could not start: the upload broke (injected by the test)"
     assert not run.remote_dir
@@ -163,11 +163,11 @@ def test_an_overtaken_launch_attempt_that_fails_ends_nothing_another_attempt_sta
 
     def put_file(self, path, data, **kwargs):
         monkeypatch.setattr(ssh.Connection, "put_file", real_put_file)
-        assert lifecycle.launch(run.pk) == Run.State.RUNNING  # the newer attempt, meanwhile
+        assert launching.launch(run.pk) == Run.State.RUNNING  # the newer attempt, meanwhile
         raise ssh.SSHError("channel", "the upload broke (injected by the test)")
 
     monkeypatch.setattr(ssh.Connection, "put_file", put_file)
-    assert lifecycle.launch(run.pk) == Run.State.RUNNING
+    assert launching.launch(run.pk) == Run.State.RUNNING
     run, wrappers = _wait_final_counting_wrappers(run)
     assert run.state == Run.State.SUCCEEDED, run.explanation
     assert run.launch_attempt == 2 and len(wrappers) == 1
@@ -185,7 +185,7 @@ def test_an_attempt_overtaken_before_its_launch_command_sends_none(fio_installed
         return real_put_file(self, path, data, **kwargs)
 
     monkeypatch.setattr(ssh.Connection, "put_file", put_file)
-    assert lifecycle.launch(run.pk) == Run.State.LAUNCHING
+    assert launching.launch(run.pk) == Run.State.LAUNCHING
     run.refresh_from_db()
     assert (run.state, run.remote_dir) == (Run.State.LAUNCHING, "")
     assert list(Path(host.run_base_dir).glob("*/launched")) == [] and not wrappers_of(run)
@@ -198,10 +198,10 @@ def test_a_cancelled_run_whose_lost_launch_never_ran_ends_with_its_launch_taken_
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     run = _queued(disk, quick_profile(team))
     _freeze_after_the_launch_command(monkeypatch, runs_on_host=False)
-    assert lifecycle.launch(run.pk) == Run.State.LAUNCHING
+    assert launching.launch(run.pk) == Run.State.LAUNCHING
     monkeypatch.undo()
     Run.objects.filter(pk=run.pk).update(cancel_requested=True)
-    assert lifecycle.launch(run.pk) == Run.State.CANCELLED
+    assert launching.launch(run.pk) == Run.State.CANCELLED
     run.refresh_from_db()
     assert run.explanation == "cancelled before it started (the host never started it)"
     assert not Path(run.remote_dir).exists() and not wrappers_of(run)
@@ -218,7 +218,7 @@ def test_a_cancelled_run_whose_older_launch_lands_after_the_preflight_is_stopped
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     run = _queued(disk, quick_profile(team, runtime_s=4))
     _freeze_after_the_launch_command(monkeypatch, runs_on_host=False)
-    assert lifecycle.launch(run.pk) == Run.State.LAUNCHING
+    assert launching.launch(run.pk) == Run.State.LAUNCHING
     monkeypatch.undo()
     Run.objects.filter(pk=run.pk).update(cancel_requested=True)
     real_preflight = remote.preflight
@@ -232,7 +232,7 @@ def test_a_cancelled_run_whose_older_launch_lands_after_the_preflight_is_stopped
         return answer
 
     monkeypatch.setattr(remote, "preflight", preflight)
-    assert lifecycle.launch(run.pk) == Run.State.RUNNING  # re-attached, and its stop sent
+    assert launching.launch(run.pk) == Run.State.RUNNING  # re-attached, and its stop sent
     monkeypatch.undo()
     run, wrappers = _wait_final_counting_wrappers(run)
     assert (run.state, run.explanation) == (Run.State.CANCELLED, "cancelled: the benchmark was stopped on the host")
@@ -252,15 +252,15 @@ def test_a_host_unreachable_after_a_lost_launch_answer_keeps_the_run_until_its_w
     Run.objects.filter(pk=run.pk).update(state=Run.State.LAUNCHING, remote_dir=remote_dir, started_at=timezone.now())
     server.handle.stop()
 
-    assert lifecycle.launch(run.pk) == Run.State.LAUNCHING
+    assert launching.launch(run.pk) == Run.State.LAUNCHING
     run.refresh_from_db()
     assert "launch answer lost; re-attaching by UUID" in run.explanation and "Last error:" in run.explanation
     assert queueing.request_run(disk, quick_profile(team, name="next")).state == Run.State.PENDING
 
     # Past the host's own watchdog (runtime + grace + timeout's KILL) and the margin, it gives up.
-    bound = runners.watchdog_seconds(run.parameters) + lifecycle.WATCHDOG_KILL_S + lifecycle.LOST_LAUNCH_MARGIN.seconds
+    bound = runners.watchdog_seconds(run.parameters) + launching.WATCHDOG_KILL_S + launching.LOST_LAUNCH_MARGIN.seconds
     Run.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(seconds=bound + 1))
-    assert lifecycle.launch(run.pk) == Run.State.LOST
+    assert launching.launch(run.pk) == Run.State.LOST
     run.refresh_from_db()
     assert run.explanation.startswith("lost: the launch answer never came back")
     assert remote_dir in run.explanation
@@ -276,16 +276,16 @@ def test_the_sweep_reattaches_a_lost_launch_whose_chain_died_within_its_bound(
     first = _queued(disk, quick_profile(team, runtime_s=4))
     _freeze_after_the_launch_command(monkeypatch)
     # The re-sent launch is lost too (a worker died holding it): only the sweep can pick the run up.
-    monkeypatch.setattr(queueing, "send", lambda *args, **kwargs: None)
-    lifecycle.launch(first.pk)
+    monkeypatch.setattr(steps, "send", lambda *args, **kwargs: None)
+    launching.launch(first.pk)
     monkeypatch.undo()
     first.refresh_from_db()
     assert first.state == Run.State.LAUNCHING
     second = queueing.request_run(disk, quick_profile(team, name="next", runtime_s=4))
 
     beat = first.heartbeat_at
-    assert lifecycle.sweep(now=beat + lifecycle.STALE_AFTER - timedelta(seconds=1)) == 0
-    assert lifecycle.sweep(now=beat + lifecycle.STALE_AFTER + timedelta(seconds=1)) == 1
+    assert sweeping.sweep(now=beat + sweeping.STALE_AFTER - timedelta(seconds=1)) == 0
+    assert sweeping.sweep(now=beat + sweeping.STALE_AFTER + timedelta(seconds=1)) == 1
     first, wrappers = _wait_final_counting_wrappers(first)
     _assert_held_and_reattached(first, second, wrappers)
 
@@ -294,17 +294,17 @@ def test_a_run_with_no_heartbeat_is_swept_at_once(sshd, broker, tmp_path):
     _team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     run = RunFactory(disk=disk, running=True, heartbeat_at=None, remote_dir=str(tmp_path / "gone"))
-    assert lifecycle.sweep() == 1
+    assert sweeping.sweep() == 1
     run.refresh_from_db()
     assert run.heartbeat_at is not None
-    assert lifecycle.sweep() == 0  # its chain is alive again: not sent twice
+    assert sweeping.sweep() == 0  # its chain is alive again: not sent twice
 
 
 def test_the_sweep_moves_a_hosts_stale_running_runs_at_once_and_starts_one_chain_for_them(
     sshd, broker, tmp_path, monkeypatch
 ):
     _team, host = team_with_host(sshd)
-    old = timezone.now() - lifecycle.STALE_AFTER - timedelta(seconds=5)
+    old = timezone.now() - sweeping.STALE_AFTER - timedelta(seconds=5)
     runs = [
         RunFactory(disk=disk, running=True, heartbeat_at=old, remote_dir=str(tmp_path / f"gone{i}"))
         for i, disk in enumerate(
@@ -317,11 +317,11 @@ def test_the_sweep_moves_a_hosts_stale_running_runs_at_once_and_starts_one_chain
     sent: list[tuple] = []
     monkeypatch.setattr(messages, "send", lambda *args, **kwargs: sent.append(args))
 
-    assert lifecycle.sweep() == 5
+    assert sweeping.sweep() == 5
     assert [args[0] for args in sent] == [messages.OBSERVE_HOST]  # one chain for the host's five
     assert all(run.heartbeat_at > old for run in Run.objects.filter(pk__in=[run.pk for run in runs]))
     assert Run.objects.get(pk=fresh.pk).heartbeat_at == fresh.heartbeat_at
-    assert lifecycle.sweep() == 0 and len(sent) == 1
+    assert sweeping.sweep() == 0 and len(sent) == 1
 
 
 def test_a_waiting_run_takes_the_disk_when_it_frees_without_a_beat_tick(fio_installed, sshd, worker, tmp_path):
@@ -384,7 +384,7 @@ def test_a_session_frozen_by_the_network_after_the_launch_loses_no_run(
     monkeypatch.setattr(ssh.Connection, "run", run)
     monkeypatch.setattr(Shell, "_send", send)
     try:
-        assert lifecycle.launch(first.pk) == Run.State.LAUNCHING
+        assert launching.launch(first.pk) == Run.State.LAUNCHING
     finally:
         subprocess.run(["iptables", "-D", *rule], check=False)
         monkeypatch.undo()

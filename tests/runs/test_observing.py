@@ -17,7 +17,7 @@ import pytest
 from jobs import ssh
 from jobs.hosts import connecting
 from jobs.models import Disk, Run
-from jobs.runs import observing, queueing
+from jobs.runs import queueing, watching
 from tests.builders import quick_profile, team_with_host, wait_final, wait_state, wrappers_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -61,20 +61,20 @@ def test_a_step_past_its_look_budget_leaves_the_other_runs_for_the_next_steps_in
     server = sshd_factory()
     runs, _ = _three_running(server, tmp_path, runtime_s=10)
     due = list(Run.objects.filter(pk__in=[run.pk for run in runs]).select_related("disk__host"))
-    memory = observing._HostMemory()
+    memory = watching._HostMemory()
     memory.forget_all_but({run.pk for run in due})
     # No budget: each step looks at one run only (a step always looks at one), the one read longest ago.
-    monkeypatch.setattr(observing, "LOOK_BUDGET_S", 0.0)
+    monkeypatch.setattr(watching, "LOOK_BUDGET_S", 0.0)
     with connecting.session(due[0].disk.host) as conn:
-        steps = [[finding.run.pk for finding in observing._look(conn, due, memory)] for _ in range(3)]
+        steps = [[finding.run.pk for finding in watching._look(conn, due, memory)] for _ in range(3)]
         assert [len(step) for step in steps] == [1, 1, 1], steps
         assert sorted(pk for step in steps for pk in step) == sorted(run.pk for run in due), steps
         # Every run was read once (its wrapper's pid and start, its live figures): the next look is the first's.
         assert all(memory.watches[run.pk].pid for run in due)
-        assert [finding.run.pk for finding in observing._look(conn, due, memory)] == steps[0]
+        assert [finding.run.pk for finding in watching._look(conn, due, memory)] == steps[0]
         # With the budget back, one step looks at all three.
-        monkeypatch.setattr(observing, "LOOK_BUDGET_S", 60.0)
-        assert len(observing._look(conn, due, memory)) == 3
+        monkeypatch.setattr(watching, "LOOK_BUDGET_S", 60.0)
+        assert len(watching._look(conn, due, memory)) == 3
     assert [wait_final(run).state for run in runs] == [Run.State.SUCCEEDED] * 3
 
 

@@ -22,7 +22,7 @@ from jobs import remote, runners
 from jobs.api.models import ApiToken
 from jobs.imports import importing
 from jobs.models import Alert, Disk, Membership, Run, RunResult
-from jobs.runs import lifecycle, queueing
+from jobs.runs import collecting, queueing
 from jobs.tools import completion, detect
 from jobs.tools.summary import ParseError
 from tests.builders import quick_profile, team_with_host
@@ -43,7 +43,7 @@ EVERY_OUTPUT = sorted(
 def collected(
     text: str, exit_status: int | None = 0, stderr: str = "", *, elapsed_s: float | None = None, limit_s: int = 0
 ) -> runners.Outcome:
-    """What a fio run whose result.json holds text ends as (FioRunner.interpret, as lifecycle._collect calls it)."""
+    """What a fio run whose result.json holds text ends as (FioRunner.interpret, as collecting._collect calls it)."""
     outputs = {"result.json": text.encode(), "stdout": b"", "stderr": stderr.encode()}
     params = {"tool": "fio", "runtime_s": 3}
     return runners.FioRunner().interpret(outputs, exit_status, params, elapsed_s=elapsed_s, limit_s=limit_s or None)
@@ -241,7 +241,7 @@ def test_fio_that_aborts_on_a_mounted_device_and_exits_0_fails_the_run_with_its_
     Run.objects.filter(pk=run.pk).update(state=Run.State.COLLECTING, remote_dir=str(run_dir),
                                          started_at=timezone.now())  # fmt: skip
 
-    lifecycle.collect(run.pk)
+    collecting.collect(run.pk)
 
     run.refresh_from_db()
     said = f"fio: {device} appears mounted, and 'allow_mounted_write' isn't set. Aborting."

@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Disk, Membership, Profile, Run
-from jobs.runs import lifecycle, queueing
+from jobs.runs import queueing, stopping, sweeping
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wait_state, wrappers_of
 from tests.factories import RunFactory
 
@@ -100,7 +100,7 @@ def test_cancelling_a_run_leaves_no_fio_process_on_the_target(fio_installed, ssh
         assert time.monotonic() < deadline, "fio never started"
         time.sleep(0.2)
 
-    lifecycle.cancel(run)
+    stopping.cancel(run)
     run = wait_final(run, timeout=60)
     assert run.state == Run.State.CANCELLED
     # fio and its wrapper are gone when the run says cancelled (a loaded machine gets a moment to reap them: 5 s
@@ -136,7 +136,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_fio_runs_once(fio_installed, 
 
     worker_factory()
     # The sweep finds the run no worker has looked at lately; here time is moved on instead of waited for.
-    assert lifecycle.sweep(now=timezone.now() + timedelta(minutes=5)) == 1
+    assert sweeping.sweep(now=timezone.now() + timedelta(minutes=5)) == 1
     deadline = time.monotonic() + 60
     while not run.is_final and time.monotonic() < deadline:
         wrappers |= wrappers_of(run)

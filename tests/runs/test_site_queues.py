@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Disk, Host, Run
-from jobs.runs import lifecycle, queueing, sites
+from jobs.runs import launching, queueing, sites, stopping, sweeping
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -40,7 +40,7 @@ def test_a_run_whose_site_has_no_worker_says_which_queue_it_waits_on(db, host, d
     run = queueing.create_run(disk, quick_profile(disk.team))
     Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED, queued_at=run.created_at,
                                          heartbeat_at=run.created_at)  # fmt: skip
-    lifecycle.sweep(run.created_at + queueing.UNCLAIMED_AFTER + lifecycle.STALE_AFTER)
+    sweeping.sweep(run.created_at + sweeping.UNCLAIMED_AFTER + sweeping.STALE_AFTER)
     run.refresh_from_db()
     assert run.state == Run.State.QUEUED
     assert "queued on site.mars" in run.explanation and "-Q site.mars" in run.explanation
@@ -108,7 +108,7 @@ def test_cancelling_a_queued_run_that_no_worker_holds_ends_it_at_once_and_its_la
     assert run.state == Run.State.CANCELLED and run.finished_at is not None
     assert run.explanation == "cancelled before it started"
     # The launch message a site worker started later takes finds the run ended: no connection is tried.
-    assert lifecycle.launch(run.pk) == Run.State.CANCELLED
+    assert launching.launch(run.pk) == Run.State.CANCELLED
     run.refresh_from_db()
     assert run.launch_attempt == 0 and run.state == Run.State.CANCELLED
 
@@ -118,7 +118,7 @@ def test_a_queued_run_a_launch_took_first_is_cancelled_as_a_launching_one(db, ho
     Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED)
     stale = Run.objects.get(pk=run.pk)  # read as queued; the launch moves it on before the cancel's UPDATE
     Run.objects.filter(pk=run.pk).update(state=Run.State.LAUNCHING, launch_attempt=1)
-    lifecycle.cancel(stale)
+    stopping.cancel(stale)
     run.refresh_from_db()
     assert run.state == Run.State.LAUNCHING and run.cancel_requested and run.explanation == "cancelling"
 

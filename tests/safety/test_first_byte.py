@@ -26,7 +26,7 @@ from audit.models import AuditEvent
 from jobs.api.models import ApiToken
 from jobs.disks import identity
 from jobs.models import Disk, Membership, Run
-from jobs.runs import queueing
+from jobs.runs import queueing, states
 from jobs.safety import guard
 from tests.builders import quick_profile, team_with_host, wait_final, wait_state
 from tests.loops import Lab
@@ -70,7 +70,7 @@ def scheduled_write(disk: Disk, **fields) -> Run:
     run = queueing.create_run(
         disk, profile, trigger=Run.Trigger.API, not_before=timezone.now() + timedelta(seconds=LEAD_S)
     )
-    queueing.claim(run)
+    states.claim(run)
     run = wait_state(run, Run.State.RUNNING, timeout=LEAD_S - 2)
     assert run.started_at > timezone.now(), "the run must still be waiting for its start second"
     return run

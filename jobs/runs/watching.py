@@ -1,7 +1,7 @@
 """Watching running runs without touching their hosts: one observation step per host covers every run on it.
 
 A chain of short `jobs.observe_host` tasks looks after each host that has running runs (one chain per host:
-`Host.observer_token`, started by `queueing.observe`). Each step, over the worker's persistent session to the
+`Host.observer_token`, started by jobs/runs/steps.py `watch`). Each step, over the worker's persistent session to the
 host (jobs/sessions.py), only reads files and lists one directory over SFTP, so nothing is logged in to or
 started on the host to look at a run:
 
@@ -38,16 +38,20 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from jobs import messages, remote, ssh
+from jobs import remote, ssh
 from jobs import runners as runner
 from jobs.hosts import connecting
 from jobs.models import Host, Run
-from jobs.runs import lifecycle, queueing, states
+from jobs.runs import states, steps
 
 log = logging.getLogger(__name__)
 
 STEP_S = 1.0
-# While a run is due to end within lifecycle.NEAR_END_S (or has overrun it by up to OVERRUN_WAIT_S), steps come
+# A run due to end within NEAR_END_S is looked at more often, so that its end is seen within a fraction of a
+# second.
+NEAR_END_S = 3.0
+OVERRUN_WAIT_S = 15.0
+# While a run is due to end within NEAR_END_S (or has overrun it by up to OVERRUN_WAIT_S), steps come
 # this often: a listing of one directory, so the end is seen within a fraction of a second.
 NEAR_END_STEP_S = 0.1
 # A step this close to a full step's time is a full step (countdowns are not exact).
@@ -62,13 +66,15 @@ COMMAND_LOOK_EVERY_S = 30.0
 RETRY_S = 6.0
 # Runs are looked at from this long before their start time on.
 START_LEAD = timedelta(seconds=1)
-# A run's heartbeat moves at most this often while its chain steps (the sweep's bound is lifecycle.STALE_AFTER).
+# A run's heartbeat moves at most this often while its chain steps (the sweep's bound is sweeping.STALE_AFTER).
 HEARTBEAT_EVERY = timedelta(seconds=5)
 # A full step spends at most this long on looks and live figures after the one listing that tells the ends (a
 # read or look under way is finished): on a host with many runs, or one slow to answer, they take turns.
 LOOK_BUDGET_S = 0.5
 # A cancelled run's stop is sent again when nothing stopped it for this long.
 STOP_AGAIN_AFTER = timedelta(seconds=15)
+# How long a launched wrapper may take to write its pid before it counts as dead.
+START_GRACE = timedelta(seconds=60)
 
 
 @dataclass
@@ -156,27 +162,27 @@ def _full_step(host_id: int, token: str, memory: _HostMemory, now: datetime) -> 
             explanation=f"running; the last look at the host failed (the run goes on there): {exc}", heartbeat_at=now
         )
         memory.heartbeat_at, memory.loaded_at = now, float("-inf")
-        _next(host, token, RETRY_S)
+        steps.send_watch_step(host, token, RETRY_S)
         return "host did not answer"
     _act(findings, memory, now)
     _keep_alive(watched, memory, now)
-    _next(host, token, _step_in(memory))
+    steps.send_watch_step(host, token, _step_in(memory))
     return f"{len(due)} looked at, {len(watched) - len(due)} waiting for their start"
 
 
 def _quick_step(token: str, memory: _HostMemory, now: datetime) -> str:
     host = memory.host
     assert host is not None  # set by the full step that set the token
-    ending = [run for run in memory.due if lifecycle.near_end(run)]
+    ending = [run for run in memory.due if near_end(run)]
     try:
         with connecting.session(host) as conn:
             findings = _ended(conn, ending)
     except (ssh.SSHError, remote.RemoteError):
         memory.loaded_at = float("-inf")  # the next step is a full one, and says what failed
-        _next(host, token, NEAR_END_STEP_S)
+        steps.send_watch_step(host, token, NEAR_END_STEP_S)
         return "host did not answer; a full step next"
     _act(findings, memory, now)
-    _next(host, token, _step_in(memory))
+    steps.send_watch_step(host, token, _step_in(memory))
     return f"{len(findings)} of {len(ending)} due to end have ended"
 
 
@@ -198,12 +204,12 @@ def _base(run: Run) -> str:
 def _release(host: Host, token: str) -> str:
     """No running run is left: end the chain, unless a run started meanwhile. The token is cleared first and
     the runs counted after, and a launch counts after its run is running and then starts a chain if there is
-    none (queueing.observe): between the two, one of them sees the other."""
+    none (steps.watch): between the two, one of them sees the other."""
     Host.objects.filter(pk=host.pk, observer_token=token).update(observer_token="")
     with _MEMORY_LOCK:
         _MEMORY.pop(host.pk, None)
     if Run.objects.filter(disk__host_id=host.pk, state=Run.State.RUNNING).exists():
-        queueing.observe(host)
+        steps.watch(host)
     return "no running runs"
 
 
@@ -218,7 +224,7 @@ def _send_stops(runs: list[Run], now: datetime) -> None:
         if run.heartbeat_at and now - run.heartbeat_at < STOP_AGAIN_AFTER:
             continue
         if Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(heartbeat_at=now):
-            queueing.send("stop", run)
+            steps.send("stop", run)
 
 
 def _look_with_one_reconnect(host: Host, due: list[Run], memory: _HostMemory) -> list[_Finding]:
@@ -303,11 +309,11 @@ def _act(findings: list[_Finding], memory: _HostMemory, now: datetime) -> None:
         if finding.state == "finished":
             memory.ended(run)
             if states.move(run, (Run.State.RUNNING,), Run.State.COLLECTING, explanation="collecting results"):
-                queueing.send("collect", run)
+                steps.send("collect", run)
         elif finding.state in ("vanished", "dead", "unlaunched"):
             memory.ended(run)
-            states.finish(run, Run.State.LOST, lifecycle.lost_reason(finding.state))
-        elif finding.state == "starting" and now - (run.started_at or now) > queueing.START_GRACE:
+            states.finish(run, Run.State.LOST, states.lost_reason(finding.state))
+        elif finding.state == "starting" and now - (run.started_at or now) > START_GRACE:
             memory.ended(run)
             states.finish(run, Run.State.LOST, "the run's wrapper never started on the host")
         elif fields := _progress_fields(run, finding, now):
@@ -344,9 +350,16 @@ def _keep_alive(runs: list[Run], memory: _HostMemory, now: datetime) -> None:
     memory.heartbeat_at = now
 
 
+def _seconds_left(run: Run) -> float:
+    started = run.started_at or timezone.now()
+    return runner.expected_seconds(run.parameters) - (timezone.now() - started).total_seconds()
+
+
+def near_end(run: Run) -> bool:
+    """Due to end within NEAR_END_S, or past its expected end by less than OVERRUN_WAIT_S (a slow file layout
+    takes a while; one far past its end is looked at at the usual pace again)."""
+    return -OVERRUN_WAIT_S < _seconds_left(run) < NEAR_END_S
+
+
 def _step_in(memory: _HostMemory) -> float:
-    return NEAR_END_STEP_S if any(lifecycle.near_end(run) for run in memory.due) else STEP_S
-
-
-def _next(host: Host, token: str, countdown: float) -> None:
-    messages.send(messages.OBSERVE_HOST, host.pk, token, queue=queueing.queue_for(host.site), countdown=countdown)
+    return NEAR_END_STEP_S if any(near_end(run) for run in memory.due) else STEP_S

@@ -1,0 +1,131 @@
+"""Collecting a run that ended on its host: read its results over the host's session, judge them (tool.interpret),
+store them (the run's samples and result, in the same transaction as its final state), and clean up on the host.
+An observation step (jobs/runs/watching.py) moves an ended run to *collecting* and sends `jobs.collect_run` here."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from jobs import environment, remote, ssh
+from jobs import runners as runner
+from jobs.disks import identity, precondition
+from jobs.hosts import connecting
+from jobs.models import Run, RunResult, RunSample
+from jobs.runs import cleaning, steps
+from jobs.runs.states import finish, lost_reason
+from jobs.safety import guard
+
+
+def collect(run_id: int) -> str:
+    """Read a finished run's results over the host's session, store them, and clean up on the host."""
+    run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
+    if run.state != Run.State.COLLECTING:
+        return run.state
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+    tool = runner.for_parameters(run.parameters)
+    try:
+        with connecting.session(run.disk.host) as conn:
+            status = remote.final_state(conn, run.remote_dir)
+            if status.state != "finished":
+                finish(run, Run.State.LOST, lost_reason(status.state))
+                return run.state
+            _collect(conn, run, tool, status)
+    except (ssh.SSHError, remote.RemoteError) as exc:
+        steps.retry(run, "collect", exc)
+    return run.state
+
+
+def _note_started(run: Run, status: remote.PollResult) -> None:
+    """The host says when the tool really started (after waiting for not_before): trust it."""
+    if status.started_epoch:
+        started = datetime.fromtimestamp(status.started_epoch, tz=UTC)
+        Run.objects.filter(pk=run.pk).exclude(started_at=started).update(started_at=started)
+        run.started_at = started
+
+
+def stored_summary(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    # The per-second samples are kept as RunSample rows; a second copy in the summary is dead weight.
+    return summary and {key: value for key, value in summary.items() if key != "samples"}
+
+
+def _final_clock(run: Run, status: remote.PollResult) -> dict[str, Any]:
+    """elapsed_s of a finished run: from the host's `started` to its `finished` (both its own clock), not the
+    last poll's figure, which is up to a poll interval old; elapsed_from says which clock (a wrapper older than
+    the `finished` file: until the collector saw the finish)."""
+    _note_started(run, status)
+    started = run.started_at or timezone.now()
+    if status.finished_epoch and status.started_epoch:
+        ended, source = datetime.fromtimestamp(max(status.finished_epoch, status.started_epoch), tz=UTC), "host"
+    else:
+        ended, source = timezone.now(), "collector"
+    return Run.clock(started, 0, ended) | {"elapsed_from": source}
+
+
+def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.PollResult) -> None:
+    exit_status = status.exit_status
+    clock = _final_clock(run, status)
+    if exit_status == guard.REFUSED_STATUS and (refused := _refused_on_host(conn, run)):
+        finish(run, Run.State.ERROR, refused, exit_status=exit_status, progress=run.progress | clock)
+        cleaning.clean_up(conn, run)
+        return
+    outputs = {name: remote.read_file(conn, f"{run.remote_dir}/{name}") for name in tool.collect_files}
+    # The host's own clock tells the watchdog's KILL (at its limit + WATCHDOG_KILL_S) from another one.
+    elapsed = clock["elapsed_s"] if clock["elapsed_from"] == "host" else None
+    limit = runner.watchdog_seconds(run.parameters, run.disk.kind)
+    outcome = tool.interpret(outputs, exit_status, run.parameters, elapsed_s=elapsed, limit_s=limit)
+    tuning = _tuning_outcome(conn, run)
+    with transaction.atomic():
+        RunSample.store(run, (outcome.summary or {}).get("samples", []))
+        finished = finish(
+            run,
+            outcome.state,
+            outcome.explanation,
+            summary=stored_summary(outcome.summary),
+            raw_output=outcome.raw_output,
+            raw_stderr=outcome.raw_stderr,
+            exit_status=exit_status,
+            progress=run.progress | clock,
+            steady_state=outcome.steady_state,
+            **tuning,
+        )
+        if not finished:
+            # Another collector finished it first (a sweep raced a slow one): keep its result, not ours.
+            transaction.set_rollback(True)
+            return
+        RunResult.record(run)
+        precondition.note_fill(run)
+    cleaning.clean_up(conn, run)
+
+
+def _refused_on_host(conn: ssh.Connection, run: Run) -> str:
+    """Why the wrapper's last check before the first byte refused the run, or "" when it left no refusal (the
+    status was the tool's own)."""
+    read = {name: remote.read_file(conn, f"{run.remote_dir}/guard.{name}").decode(errors="replace")
+            for name in ("refused", "expected", "seen")}  # fmt: skip
+    if not read["refused"].strip():
+        return ""
+    disk = run.disk
+    why, verdict = guard.explanation(
+        read["refused"], read["expected"], read["seen"],
+        kind=disk.kind, allow_destructive=disk.allow_destructive, recorded_identity=disk.identity,
+    )  # fmt: skip
+    if verdict is not None and not verdict.ok:
+        identity.note_verdict(run, verdict)  # another disk at the path: audited as when the verdict finds it
+    return f"refused on the host just before the first write, nothing was written: {why}"
+
+
+def _tuning_outcome(conn: ssh.Connection, run: Run) -> dict[str, Any]:
+    """Whether the wrapper could set rq_affinity, for a run whose wrapper was to (a pinned profile on a tunable
+    host): it notes a failed write in tuning.log, read only for such runs. The fields to change, if it failed."""
+    device = (run.environment or {}).get("device") or {}
+    if "rq_affinity_set" not in device:
+        return {}
+    log = remote.read_file(conn, f"{run.remote_dir}/tuning.log").decode(errors="replace")
+    if not log.strip():
+        return {}
+    found, warnings = environment.tuning_failed(run.environment or {}, run.warnings, log, host_name=run.disk.host.name)
+    return {"environment": found, "warnings": warnings}

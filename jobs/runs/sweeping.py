@@ -1,0 +1,102 @@
+"""The sweep: runs no worker has looked at lately get their step sent again, and `poll`, where a swept run
+that is collecting or cancelled lands (so do messages sent before the hosts had observation chains).
+
+Every live chain of steps moves its runs' heartbeat; the beat tick calls `sweep` (jobs/schedules/dispatcher.py),
+which only moves heartbeats and sends messages, never a state."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from jobs.models import Host, Run
+from jobs.runs import collecting, sites, steps, stopping
+
+# A run no worker looked at for this long is picked up again by the sweep (see sweep() for the bound); a chain of
+# re-attaching launches sends its next attempt within launching.RELAUNCH_MAX_S, which stays under it.
+STALE_AFTER = timedelta(seconds=30)
+
+
+# A queued run no worker has taken for this long says so (and which queue it waits on).
+UNCLAIMED_AFTER = timedelta(seconds=60)
+
+
+def poll(run_id: int) -> str:
+    """Look after one run that is past its launch: the sweep (a run whose heartbeat stopped) and messages sent
+    before the host's observation steps existed come here. A running run is the host's chain's to watch
+    (jobs/runs/watching.py; one is started if the host has none), a collecting one is collected, a cancelled
+    one stopped."""
+    run = Run.objects.select_related("disk__host").get(pk=run_id)
+    if run.state not in (Run.State.RUNNING, Run.State.COLLECTING):
+        return run.state
+    if run.cancel_requested:
+        return stopping.stop(run_id)
+    if run.state == Run.State.COLLECTING:
+        return collecting.collect(run_id)
+    steps.watch(run.disk.host)
+    return run.state
+
+
+def sweep(now: Any = None) -> int:
+    """Pick up runs no worker has looked at lately (a worker died, a message was lost, a host's chain of
+    observation steps or a run's chain of re-attaching launches ended without finishing its run).
+
+    A live chain writes the run's heartbeat at every attempt and sends the next one within launching.RELAUNCH_MAX_S
+    (< STALE_AFTER), so a heartbeat older than STALE_AFTER means no chain is left (or one attempt hangs on a
+    frozen session: a second chain is then harmless, as every step is a conditional update and a start is
+    guarded by the host's atomic mkdir). The beat tick calls this every BENCHWEB_TICK_SECONDS, so a dead chain
+    is picked up within STALE_AFTER + one tick period of its last heartbeat (35 s by default), plus the time
+    its message waits for a worker. Queued and launching runs get a launch (which re-attaches by UUID), running
+    ones a new chain of observation steps for their host (whose steps move every running run's heartbeat there,
+    jobs/runs/watching.py), collecting and cancelled ones a poll (a collect, a stop); a run with no heartbeat
+    at all is stale at once. Only the sweep that moved a
+    run's heartbeat on sends it, so two beat processes do not start two chains.
+    """
+    now = now or timezone.now()
+    stale = Run.objects.filter(
+        Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True), state__in=Run.ACTIVE_STATES
+    )
+    count = 0
+    watched: dict[int, tuple[Host, list[int]]] = {}
+    runs = stale.select_related("disk__host").only(
+        "pk", "state", "heartbeat_at", "queued_at", "cancel_requested", "disk__host__site"
+    )
+    for run in runs:
+        if run.state == Run.State.RUNNING and not run.cancel_requested:
+            watched.setdefault(run.disk.host_id, (run.disk.host, []))[1].append(run.pk)
+            continue
+        fields: dict[str, Any] = {"heartbeat_at": now}
+        if run.state == Run.State.QUEUED and run.queued_at and now - run.queued_at > UNCLAIMED_AFTER:
+            # No worker took the launch: most often nobody listens on this site's queue.
+            site = run.disk.host.site
+            queue = sites.queue_for(site)
+            waited = f"queued on {queue} for {(now - run.queued_at).total_seconds():.0f} s"
+            fields["explanation"] = (
+                f"{sites.waiting_text(site)} ({waited})"
+                if sites.unserved(site)
+                else f"{waited} and no worker has taken it: is a worker running with -Q {queue}? "
+                f"(celery -A benchweb worker -Q {queue})"
+            )
+        if not Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields):
+            continue  # another sweep, or the run's own chain, moved it on meanwhile
+        if run.state in (Run.State.QUEUED, Run.State.LAUNCHING):
+            steps.send("launch", run)
+        else:
+            steps.send("poll", run)  # collect or stop it
+        count += 1
+    for host, run_ids in watched.values():
+        # A running run's heartbeat is moved by its host's chain of observation steps: that chain is gone, or
+        # too slow. One UPDATE for the host's stale runs, and one new chain unless a live one is there (the
+        # chain's own conditional UPDATE on the host, steps.watch: a chain only slow ends at its next step).
+        moved = (
+            Run.objects.filter(pk__in=run_ids, state=Run.State.RUNNING)
+            .filter(Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True))
+            .update(heartbeat_at=now)
+        )
+        if moved:
+            steps.watch(host, now=now)
+        count += moved
+    return count
