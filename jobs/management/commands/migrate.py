@@ -42,7 +42,10 @@ class Command(migrate.Command):
     requires_system_checks = [Tags.models, Tags.database, TAG]
 
     def execute(self, *args: Any, **options: Any) -> Any:
-        if any(options.get(name) for name in _ASKS_FOR_MORE) or not _all_applied(options["database"]):
+        if any(options.get(name) for name in _ASKS_FOR_MORE):
+            return super().execute(*args, **options)
+        files = _migration_files()
+        if not _all_applied(options["database"], files):
             return super().execute(*args, **options)
         if not options.get("skip_checks"):
             self.check(tags=self.requires_system_checks, databases=[options["database"]])
@@ -53,19 +56,20 @@ class Command(migrate.Command):
                                   plan=[])  # fmt: skip
         if options["verbosity"] >= 1:
             self.stdout.write(self.style.MIGRATE_HEADING("Operations to perform:"))
-            self.stdout.write(f"  Apply all migrations: {', '.join(sorted(_migration_files()))}")
+            self.stdout.write(f"  Apply all migrations: {', '.join(sorted(files))}")
             self.stdout.write(self.style.MIGRATE_HEADING("Running migrations:"))
             self.stdout.write("  No migrations to apply.")
         return None
 
 
-def _all_applied(database: str) -> bool:
-    """Every migration file of every app is recorded in django_migrations (one query, no migration imported)."""
+def _all_applied(database: str, files: dict[str, set[str]] | None = None) -> bool:
+    """Every migration file of every app (`files`, else found now) is recorded in django_migrations (one query,
+    no migration imported)."""
     recorder = MigrationRecorder(connections[database])
     if not recorder.has_table():
         return False
     applied = set(recorder.migration_qs.values_list("app", "name"))
-    return all((app, name) in applied for app, names in _migration_files().items() for name in names)
+    return all((app, name) in applied for app, names in (files or _migration_files()).items() for name in names)
 
 
 def _migration_files() -> dict[str, set[str]]:
