@@ -38,26 +38,34 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Share the slow tests between the sessions `./bw test` runs at once, one per database.
 
-    BENCHWEB_TEST_SHARE="i/n" names this session's share. A quick test checks what benchweb does with its
+    BENCHWEB_TEST_SHARE="first-last/n" names this session's share: of every n slow tests in collection order, it
+    runs those numbered first to last (0-based; "i/n" is "i-i/n"). A quick test checks what benchweb does with its
     database, so every session runs every one. A slow test checks benchweb's processes (a real sshd, fio, Celery
-    workers, Chromium, the run command) and reads the database as the quick ones do: each runs in one session,
-    every n-th in collection order, so each database carries its share of them and the suite's wall time is not
-    spent twice. `every_database` keeps a slow test in every session (the bench scripts write their own SQL)."""
+    workers, Chromium, the run command) and reads the database as the quick ones do: each runs in one session, so
+    each database carries its share of them and the suite's wall time is not spent twice. `every_database` keeps
+    a slow test in every session (the bench scripts that write their own SQL)."""
     share = os.environ.get("BENCHWEB_TEST_SHARE")
     if not share:
         return
-    index, count = (int(part) for part in share.split("/"))
+    mine, count = _share(share)
     kept, elsewhere = [], []
     slow_seen = 0
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("every_database"):
-            (kept if slow_seen % count == index else elsewhere).append(item)
+            (kept if slow_seen % count in mine else elsewhere).append(item)
             slow_seen += 1
         else:
             kept.append(item)
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
         items[:] = kept
+
+
+def _share(text: str) -> tuple[range, int]:
+    """ "first-last/n" (or "i/n") -> (the residues this session runs, n)."""
+    numbers, count = text.split("/")
+    first, _, last = numbers.partition("-")
+    return range(int(first), int(last or first) + 1), int(count)
 
 
 @pytest.fixture

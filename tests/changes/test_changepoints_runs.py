@@ -18,7 +18,7 @@ def test_halving_fios_rate_limit_between_real_runs_is_found_at_the_first_slower_
 ):
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
-    profile = quick_profile(team, name="capped", runtime_s=2, extra_options={"rate_iops": "400"})
+    profile = quick_profile(team, name="capped", runtime_s=1, extra_options={"rate_iops": "400"})
     runs = []
     for rate in ["400"] * 6 + ["200"] * 6:
         if profile.extra_options["rate_iops"] != rate:

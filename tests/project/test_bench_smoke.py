@@ -13,6 +13,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -106,9 +107,15 @@ def smoke_runs(request, tmp_path_factory):
     pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _sessions(script: str) -> Any:
+    """A script that takes a database writes its rows in its own SQL, which each database must take: it runs in every
+    session. One that measures processes only (a worker, the run command) runs in one, as other slow tests do."""
+    marks = [pytest.mark.every_database] if "add_database_options(" in (BENCH / script).read_text() else []
+    return pytest.param(script, marks=marks, id=script)
+
+
 @pytest.mark.slow
-@pytest.mark.every_database  # most scripts write their rows in their own SQL, which each database must take
-@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("script", [_sessions(script) for script in SCRIPTS])
 def test_the_bench_script_runs_at_smoke_size_and_prints_its_figures(script, smoke_runs):
     for what in _missing(script):
         _require(what)
