@@ -70,14 +70,10 @@
       }
       return value + " B";
     },
-    // A share as jobs/limits/efficiency.py shows it: whole percents from 10 %, tenths below, cut, not rounded.
-    shownPercent(share) {
-      const exact = Math.round(share * 1e6) / 1e6;
-      return exact >= 10 ? Math.floor(exact) : Math.floor(exact * 10) / 10;
-    },
+    // A share as jobs/limits/efficiency.py shows it (static/js/percent.js).
+    shownPercent: window.benchPercent.shown,
     percent(ratio) {
-      const shown = fmt.shownPercent(ratio * 100);
-      return (shown >= 10 ? shown.toLocaleString("en-US") : shown.toFixed(1)) + " %";
+      return window.benchPercent.text(ratio * 100);
     },
     // Efficiency in the words of jobs/limits/efficiency.py: of the baseline and, where the disk bursts, of the
     // burst limit; above the highest promise it says so (a cache, a burst or a wrong spec), never a success.

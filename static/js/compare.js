@@ -27,15 +27,8 @@
   });
 
   // The same words as jobs/limits/efficiency.py: against the baseline and, where the disk bursts, the burst.
-  // Cut, not rounded, as jobs/limits/efficiency.py shows a share: whole percents from 10 %, tenths below.
-  const shownPercent = (share) => {
-    const exact = Math.round(share * 1e6) / 1e6;
-    return exact >= 10 ? Math.floor(exact) : Math.floor(exact * 10) / 10;
-  };
-  const percent = (share) => {
-    const shown = shownPercent(share);
-    return (shown >= 10 ? shown.toLocaleString("en-US") : shown.toFixed(1)) + " %";
-  };
+  // Cut, not rounded, as jobs/limits/efficiency.py shows a share (static/js/percent.js).
+  const { shown: shownPercent, text: percent } = window.benchPercent;
   function efficiency(ctx) {
     const partner = datasets.find((d) => d.series === ctx.dataset.series && d.kind !== ctx.dataset.kind);
     if (!partner) return "";
