@@ -58,8 +58,8 @@ def guard_kombu_qos(**kwargs: object) -> None:
     _restore_unacked_unless_collected): the web, beat and manage.py never import the Redis transport for it."""
     from kombu.transport import redis as kombu_redis
 
-    if getattr(kombu_redis.QoS, "_benchweb_guarded", False):
-        return
+    if kombu_redis.QoS.restore_unacked is _restore_unacked_unless_collected:
+        return  # guarded already
     originals["restore_unacked"] = kombu_redis.QoS.restore_unacked
     originals["ack"] = kombu_redis.QoS.ack
     originals["reject"] = kombu_redis.QoS.reject
@@ -67,7 +67,6 @@ def guard_kombu_qos(**kwargs: object) -> None:
     kombu_redis.QoS.restore_unacked = _restore_unacked_unless_collected  # type: ignore[method-assign]
     kombu_redis.QoS.ack = _ack_unless_collected  # type: ignore[method-assign]
     kombu_redis.QoS.reject = _reject_unless_collected  # type: ignore[method-assign]
-    kombu_redis.QoS._benchweb_guarded = True  # type: ignore[attr-defined]
 
 
 originals: dict[str, Any] = {}
