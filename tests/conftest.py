@@ -56,30 +56,51 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
             test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{os.getpid()}"
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Share the slow tests between the sessions `./bw test` runs at once, one per database.
+# A test that asks for none of these (and has no django_db mark) cannot touch a database: pytest-django refuses it.
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "live_server",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+}
 
-    BENCHWEB_TEST_SHARE="first-last/n" names this session's share: of every n slow tests in collection order, it
-    runs those numbered first to last (0-based; "i/n" is "i-i/n"). A quick test checks what benchweb does with its
-    database, so every session runs every one. A slow test checks benchweb's processes (a real sshd, fio, Celery
-    workers, Chromium, the run command) and reads the database as the quick ones do: each runs in one session, so
-    each database carries its share of them and the suite's wall time is not spent twice. `every_database` keeps
-    a slow test in every session (the bench scripts that write their own SQL)."""
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Share tests between the sessions `./bw test` runs at once, one per database.
+
+    BENCHWEB_TEST_SHARE="first-last/n" names this session's share: of every n shared tests in collection order, it
+    runs those numbered first to last (0-based; "i/n" is "i-i/n"). A quick test that uses the database checks what
+    benchweb does with it, so every session runs every one. The others are shared, each running in one session:
+    a slow test checks benchweb's processes (a real sshd, fio, Celery workers, Chromium, the run command) and
+    reads the database as the quick ones do, so each database carries its share of them and the suite's wall time
+    is not spent twice; a test that uses no database at all (a parser, a command line, a migrate in a directory of
+    its own) would prove nothing more in a second session. `every_database` keeps a slow test in every session
+    (the bench scripts that write their own SQL)."""
     share = os.environ.get("BENCHWEB_TEST_SHARE")
     if not share:
         return
     mine, count = _share(share)
     kept, elsewhere = [], []
-    slow_seen = 0
+    shared_seen = 0
     for item in items:
-        if item.get_closest_marker("slow") and not item.get_closest_marker("every_database"):
-            (kept if slow_seen % count in mine else elsewhere).append(item)
-            slow_seen += 1
+        if _shared(item):
+            (kept if shared_seen % count in mine else elsewhere).append(item)
+            shared_seen += 1
         else:
             kept.append(item)
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
         items[:] = kept
+
+
+def _shared(item: pytest.Item) -> bool:
+    if item.get_closest_marker("every_database"):
+        return False
+    if item.get_closest_marker("slow"):
+        return True
+    uses_database = item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+    return not uses_database
 
 
 def _share(text: str) -> tuple[range, int]:
