@@ -1,4 +1,4 @@
-"""The knee and the limit of a sweep's curve (jobs/analysis/knee.py), on synthetic curves whose answer is known:
+"""The knee and the limit of a sweep's curve (jobs/analysis/curves.py), on synthetic curves whose answer is known:
 saturating (IOPS = cap x QD / (QD + k), latency by Little's law), a hard knee, flat, still growing, noisy, with a
 dip, with p99 missing, and clipped at a limit. Pure functions: no database."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from jobs.analysis.knee import Point, Rule, find_knee, knee_sentence, limit_reached, limit_sentence
+from jobs.analysis.curves import Point, Rule, find_knee, knee_sentence, limit_reached, limit_sentence
 
 FAST = settings(max_examples=200, deadline=None, database=None)
 # Run-to-run noise, as a fraction either way, under which a saturating curve's knee moves by at most one step of a
