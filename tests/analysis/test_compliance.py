@@ -10,42 +10,15 @@ from django.test import Client
 
 from jobs.analysis import stability
 from jobs.api.models import ApiToken
-from jobs.models import Disk, Host, Run, RunResult, RunSample
+from jobs.models import Disk, Host, Run, RunSample
 from jobs.results import compliance
 from jobs.results import stability as disk_stability
 from jobs.runs import queueing
 from jobs.shares import sharing
+from tests.analysis.histories import NOW, measured
 from tests.browser import UNLABELLED_CONTROLS, assert_fits, settle
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
-from tests.factories import RunFactory, fio_summary
 from tests.openapi import schema
-
-NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)  # a Wednesday
-
-
-def measured(
-    disk: Disk,
-    *,
-    at: datetime,
-    iops: float,
-    seconds: list[float] | None = None,
-    profile_name: str = "randread",
-    snapshot: bool = True,
-) -> Run:
-    """A succeeded 60 s run of 4 KiB reads finished at `at` that measured `iops` (and per second, `seconds`)."""
-    run = RunFactory(
-        disk=disk,
-        state=Run.State.SUCCEEDED,
-        profile_name=profile_name,
-        started_at=at - timedelta(seconds=60),
-        finished_at=at,
-        summary=fio_summary(read_iops=iops),
-        limits_snapshot=disk.limits_snapshot(block_size=4096) if snapshot else {},
-    )
-    if seconds is not None:
-        RunSample.objects.bulk_create(RunSample(run=run, t_s=t, read_iops=v) for t, v in enumerate(seconds, 1))
-    RunResult.record(run)
-    return run
 
 
 def answer(disk: Disk, now: datetime = NOW, **params: str) -> dict:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobs.models import Disk, Host
-from tests.analysis.test_stamps_shown import FRESH, NOT_STEADY, RQ, STEADY, finished
+from tests.analysis.stamps import FRESH, NOT_STEADY, RQ, STEADY, finished
 from tests.browser import assert_fits, settle, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -17,7 +17,7 @@ from jobs import clock
 from jobs.models import Preferences, Profile, Schedule, ShareLink
 from jobs.results import compliance
 from jobs.results import stability as disk_stability
-from tests.analysis.test_compliance import NOW, measured
+from tests.analysis.histories import NOW, measured
 from tests.browser import assert_fits, settle
 from tests.factories import ProfileFactory, nightly_runs
 
