@@ -93,6 +93,16 @@ def wait_until(page: Any, expression: str, timeout_s: float = 30) -> None:
         page.wait_for_timeout(100)
 
 
+def log_in(page: Any, base_url: str, username: str, password: str) -> None:
+    """Log in on the login page as a person does (base_url: the live server's or a stack's), and wait for the start
+    page it leads to."""
+    page.goto(f"{base_url}/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{base_url}/")
+
+
 # Controls a person types into or picks from; buttons name themselves by their text.
 UNLABELLED_CONTROLS = """() => {
   const named = (el) => {

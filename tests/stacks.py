@@ -1,5 +1,5 @@
 """The README's run command (`./bw run`: benchweb/stack.py) started for real by tests, on a var dir and a
-free port of the test's own."""
+free port of the test's own, and driven from outside: signed up to, called through the API, polled."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
+import requests
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,3 +81,57 @@ def running_stack(var_dir: Path, env: dict[str, str]) -> Iterator[subprocess.Pop
                 process.kill()
         for leftover in processes_of(var_dir):
             leftover.kill()
+
+
+# How long a test waits for what a running stack does in the background.
+WAIT_S = 60.0
+
+
+@dataclass
+class Stack:
+    """A running stack seen from outside, as a person and an API client use it."""
+
+    url: str
+    env: dict[str, str]
+    api: requests.Session  # the token holder's
+    browser: requests.Session  # the signed-up person's session
+
+    def call(self, method: str, path: str, expect: int = 200, **body: Any) -> Any:
+        answer = self.api.request(method, self.url + path, json=body or None, timeout=30)
+        assert answer.status_code == expect, f"{method} {path}: {answer.status_code} {answer.text[:2000]}"
+        return answer.json() if answer.content else None
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run([str(ROOT / ".venv/bin/python"), "manage.py", *args], cwd=ROOT, env=self.env,
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0, f"manage.py {args[0]}: {done.stderr}"
+        return done.stdout
+
+
+def poll(what: str, found: Callable[[], Any], timeout: float = WAIT_S, every: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (got := found()):
+        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
+        time.sleep(every)
+    return got
+
+
+def sign_up(url: str, username: str, password: str) -> requests.Session:
+    browser = requests.Session()
+    browser.get(f"{url}/signup/", timeout=30).raise_for_status()
+    answer = browser.post(f"{url}/signup/", timeout=30, allow_redirects=False, data={
+        "csrfmiddlewaretoken": browser.cookies["csrftoken"], "username": username, "email": "",
+        "password1": password, "password2": password,
+    })  # fmt: skip
+    assert answer.status_code == 302, answer.text[:2000]
+    return browser
+
+
+def final(stack: Stack, run_id: int) -> dict[str, Any]:
+    """The run as GET /api/v1/runs/<id>/ gives it once it reached a final state."""
+
+    def ended() -> dict[str, Any] | None:
+        run = stack.call("GET", f"/api/v1/runs/{run_id}/")
+        return run if run["final"] else None
+
+    return poll(f"run {run_id} to end", ended, timeout=90)

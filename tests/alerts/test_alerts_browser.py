@@ -13,7 +13,7 @@ from django.utils import timezone
 from jobs.alerts import evaluate
 from jobs.models import Alert, Annotation, Disk, Host, Profile, Run
 from jobs.teams import membership as teams
-from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS
+from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, log_in
 from tests.factories import RunFactory, fio_summary
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -43,18 +43,10 @@ def alerts(db) -> dict[str, Alert]:
     return {alert.kind: alert for alert in Alert.objects.all()}
 
 
-def _log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("alerts")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 def test_acknowledging_an_alert_moves_it_below_the_open_ones_and_out_of_the_count(
     page, live_server, alerts, screenshot
 ):
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "alerts", PASSWORD)
     page.goto(f"{live_server.url}/alerts/")
     nav = page.get_by_role("navigation", name="Main")
     assert nav.get_by_role("link", name="Alerts 2").is_visible()
@@ -85,7 +77,7 @@ def test_a_regression_marked_expected_on_its_page_becomes_an_annotation_and_is_r
     phone_page, live_server, alerts, screenshot
 ):
     page = phone_page
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "alerts", PASSWORD)
     regression = alerts["regression"]
     page.goto(f"{live_server.url}/alerts/{regression.pk}/")
     assert page.locator("#alert-summary").inner_text().startswith("Total IOPS -31 % (4,024 → 2,758 IOPS)")

@@ -12,10 +12,7 @@ import hmac
 import json
 import random
 import re
-import subprocess
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,51 +21,12 @@ import pytest
 import requests
 
 from tests.receivers import LOOPBACK, HttpReceiver, Received, SmtpServer
-from tests.stacks import ROOT, free_port, running_stack, stack_env
+from tests.stacks import ROOT, WAIT_S, Stack, final, free_port, poll, running_stack, sign_up, stack_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 FIXTURE = ROOT / "tests/fixtures/fio-3.33-randread-jsonplus.json"
-WAIT_S = 60.0
 ONCALL = "storage-oncall@example.com"
-
-
-@dataclass
-class Stack:
-    url: str
-    env: dict[str, str]
-    api: requests.Session  # the token holder's
-    browser: requests.Session  # the signed-up person's session
-
-    def call(self, method: str, path: str, expect: int = 200, **body: Any) -> Any:
-        answer = self.api.request(method, self.url + path, json=body or None, timeout=30)
-        assert answer.status_code == expect, f"{method} {path}: {answer.status_code} {answer.text[:2000]}"
-        return answer.json() if answer.content else None
-
-    def manage(self, *args: str) -> str:
-        done = subprocess.run([str(ROOT / ".venv/bin/python"), "manage.py", *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
-        assert done.returncode == 0, f"manage.py {args[0]}: {done.stderr}"
-        return done.stdout
-
-
-def poll(what: str, found: Callable[[], Any], timeout: float = WAIT_S, every: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (got := found()):
-        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
-        time.sleep(every)
-    return got
-
-
-def sign_up(url: str, username: str, password: str) -> requests.Session:
-    browser = requests.Session()
-    browser.get(f"{url}/signup/", timeout=30).raise_for_status()
-    answer = browser.post(f"{url}/signup/", timeout=30, allow_redirects=False, data={
-        "csrfmiddlewaretoken": browser.cookies["csrftoken"], "username": username, "email": "",
-        "password1": password, "password2": password,
-    })  # fmt: skip
-    assert answer.status_code == 302, answer.text[:2000]
-    return browser
 
 
 @pytest.fixture
@@ -105,16 +63,6 @@ def night(level: float, when: datetime) -> str:
     doc["timestamp"], doc["timestamp_ms"] = int(when.timestamp()), int(when.timestamp() * 1000)
     doc["time"] = when.strftime("%a %b %d %H:%M:%S %Y")
     return json.dumps(doc, indent=2)
-
-
-def final(stack: Stack, run_id: int) -> dict[str, Any]:
-    """The run as GET /api/v1/runs/<id>/ gives it once it reached a final state."""
-
-    def ended() -> dict[str, Any] | None:
-        run = stack.call("GET", f"/api/v1/runs/{run_id}/")
-        return run if run["final"] else None
-
-    return poll(f"run {run_id} to end", ended, timeout=90)
 
 
 def signed_by(secret: str, request: Received) -> bool:

@@ -17,7 +17,7 @@ from jobs.limits.knee import find_knee
 from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.results import burst
 from jobs.runs import queueing
-from tests.browser import assert_fits, settle
+from tests.browser import assert_fits, log_in, settle
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 from tests.factories import RunFactory, fio_summary
 from tests.openapi import schema
@@ -332,11 +332,7 @@ def test_the_burst_cards_fit_a_phone_and_a_desktop_screen(screen, gp2, owner, re
     levels = noisy([3000.0 if t <= 1200 else 100.0 for t in range(1, 1801)])
     RunSample.objects.bulk_create(RunSample(run=run, t_s=t, read_iops=v) for t, v in enumerate(levels, start=1))
     page = request.getfixturevalue(screen)
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(owner.username)
-    page.get_by_label("Password").fill("a-long-test-password-1")
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server.url, owner.username, "a-long-test-password-1")
     for name, path, card in (("disk", f"/disks/{gp2.pk}/", "#disk-burst"), ("run", f"/runs/{run.pk}/", "#run-burst")):
         page.goto(live_server.url + path)
         settle(page)

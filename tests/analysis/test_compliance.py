@@ -10,42 +10,15 @@ from django.test import Client
 
 from jobs.analysis import stability
 from jobs.api.models import ApiToken
-from jobs.models import Disk, Host, Run, RunResult, RunSample
+from jobs.models import Disk, Host, Run, RunSample
 from jobs.results import compliance
 from jobs.results import stability as disk_stability
 from jobs.runs import queueing
 from jobs.shares import sharing
-from tests.browser import UNLABELLED_CONTROLS, assert_fits, settle
+from tests.analysis.histories import NOW, measured
+from tests.browser import UNLABELLED_CONTROLS, assert_fits, log_in, settle
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
-from tests.factories import RunFactory, fio_summary
 from tests.openapi import schema
-
-NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)  # a Wednesday
-
-
-def measured(
-    disk: Disk,
-    *,
-    at: datetime,
-    iops: float,
-    seconds: list[float] | None = None,
-    profile_name: str = "randread",
-    snapshot: bool = True,
-) -> Run:
-    """A succeeded 60 s run of 4 KiB reads finished at `at` that measured `iops` (and per second, `seconds`)."""
-    run = RunFactory(
-        disk=disk,
-        state=Run.State.SUCCEEDED,
-        profile_name=profile_name,
-        started_at=at - timedelta(seconds=60),
-        finished_at=at,
-        summary=fio_summary(read_iops=iops),
-        limits_snapshot=disk.limits_snapshot(block_size=4096) if snapshot else {},
-    )
-    if seconds is not None:
-        RunSample.objects.bulk_create(RunSample(run=run, t_s=t, read_iops=v) for t, v in enumerate(seconds, 1))
-    RunResult.record(run)
-    return run
 
 
 def answer(disk: Disk, now: datetime = NOW, **params: str) -> dict:
@@ -393,11 +366,7 @@ def test_the_compliance_cards_fit_a_phone_and_a_desktop_screen(
         measured(b, at=now - timedelta(days=20 - d, hours=d % 5, minutes=-10), iops=900.0 if d == 3 else 3000.0)
     run = measured(a, at=now - timedelta(hours=2), iops=3500.0, seconds=[4000.0, 3900.0, 2500.0, 4100.0, 3000.0])
     page = request.getfixturevalue(screen)
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(owner.username)
-    page.get_by_label("Password").fill("a-long-test-password-1")
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server.url, owner.username, "a-long-test-password-1")
     page.goto(f"{live_server.url}/disks/{a.pk}/")
     settle(page)
     page.get_by_label("Period").select_option("90d")
@@ -425,11 +394,7 @@ def test_the_period_shown_is_the_one_counted_and_apply_keeps_it_on_the_disk_and_
     a_month_of_runs(disk)
     _, token = sharing.create(disk.team, owner, days=7, disk=disk)
     page = request.getfixturevalue(screen)
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(owner.username)
-    page.get_by_label("Password").fill("a-long-test-password-1")
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server.url, owner.username, "a-long-test-password-1")
     for name, url in (("disk", f"/disks/{disk.pk}/"), ("share", f"/s/{token}/")):
         page.goto(f"{live_server.url}{url}")
         settle(page)

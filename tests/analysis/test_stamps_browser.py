@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobs.models import Disk, Host
-from tests.analysis.test_stamps_shown import FRESH, NOT_STEADY, RQ, STEADY, finished
-from tests.browser import assert_fits, settle, wait_until
+from tests.analysis.stamps import FRESH, NOT_STEADY, RQ, STEADY, finished
+from tests.browser import assert_fits, log_in, settle, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -50,11 +50,7 @@ def test_the_disk_chart_marks_burst_and_warned_runs_and_every_tooltip_says_its_s
                  warnings=[FRESH, RQ])  # fmt: skip
     c = finished(gp2, start=start + timedelta(seconds=6600), seconds=600, iops=100)
     page = request.getfixturevalue(screen)
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(owner.username)
-    page.get_by_label("Password").fill("a-long-test-password-1")
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server.url, owner.username, "a-long-test-password-1")
     page.goto(f"{live_server.url}/disks/{gp2.pk}/?range=all")
     wait_until(page, "window.Chart && Chart.getChart('iops-chart')")
     settle(page)

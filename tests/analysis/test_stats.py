@@ -15,7 +15,7 @@ from jobs.api.models import ApiToken
 from jobs.models import Annotation, Disk, Run, RunResult, Team
 from jobs.results import stats as results_stats
 from jobs.runs import queueing
-from tests.browser import assert_fits, settle, wait_until
+from tests.browser import assert_fits, log_in, settle, wait_until
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 from tests.factories import DiskFactory, nightly_runs
 from tests.openapi import schema
@@ -338,11 +338,7 @@ def test_the_compare_statistics_and_distributions_fit_a_phone_and_a_desktop(
     bins = {"1000000": 500, "1100000": 320, "60000000": 100, "90000000": 80}
     Run.objects.filter(pk=runs[-1].pk).update(summary=runs[-1].summary | {"latency_bins_ns": {"read": bins}})
     page = request.getfixturevalue(screen)
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(owner.username)
-    page.get_by_label("Password").fill("a-long-test-password-1")
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server.url, owner.username, "a-long-test-password-1")
     page.goto(f"{live_server.url}/compare/?disks={pair[0].pk},{pair[1].pk}")
     settle(page)
     wait_until(page, "window.Chart && Chart.getChart('distributions-cdf') && Chart.getChart('distributions-histogram')")
@@ -368,11 +364,7 @@ def test_the_before_after_form_compares_the_profile_of_the_most_runs(
 ):
     thirty_nights_and_one_odd_run(pair[0])
     page = request.getfixturevalue(screen)
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(owner.username)
-    page.get_by_label("Password").fill("a-long-test-password-1")
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server.url, owner.username, "a-long-test-password-1")
     page.goto(f"{live_server.url}/compare/")
     settle(page)
     page.select_option("#before-after select[name=disk]", str(pair[0].pk))

@@ -13,21 +13,13 @@ from django.utils import timezone
 from jobs.imports import importing
 from jobs.models import Disk, Host, Run
 from jobs.teams import membership as teams
-from tests.browser import wait_until
+from tests.browser import log_in, wait_until
 from tests.builders import rerun_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-browser-password-8"
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ALL_POINTS = "Chart.getChart('iops-chart').data.datasets.flatMap((d) => d.data)"
-
-
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def _user(username: str) -> User:
@@ -51,7 +43,7 @@ def _disk_with_stamped_imports(user: User) -> Disk:
 
 def test_picking_a_criterion_fills_in_the_suggested_settings_and_the_preview(page, live_server, screenshot):
     _user("former")
-    _log_in(page, live_server, "former")
+    log_in(page, live_server.url, "former", PASSWORD)
     page.goto(f"{live_server.url}/profiles/new/")
     assert page.locator("[data-ss-settings]").is_hidden()
     page.get_by_label("File size per job").fill("1G")  # a directory target needs one, or nothing previews
@@ -72,7 +64,7 @@ def test_picking_a_criterion_fills_in_the_suggested_settings_and_the_preview(pag
 
 def test_the_disk_chart_draws_unsteady_runs_hollow_and_can_leave_them_out(page, live_server, screenshot):
     disk = _disk_with_stamped_imports(_user("charter"))
-    _log_in(page, live_server, "charter")
+    log_in(page, live_server.url, "charter", PASSWORD)
     page.goto(f"{live_server.url}/disks/{disk.pk}/?range=7d")
     wait_until(page, "window.Chart && Chart.getChart('iops-chart')")
     assert page.evaluate(f"{ALL_POINTS}.filter((p) => p.steady === false).length") >= 3
@@ -90,7 +82,7 @@ def test_the_disk_chart_draws_unsteady_runs_hollow_and_can_leave_them_out(page, 
 def test_the_run_page_says_when_steady_state_was_reached(page, live_server, screenshot):
     disk = _disk_with_stamped_imports(_user("reader"))
     run = Run.objects.filter(disk=disk, steady_state__state="steady").first()
-    _log_in(page, live_server, "reader")
+    log_in(page, live_server.url, "reader", PASSWORD)
     page.goto(f"{live_server.url}/runs/{run.pk}/")
     assert (
         page.locator("#run-steady").inner_text() == "Steady state: reached after 8 s (fio, iops_slope 0.3 % over 5 s)."

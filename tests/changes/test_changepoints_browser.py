@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from jobs.models import Annotation, ChangePoint, Disk, Host, Profile
 from jobs.teams import membership as teams
-from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, wait_until
+from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, log_in, wait_until
 from tests.factories import RunFactory, fio_summary
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -43,21 +43,13 @@ def disk(db) -> Disk:
     return disk
 
 
-def _log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("changes")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 def _fits(page) -> None:
     assert page.evaluate(STICKING_OUT) == []
     assert page.evaluate(UNLABELLED_CONTROLS) == []
 
 
 def test_the_disk_charts_mark_the_change_point_and_the_note(page, live_server, disk, screenshot):
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "changes", PASSWORD)
     page.goto(f"{live_server.url}/disks/{disk.pk}/?range=all")
     wait_until(page, "window.Chart && Chart.getChart('iops-chart')")
     iops_marks = page.evaluate(MARKS.format(chart="iops-chart"))
@@ -83,7 +75,7 @@ def test_the_disk_charts_mark_the_change_point_and_the_note(page, live_server, d
 
 
 def test_the_changes_page_marks_a_change_expected_and_takes_a_note(page, live_server, disk, screenshot):
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "changes", PASSWORD)
     page.goto(f"{live_server.url}/changes/")
     rows = page.locator("#change-points tbody tr")
     assert rows.count() == 2  # IOPS and bandwidth, at the same run

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -18,41 +17,10 @@ from jobs import runners
 from jobs.api.models import ApiToken
 from jobs.disks import precondition
 from jobs.models import Disk, Profile
-from jobs.tools import fio, fio_fill
+from jobs.tools import fio
 from jobs.tools.options import ToolOptionError
+from tests.disks.preconditioning import RUN_DIR, RUN_ID, MiB, fill_params, run_fio
 from tests.factories import ProfileFactory
-
-MiB = 2**20
-RUN_DIR = "/home/bench/.benchweb/runs/3f2a4c1e-8b7d-4e2f-9a6b-1c2d3e4f5a6b"
-RUN_ID = RUN_DIR.rsplit("/", 1)[1]
-
-
-def _params(**changes) -> dict:
-    params = {
-        "tool": "fio", "rw": "randread", "block_size_bytes": 4096, "iodepth": 1, "jobs": 1, "runtime_s": 1,
-        "time_based": True, "ramp_time_s": 0, "ioengine": "psync", "direct": False, "size_bytes": 16 * MiB,
-        "read_percent": 100, "extra_options": {}, "precondition": "fill", "precondition_passes": 2,
-    }  # fmt: skip
-    return params | changes
-
-
-def _run_fio(tmp_path: Path, params: dict, *, fill_rate: str = "") -> str:
-    """Real fio on the job file benchweb builds for a directory in tmp_path; fill_rate slows the fill down so
-    that fio prints status documents while it runs."""
-    target = tmp_path / "target"
-    target.mkdir()
-    job = fio.build_fio_job(params, str(target), "directory", str(tmp_path / RUN_ID), readonly=False)
-    text = job.jobfile
-    if fill_rate:
-        text = text.replace(
-            f"[{fio_fill.JOB_PREFIX}{RUN_ID}]\n", f"[{fio_fill.JOB_PREFIX}{RUN_ID}]\nrate={fill_rate}\n"
-        )
-    (tmp_path / "job.fio").write_text(text)
-    output = tmp_path / "result.json"
-    subprocess.run(["fio", "--output-format=json", "--status-interval=1", f"--output={output}",
-                    str(tmp_path / "job.fio")], check=True, capture_output=True, timeout=60)  # fmt: skip
-    assert list(target.iterdir()) == []  # the measured job removed the files the fill left for it
-    return output.read_text()
 
 
 def _final_jobs(raw: str) -> dict[str, dict]:
@@ -61,8 +29,8 @@ def _final_jobs(raw: str) -> dict[str, dict]:
 
 
 def test_a_fill_on_a_device_writes_all_of_it_first_and_the_read_after_it_loses_readonly():
-    job = fio.build_fio_job(_params(size_bytes=None, ioengine="libaio", direct=True), "/dev/loop7", "block", RUN_DIR,
-                            readonly=False)  # fmt: skip
+    job = fio.build_fio_job(fill_params(size_bytes=None, ioengine="libaio", direct=True), "/dev/loop7", "block",
+                            RUN_DIR, readonly=False)  # fmt: skip
     fill, measured = job.jobfile.split(f"[benchweb-{RUN_ID}]")
     assert f"[precondition-{RUN_ID}]" in fill
     for line in ("rw=write", "bs=1048576", "iodepth=32", "direct=1", "loops=2", "filename=/dev/loop7",
@@ -71,29 +39,30 @@ def test_a_fill_on_a_device_writes_all_of_it_first_and_the_read_after_it_loses_r
     assert "size=" not in fill and "runtime=" not in fill and "time_based" not in fill
     assert measured.startswith("\nstonewall\n") and "rw=randread" in measured
     assert "--readonly" not in job.argv and "allow_file_create=0" not in measured
-    plain = fio.build_fio_job(_params(size_bytes=None, precondition=""), "/dev/loop7", "block", RUN_DIR, readonly=False)
+    plain = fio.build_fio_job(fill_params(size_bytes=None, precondition=""), "/dev/loop7", "block", RUN_DIR,
+                              readonly=False)  # fmt: skip
     assert "--readonly" in plain.argv and "[precondition-" not in plain.jobfile and "stonewall" not in plain.jobfile
 
 
 def test_a_run_that_must_not_write_refuses_a_fill_and_an_unknown_precondition_names_its_field():
     with pytest.raises(ToolOptionError) as refused:
-        fio.build_fio_job(_params(), "/data", "directory", RUN_DIR, readonly=True)
+        fio.build_fio_job(fill_params(), "/data", "directory", RUN_DIR, readonly=True)
     assert refused.value.field == "precondition"
     with pytest.raises(ToolOptionError) as unknown:
-        fio.build_fio_job(_params(precondition="trim"), "/data", "directory", RUN_DIR, readonly=False)
+        fio.build_fio_job(fill_params(precondition="trim"), "/data", "directory", RUN_DIR, readonly=False)
     assert unknown.value.field == "precondition" and "trim" in str(unknown.value)
     with pytest.raises(ToolOptionError) as passes:
-        fio.build_fio_job(_params(precondition_passes=9), "/data", "directory", RUN_DIR, readonly=False)
+        fio.build_fio_job(fill_params(precondition_passes=9), "/data", "directory", RUN_DIR, readonly=False)
     assert passes.value.field == "precondition_passes"
 
 
 def test_small_test_files_are_filled_in_the_profiles_own_block_size():
-    job = fio.build_fio_job(_params(size_bytes=256 * 1024), "/data", "directory", RUN_DIR, readonly=False)
+    job = fio.build_fio_job(fill_params(size_bytes=256 * 1024), "/data", "directory", RUN_DIR, readonly=False)
     assert "\nbs=4096\n" in job.jobfile.split("[benchweb-")[0]
 
 
 def test_real_fio_fills_the_test_files_and_the_result_is_the_measured_jobs_alone(fio_installed, tmp_path):
-    raw = _run_fio(tmp_path, _params(jobs=2, precondition_passes=3))
+    raw = run_fio(tmp_path, fill_params(jobs=2, precondition_passes=3))
     jobs = _final_jobs(raw)
     printed_fill, printed = jobs[f"precondition-{RUN_ID}"], jobs[f"benchweb-{RUN_ID}"]
 
@@ -115,7 +84,7 @@ def test_real_fio_fills_the_test_files_and_the_result_is_the_measured_jobs_alone
 
 
 def test_live_progress_says_the_fill_is_running_then_shows_the_measured_jobs_iops(fio_installed, tmp_path):
-    raw = _run_fio(tmp_path, _params(size_bytes=8 * MiB, precondition_passes=1), fill_rate="4m")
+    raw = run_fio(tmp_path, fill_params(size_bytes=8 * MiB, precondition_passes=1), fill_rate="4m")
     docs_at = [i for i in range(len(raw)) if raw.startswith('{\n  "fio version"', i)]
     runner = runners.FioRunner()
 
@@ -128,18 +97,18 @@ def test_live_progress_says_the_fill_is_running_then_shows_the_measured_jobs_iop
 
 
 def test_the_eta_and_the_watchdog_allow_for_every_pass_of_the_fill():
-    directory = _params(jobs=2, size_bytes=100 * MiB, precondition_passes=3, runtime_s=60)
+    directory = fill_params(jobs=2, size_bytes=100 * MiB, precondition_passes=3, runtime_s=60)
     assert runners.fill_seconds(directory) == 30  # 600 MiB at 20 MiB/s
     assert runners.expected_seconds(directory) == 60 + 30
     assert runners.watchdog_seconds(directory, "directory") == 60 + 30 + 10 + runners.WATCHDOG_MARGIN_S
-    device = _params(size_bytes=None, precondition_pass_bytes=10 * 2**30)
+    device = fill_params(size_bytes=None, precondition_pass_bytes=10 * 2**30)
     assert runners.fill_seconds(device) == 1024  # 2 passes of 10 GiB
     assert runners.watchdog_seconds(device, "block") == 1 + 1024 + runners.WATCHDOG_MARGIN_S
-    assert runners.fill_seconds(_params(precondition="")) == 0
+    assert runners.fill_seconds(fill_params(precondition="")) == 0
 
 
 def test_a_device_fill_is_sized_by_the_probe_or_not_started():
-    params = _params(size_bytes=None)
+    params = fill_params(size_bytes=None)
     sized = precondition.sized_parameters(params, "block", {"identity": {"size_bytes": 64 * MiB}})
     assert sized["precondition_pass_bytes"] == 64 * MiB
     assert precondition.sized_parameters(params, "directory", {}) is params
@@ -163,7 +132,7 @@ def test_a_fill_makes_a_read_profile_a_write_for_every_safety_rule(team, host):
 @pytest.mark.django_db
 def test_a_record_counts_until_the_disks_identity_is_recorded_again(host):
     disk = Disk.objects.create(host=host, label="raw", target_path="/dev/sdz", kind=Disk.Kind.BLOCK)
-    read = _params(size_bytes=None, precondition="")
+    read = fill_params(size_bytes=None, precondition="")
     [fresh] = precondition.fresh_block_warnings(disk, read)
     assert "no preconditioning is on record" in fresh and "/dev/sdz" in fresh
     assert precondition.fresh_block_warnings(disk, read | {"precondition": "fill"}) == []
@@ -181,10 +150,10 @@ def test_a_record_counts_until_the_disks_identity_is_recorded_again(host):
 @pytest.mark.django_db
 def test_a_directory_warns_only_a_reading_profile_without_a_fill(host):
     disk = Disk.objects.create(host=host, label="dir", target_path="/data/bench")
-    assert precondition.fresh_block_warnings(disk, _params(precondition=""))
-    assert precondition.fresh_block_warnings(disk, _params(precondition="", rw="randrw"))
-    assert precondition.fresh_block_warnings(disk, _params(precondition="", rw="write")) == []
-    assert precondition.fresh_block_warnings(disk, _params()) == []
+    assert precondition.fresh_block_warnings(disk, fill_params(precondition=""))
+    assert precondition.fresh_block_warnings(disk, fill_params(precondition="", rw="randrw"))
+    assert precondition.fresh_block_warnings(disk, fill_params(precondition="", rw="write")) == []
+    assert precondition.fresh_block_warnings(disk, fill_params()) == []
 
 
 # Pages and API
@@ -336,7 +305,7 @@ def test_a_fill_that_fails_fails_the_run_with_fios_own_words(fio_installed, tmp_
     tiny.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(tiny)], check=True)
     try:
-        params = _params(size_bytes=4 * MiB, precondition_passes=1)
+        params = fill_params(size_bytes=4 * MiB, precondition_passes=1)
         job = fio.build_fio_job(params, str(tiny), "directory", str(tmp_path / RUN_ID), readonly=False)
         (tmp_path / "job.fio").write_text(job.jobfile)
         output = tmp_path / "result.json"

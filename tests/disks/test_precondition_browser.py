@@ -12,20 +12,12 @@ from jobs.disks import precondition
 from jobs.models import Disk, Membership, Run
 from jobs.runs.collecting import stored_summary
 from jobs.tools import fio
-from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, wait_until
-from tests.disks.test_precondition import _params, _run_fio
+from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, log_in, wait_until
+from tests.disks.preconditioning import fill_params, run_fio
 from tests.factories import HostFactory, RunFactory, TeamFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-precondition-password-5"
-
-
-def _log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("filler")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def _fits(page, name: str) -> None:
@@ -46,14 +38,14 @@ def test_the_fill_the_record_and_the_warning_are_shown_on_a_phone_and_a_desktop(
     Membership.objects.create(user=user, team=team, role=Membership.Role.OWNER)
     host = HostFactory(team=team, name="vm1")
     device = Disk.objects.create(host=host, label="raw", target_path="/dev/nvme1n1", kind=Disk.Kind.BLOCK)
-    fresh = RunFactory(disk=device, succeeded=True, warnings=precondition.fresh_block_warnings(device, _params()
+    fresh = RunFactory(disk=device, succeeded=True, warnings=precondition.fresh_block_warnings(device, fill_params()
                        | {"precondition": ""}))  # fmt: skip
-    filled_summary = fio.parse_fio_json(_run_fio(tmp_path, _params())).summary
+    filled_summary = fio.parse_fio_json(run_fio(tmp_path, fill_params())).summary
     filled = RunFactory(disk=device, succeeded=True, summary=stored_summary(filled_summary))
-    Run.objects.filter(pk=filled.pk).update(parameters=_params())
-    filled.parameters = _params()
+    Run.objects.filter(pk=filled.pk).update(parameters=fill_params())
+    filled.parameters = fill_params()
     precondition.note_fill(filled)
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "filler", PASSWORD)
 
     page.goto(f"{live_server.url}/runs/{fresh.pk}/")
     assert page.locator(".run-warning").inner_text().startswith("Warning: Fresh blocks: benchweb knows of no write")

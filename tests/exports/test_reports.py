@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from jobs.models import Disk, Host, Run, RunSample
 from jobs.teams import membership as teams
-from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS
+from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, log_in
 from tests.factories import DiskFactory, RunFactory, fio_summary
 
 PASSWORD = "a-long-report-password-4"
@@ -121,14 +121,6 @@ def test_asking_for_nothing_to_compare_is_refused(db):
     assert response.status_code == 400 and b"Pick 2 to 8 disks" in response.content
 
 
-def _log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("reporter")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 def _pdf_pages(pdf: bytes) -> int:
     assert pdf.startswith(b"%PDF-")
     return len(re.findall(rb"/Type\s*/Page\b", pdf))
@@ -137,7 +129,7 @@ def _pdf_pages(pdf: bytes) -> int:
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_compliance_report_prints_to_pdf_from_the_disk_page(gp3, page, live_server, screenshot):
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "reporter", PASSWORD)
     page.goto(f"{live_server.url}/disks/{gp3.pk}/?period=30d")
     page.get_by_role("link", name="Printable report").click()
     page.wait_for_url(re.compile(r"/disks/\d+/report/\?period=30d"))
@@ -162,7 +154,7 @@ def test_the_comparison_report_prints_to_pdf_from_the_compare_page(gp3, page, li
     other = _team_disk("second", "gp3-logs", [2000.0 + i for i in range(8)])
     Disk.objects.filter(pk=other.pk).update(host=gp3.host, team=gp3.team)
     Run.objects.filter(disk=other).update(team=gp3.team)
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "reporter", PASSWORD)
     page.goto(f"{live_server.url}/compare/?disks={gp3.pk},{other.pk}")
     page.get_by_role("link", name="Printable report").click()
     page.wait_for_url(re.compile(r"/compare/report/\?disks="))
@@ -178,7 +170,7 @@ def test_the_comparison_report_prints_to_pdf_from_the_compare_page(gp3, page, li
 @pytest.mark.django_db(transaction=True)
 def test_the_reports_fit_a_phone_screen(gp3, phone_page, live_server, screenshot):
     page = phone_page
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "reporter", PASSWORD)
     runs = ",".join(str(pk) for pk in Run.objects.filter(disk=gp3).values_list("pk", flat=True)[:3])
     for name, url in (("compliance", f"/disks/{gp3.pk}/report/?period=all&runs=all"),
                       ("comparison", f"/compare/report/?runs={runs}")):  # fmt: skip

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from jobs import addresses, ssh
 from jobs.hosts import connecting
 from jobs.models import Host
-from tests.pages.test_manage_pages import _host_data
+from tests.hosts.forms import host_form_data
 from tests.world import make_world
 
 ACCEPTED = {
@@ -113,14 +113,14 @@ def test_the_api_stores_a_bracketed_ipv6_address_without_its_brackets():
 def test_the_host_page_refuses_a_bad_address_on_its_field_and_says_what_an_address_may_be(owner_client, address):
     form = owner_client.get("/hosts/new/").content.decode()
     assert "a host name (letters, digits and &#x27;-&#x27; in dot-separated labels" in form
-    response = owner_client.post("/hosts/new/", _host_data(address=address, credential_mode="none"))
+    response = owner_client.post("/hosts/new/", host_form_data(address=address, credential_mode="none"))
     assert response.status_code == 200
     assert "in labels separated by dots, e.g. bench-01.example.com) or an IP address" in response.content.decode()
     assert not Host.objects.exists()
 
 
 def test_the_host_page_stores_a_bracketed_ipv6_address_without_its_brackets(owner_client):
-    response = owner_client.post("/hosts/new/", _host_data(address="[::1]", credential_mode="none"))
+    response = owner_client.post("/hosts/new/", host_form_data(address="[::1]", credential_mode="none"))
     assert response.status_code == 302
     assert Host.objects.get(name="db1").address == "::1"
 

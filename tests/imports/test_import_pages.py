@@ -14,7 +14,7 @@ from jobs import presets
 from jobs.imports import importing
 from jobs.models import Profile, Run
 from jobs.teams import membership as teams
-from tests.browser import wait_until
+from tests.browser import log_in, wait_until
 from tests.factories import DiskFactory, RunFactory, fio_summary
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -214,14 +214,6 @@ def _browser_user(username: str):
     return DiskFactory(host__team=team, label="aix-data", target_path="/data/aix", disk_type="custom")
 
 
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", ["desktop", "phone"])
@@ -230,7 +222,7 @@ def test_a_person_checks_the_printed_figures_then_saves_and_sees_them_on_the_run
 ):
     tab = request.getfixturevalue("page" if width == "desktop" else "phone_page")
     disk = _browser_user(f"checker-{width}")
-    _log_in(tab, live_server, f"checker-{width}")
+    log_in(tab, live_server.url, f"checker-{width}", PASSWORD)
     tab.goto(f"{live_server.url}/import/?disk={disk.pk}")
     tab.get_by_label("Or paste the output").fill(NDISK.read_text())
     tab.get_by_role("button", name="Read the numbers").click()
@@ -268,7 +260,7 @@ def test_a_person_picks_which_results_of_a_client_server_output_to_save_and_sees
 ):
     tab = request.getfixturevalue("page" if width == "desktop" else "phone_page")
     disk = _browser_user(f"picker-{width}")
-    _log_in(tab, live_server, f"picker-{width}")
+    log_in(tab, live_server.url, f"picker-{width}", PASSWORD)
     tab.goto(f"{live_server.url}/import/?disk={disk.pk}")
     tab.get_by_label("Or paste the output").fill(CLIENTS.read_text())
     tab.get_by_role("button", name="Read the numbers").click()

@@ -11,21 +11,13 @@ from django.contrib.auth.models import User
 from jobs import presets
 from jobs.models import Disk, Host, Membership, Profile, Run
 from jobs.teams import membership as teams
-from tests.browser import wait_until
+from tests.browser import log_in, wait_until
 from tests.builders import target_dir, team_with_host
 from tests.factories import RunFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-browser-password-8"
 ESSD = "ESSD PL3: 4k randwrite numjobs=10 QD128"
-
-
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def _owner_with_disk(username: str) -> Disk:
@@ -61,7 +53,7 @@ def test_run_now_starts_on_a_runnable_profile_and_the_default_run_succeeds_in_a_
     user = User.objects.create_user("runner", password=PASSWORD)
     Membership.objects.create(user=user, team=team, role="member")
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
-    _log_in(page, live_server, "runner")
+    log_in(page, live_server.url, "runner", PASSWORD)
     page.goto(f"{live_server.url}/disks/{disk.pk}/")
     _check_run_now_form(page, disk)
     page.locator("#runnow").scroll_into_view_if_needed()
@@ -80,7 +72,7 @@ def test_run_now_starts_on_a_runnable_profile_and_the_default_run_succeeds_in_a_
 def test_run_now_on_a_phone_greys_out_what_cannot_run_and_fits_the_screen(phone_page, live_server, screenshot):
     page = phone_page
     disk = _owner_with_disk("phoner")
-    _log_in(page, live_server, "phoner")
+    log_in(page, live_server.url, "phoner", PASSWORD)
     page.goto(f"{live_server.url}/disks/{disk.pk}/")
     _check_run_now_form(page, disk)
     assert _fits_the_width(page)
@@ -96,7 +88,7 @@ def test_copying_a_profile_and_cancelling_leaves_nothing_and_save_keeps_it(
     page = page if width == "desktop" else phone_page
     disk = _owner_with_disk(f"copier-{width}")
     preset = Profile.objects.get(builtin=True, name=presets.QUICK_CHECK)
-    _log_in(page, live_server, f"copier-{width}")
+    log_in(page, live_server.url, f"copier-{width}", PASSWORD)
     page.goto(f"{live_server.url}/profiles/")
     page.get_by_role("link", name=f"Copy {presets.QUICK_CHECK}", exact=True).click()
     page.wait_for_url(f"{live_server.url}/profiles/{preset.pk}/copy/")
@@ -120,7 +112,7 @@ def test_copying_a_profile_and_cancelling_leaves_nothing_and_save_keeps_it(
 def test_the_404_page_has_the_layout_and_a_way_on(width, page, phone_page, live_server, screenshot):
     page = page if width == "desktop" else phone_page
     _owner_with_disk(f"lost-{width}")
-    _log_in(page, live_server, f"lost-{width}")
+    log_in(page, live_server.url, f"lost-{width}", PASSWORD)
     response = page.goto(f"{live_server.url}/disks/999999/")
     assert response.status == 404
     assert page.get_by_role("heading", name="Page not found").is_visible()
@@ -140,7 +132,7 @@ def test_the_404_page_has_the_layout_and_a_way_on(width, page, phone_page, live_
 def test_the_home_page_offers_the_quick_check_until_the_first_run(width, page, phone_page, live_server, screenshot):
     page = page if width == "desktop" else phone_page
     disk = _owner_with_disk(f"newcomer-{width}")
-    _log_in(page, live_server, f"newcomer-{width}")
+    log_in(page, live_server.url, f"newcomer-{width}", PASSWORD)
     button = page.get_by_role("button", name=f"Run the quick check on {disk}")
     assert page.get_by_role("heading", name="No runs yet").is_visible() and button.is_visible()
     assert _fits_the_width(page)

@@ -14,7 +14,7 @@ from jobs.disks.forms import size_range
 from jobs.models import Disk
 from jobs.notify import texts
 from jobs.teams import membership as teams
-from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS
+from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, log_in
 from tests.factories import RunFactory, fio_summary
 
 PASSWORD = "a-long-small-fixes-password-29"
@@ -67,14 +67,6 @@ def test_the_api_schema_gives_the_token_header_in_code_spans_the_docs_page_keeps
     assert refusals and all("`Authorization: Bearer <token>`" in text for text in refusals)
 
 
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", ["desktop", "phone"])
@@ -82,7 +74,7 @@ def test_the_token_form_s_expiry_error_sits_under_the_expiry_field(width, page, 
     tab = page if width == "desktop" else phone_page
     user = User.objects.create_user(f"tokens-{width}", password=PASSWORD)
     teams.place_new_user(user)
-    _log_in(tab, live_server, f"tokens-{width}")
+    log_in(tab, live_server.url, f"tokens-{width}", PASSWORD)
     tab.goto(f"{live_server.url}/account/tokens/")
     tab.get_by_label("Name").fill("nightly CI")
     tab.get_by_label("Expires after (days)").fill("0")

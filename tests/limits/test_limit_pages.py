@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 
 from jobs.models import Disk, Host, Run
 from jobs.teams import membership as teams
-from tests.browser import wait_until
+from tests.browser import log_in, wait_until
 from tests.factories import RunFactory, fio_summary
 
 ULTRA_URL = "https://www.alibabacloud.com/help/en/ecs/user-guide/block-storage-performance"
@@ -229,14 +229,6 @@ def _member_with(username: str) -> tuple[Host, Disk, Disk]:
     return host, ultra, small
 
 
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 def _overflows(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth > document.documentElement.clientWidth + 1")
 
@@ -247,7 +239,7 @@ def _overflows(page) -> bool:
 def test_the_disk_pages_limits_section_reads_like_the_vendors_page(width, page, phone_page, live_server, screenshot):
     tab = page if width == "desktop" else phone_page
     _, ultra, _ = _member_with(f"limits-{width}")
-    _log_in(tab, live_server, f"limits-{width}")
+    log_in(tab, live_server.url, f"limits-{width}", PASSWORD)
     tab.goto(f"{live_server.url}/disks/{ultra.pk}/")
     section = tab.locator("#disk-limits")
     section.scroll_into_view_if_needed()
@@ -269,7 +261,7 @@ def test_compare_shows_the_binding_cap_and_a_flagged_efficiency(width, page, pho
     tab = page if width == "desktop" else phone_page
     _, _, small = _member_with(f"compare-{width}")
     within, above = _run(small, 3009), _run(small, 40167)
-    _log_in(tab, live_server, f"compare-{width}")
+    log_in(tab, live_server.url, f"compare-{width}", PASSWORD)
     tab.goto(f"{live_server.url}/compare/?runs={within.pk},{above.pk}")
     wait_until(tab, "window.Chart && Chart.getChart('compare-chart')")
     table = " ".join(tab.locator("table.side-by-side").inner_text().split())
@@ -304,7 +296,7 @@ def test_the_disk_chart_gives_efficiency_against_baseline_and_burst(width, page,
     _, _, small = _member_with(f"chart-{width}")
     _run(small, 3009)
     _run(small, 40167)
-    _log_in(tab, live_server, f"chart-{width}")
+    log_in(tab, live_server.url, f"chart-{width}", PASSWORD)
     tab.goto(f"{live_server.url}/disks/{small.pk}/?range=all")
     wait_until(tab, "window.Chart && Chart.getChart('iops-chart')")
     status = " ".join(tab.locator("#chart-status").inner_text().split())

@@ -15,7 +15,7 @@ from django.utils import timezone
 from jobs import limits
 from jobs.models import ChangePoint, Disk, Host, Run
 from jobs.teams import membership as teams
-from tests.browser import wait_until
+from tests.browser import log_in, wait_until
 from tests.factories import RunFactory, fio_summary
 
 PASSWORD = "a-long-units-password-29"
@@ -111,14 +111,6 @@ def _member(username: str) -> Disk:
     return _pl3(host)
 
 
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", ["desktop", "phone"])
@@ -128,7 +120,7 @@ def test_compare_and_the_disk_chart_give_the_measured_rate_in_mb_s_in_a_browser(
     tab = page if width == "desktop" else phone_page
     pl3 = _member(f"units-{width}")
     runs = [_sequential(pl3, mib) for mib in (176, 200, 190)]
-    _log_in(tab, live_server, f"units-{width}")
+    log_in(tab, live_server.url, f"units-{width}", PASSWORD)
     tab.goto(f"{live_server.url}/compare/?runs={','.join(str(r.pk) for r in runs)}")
     wait_until(tab, "window.Chart && Chart.getChart('compare-chart')")
     table = " ".join(tab.locator("table.side-by-side").inner_text().split())

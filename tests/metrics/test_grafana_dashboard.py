@@ -15,7 +15,7 @@ from django.utils import timezone
 from jobs.metrics import workers
 from jobs.models import Run
 from tests.factories import ProfileFactory, RunFactory
-from tests.metrics.test_metrics import finished, scrape, token_for
+from tests.metrics.scraping import finished, scrape, token_for
 
 DASHBOARD = Path(__file__).resolve().parent.parent.parent / "docs/grafana/benchweb-dashboard.json"
 METRIC = re.compile(r"\bbenchweb_[a-z0-9_]+")

@@ -8,22 +8,21 @@ from datetime import timedelta
 
 import pytest
 import requests
-from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from prometheus_client.parser import text_string_to_metric_families
 
 from benchweb.celery import app
 from jobs.alerts import evaluate, lifecycle
 from jobs.api.models import ApiToken
 from jobs.metrics import workers
-from jobs.models import Alert, Disk, Membership, Run, RunResult
+from jobs.models import Alert, Disk, Run, RunResult
 from jobs.results import compliance
 from jobs.runs import queueing
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
-from tests.factories import DiskFactory, HostFactory, ProfileFactory, RunFactory, TeamFactory, fio_summary
+from tests.factories import DiskFactory, HostFactory, ProfileFactory, RunFactory, TeamFactory
+from tests.metrics.scraping import finished, parse, scrape, token_for
 
 pytestmark = pytest.mark.django_db
 
@@ -36,36 +35,8 @@ def _fresh_ping():
     workers.forget()
 
 
-def scrape(client: Client, token: str | None = None) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    """{metric name: {sorted labels: value}} of a 200 answer to GET /metrics."""
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
-    response = client.get("/metrics", **headers)
-    assert response.status_code == 200, response.content
-    assert response["Content-Type"].startswith("text/plain; version=0.0.4")
-    return parse(response.content.decode())
-
-
-def parse(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    found: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return found
-
-
 def series(team, host, disk, profile, **more) -> tuple[tuple[str, str], ...]:
     return tuple(sorted({"team": team.name, "host": host.name, "disk": disk.label, "profile": profile, **more}.items()))
-
-
-def token_for(team, username: str) -> str:
-    user = User.objects.create_user(username)
-    Membership.objects.create(user=user, team=team, role=Membership.Role.VIEWER)
-    return ApiToken.issue(user, team, "prometheus")[1]
-
-
-def finished(disk, profile, when, **summary) -> Run:
-    return RunFactory(disk=disk, profile=profile, succeeded=True, recorded=True, finished_at=when,
-                      summary=fio_summary(**summary), parameters=profile.parameters())  # fmt: skip
 
 
 def test_the_latest_run_of_each_disk_and_profile_is_scraped_as_the_database_holds_it(team, host, disk):

@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from jobs.models import AlertChannel
 from jobs.notify import delivery
 from jobs.teams import membership as teams
-from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS
+from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, log_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-channels-password-4"
@@ -25,18 +25,10 @@ def owner_name(db) -> str:
     return "pager"
 
 
-def _log_in(page, live_server, name: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(name)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 def test_an_owner_adds_a_webhook_sees_its_secret_once_and_sends_a_test_the_receiver_gets(
     page, live_server, owner_name, http_receiver, screenshot
 ):
-    _log_in(page, live_server, owner_name)
+    log_in(page, live_server.url, owner_name, PASSWORD)
     page.get_by_role("link", name="Alert channels").click()
     page.wait_for_url(f"{live_server.url}/channels/")
     page.get_by_text("Webhook", exact=True).click()
@@ -78,7 +70,7 @@ def test_a_viewer_sees_the_channels_and_their_log_but_no_forms(page, live_server
     viewer = User.objects.create_user("looker", password=PASSWORD)
     team.memberships.create(user=viewer, role="viewer")
     hook = AlertChannel.objects.create(team=team, name="ops", kind="webhook", target=http_receiver.url)
-    _log_in(page, live_server, "looker")
+    log_in(page, live_server.url, "looker", PASSWORD)
     page.goto(f"{live_server.url}/channels/")
     assert page.locator("#channels").inner_text().count("ops") == 1
     assert page.locator("#add-webhook").count() == 0
@@ -90,7 +82,7 @@ def test_a_viewer_sees_the_channels_and_their_log_but_no_forms(page, live_server
 
 def test_the_add_forms_fit_a_phone_with_every_control_labelled(phone_page, live_server, owner_name, screenshot):
     page = phone_page
-    _log_in(page, live_server, owner_name)
+    log_in(page, live_server.url, owner_name, PASSWORD)
     page.goto(f"{live_server.url}/channels/")
     for kind in ("email", "webhook", "apprise"):
         if page.locator(f"#add-{kind}[open]").count() == 0:

@@ -34,7 +34,7 @@ from jobs import crypto, egress
 from jobs.models import AlertChannel, Delivery
 from jobs.notify import delivery, publish, senders
 from jobs.notify.channels import ChannelInput, save_channel
-from tests.notify.test_channels import EVENT, client_for, deliver_all, post
+from tests.notify.channels import EVENT, client_for, deliver_all, post
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -15,7 +15,7 @@ from django.utils import timezone
 from jobs.models import AlertChannel, Delivery
 from jobs.notify import publish
 from jobs.notify.channels import ChannelInput, save_channel
-from tests.notify.test_channels import EVENT, TITLE
+from tests.notify.channels import EVENT, TITLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -13,20 +13,12 @@ from django.utils import timezone
 from jobs.imports import importing
 from jobs.models import Disk, Host, Membership, Run
 from jobs.teams import membership as teams
-from tests.browser import wait_until
+from tests.browser import log_in, wait_until
 from tests.builders import quick_profile, rerun_of, target_dir, team_with_host
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-browser-password-7"
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-
-
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def test_signing_up_shows_the_empty_team_and_what_to_do_next(page, live_server, screenshot):
@@ -49,7 +41,7 @@ def test_run_now_shows_progress_until_the_result(fio_installed, sshd, worker, pa
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom",
                                spec_iops=100000)  # fmt: skip
     quick_profile(team, runtime_s=6)
-    _log_in(page, live_server, "runner")
+    log_in(page, live_server.url, "runner", PASSWORD)
     page.goto(f"{live_server.url}/disks/{disk.pk}/")
     page.locator("#id_profile").select_option(label="quick randread")
     page.get_by_role("button", name="Run now").click()
@@ -80,7 +72,7 @@ def _disk_with_imported_runs(username: str) -> Disk:
 def test_the_disk_chart_pinch_zooms_on_a_touch_screen(phone_page, live_server, screenshot):
     page = phone_page
     disk = _disk_with_imported_runs("pincher")
-    _log_in(page, live_server, "pincher")
+    log_in(page, live_server.url, "pincher", PASSWORD)
     page.goto(f"{live_server.url}/disks/{disk.pk}/")
     wait_until(page, "window.Chart && Chart.getChart('iops-chart')")
     assert page.evaluate("typeof window.Hammer") == "function"
@@ -109,7 +101,7 @@ def test_the_disk_chart_pinch_zooms_on_a_touch_screen(phone_page, live_server, s
 
 def test_shift_drag_still_pans_the_disk_chart_with_a_mouse(page, live_server):
     disk = _disk_with_imported_runs("panner")
-    _log_in(page, live_server, "panner")
+    log_in(page, live_server.url, "panner", PASSWORD)
     page.goto(f"{live_server.url}/disks/{disk.pk}/?range=all")
     wait_until(page, "window.Chart && Chart.getChart('iops-chart')")
     page.get_by_role("button", name="Zoom in").click()

@@ -16,7 +16,7 @@ from jobs import clock
 from jobs.imports import importing
 from jobs.models import Disk, Host, Preferences, Run, Schedule
 from jobs.teams import membership as teams
-from tests.browser import DESKTOP, PHONE, _open, wait_until
+from tests.browser import DESKTOP, PHONE, _open, log_in, wait_until
 from tests.factories import ProfileFactory, ScheduleFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -50,14 +50,6 @@ TOOLTIP = """() => {
 def new_york_page(request, browser):
     """A browser in New York (Playwright's timezone_id), at desktop and phone width."""
     yield from _open(browser, {**(DESKTOP if request.param == "desktop" else PHONE), "timezone_id": "America/New_York"})
-
-
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def _lab(username: str) -> tuple[User, Disk, list[Run], Schedule]:
@@ -99,7 +91,7 @@ def _chart_shows(page, disk: Disk, zone: ZoneInfo, live_server) -> None:
 def test_every_time_says_the_browsers_zone_in_24_hour_form(new_york_page, live_server, screenshot):
     page = new_york_page
     _, disk, runs, schedule = _lab("newyorker")
-    _log_in(page, live_server, "newyorker")
+    log_in(page, live_server.url, "newyorker", PASSWORD)
 
     run = runs[0]
     page.goto(f"{live_server.url}/runs/{run.pk}/")
@@ -136,7 +128,7 @@ def test_every_time_says_the_browsers_zone_in_24_hour_form(new_york_page, live_s
 def test_a_chosen_zone_wins_over_the_browsers(new_york_page, live_server, screenshot):
     page = new_york_page
     user, disk, runs, _ = _lab("berliner")
-    _log_in(page, live_server, "berliner")
+    log_in(page, live_server.url, "berliner", PASSWORD)
     page.goto(f"{live_server.url}/account/preferences/")
     zone = page.get_by_label("Time zone")
     assert zone.locator("option").first.inner_text() == "Browser's zone (currently America/New_York)"

@@ -19,6 +19,7 @@ from django.utils import timezone
 from jobs.models import Credential, Disk, Host, Membership, Profile, Run, Team
 from tests.browser import assert_fits, settle
 from tests.factories import HostFactory, RunFactory
+from tests.hosts.forms import host_form_data
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 BAD_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nbm90LWEta2V5LWF0LWFsbA==\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -40,27 +41,6 @@ def rival_client(db) -> Client:
 @pytest.fixture
 def viewer_client(team) -> Client:
     return _client_for("vera", team, "viewer")
-
-
-def _host_data(**changes) -> dict:
-    data = {
-        "name": "db1",
-        "address": "10.0.0.5",
-        "port": "22",
-        "username": "bench",
-        "os": "linux",
-        "site": "",
-        "enabled": "on",
-        "run_base_dir": "",
-        "ndisk64_path": "",
-        "credential_mode": "new",
-        "new_credential_kind": "private_key",
-        "new_credential_name": "",
-        "private_key": "",
-        "password": "",
-        "passphrase": "",
-    }
-    return data | changes
 
 
 def _disk_data(**changes) -> dict:
@@ -126,7 +106,7 @@ def _finished_run(disk: Disk, *, profile_name: str, iops: float, limit: float, d
 
 
 def test_a_host_registered_with_a_new_private_key_stores_it_encrypted_and_never_shows_it(owner_client, sshd):
-    response = owner_client.post("/hosts/new/", _host_data(private_key=sshd.private_key))
+    response = owner_client.post("/hosts/new/", host_form_data(private_key=sshd.private_key))
     host = Host.objects.get(name="db1")
     assert response.status_code == 302 and response["Location"] == f"/hosts/{host.pk}/"
     credential = host.credential
@@ -141,7 +121,7 @@ def test_a_host_registered_with_a_new_private_key_stores_it_encrypted_and_never_
 
 
 def test_a_bad_private_key_is_refused_on_its_field_and_nothing_is_created(owner_client, team):
-    response = owner_client.post("/hosts/new/", _host_data(private_key=BAD_KEY))
+    response = owner_client.post("/hosts/new/", host_form_data(private_key=BAD_KEY))
     assert response.status_code == 200
     assert "could not be read" in " ".join(response.context["form"].errors["private_key"])
     page = response.content.decode()
@@ -154,13 +134,13 @@ def test_an_encrypted_key_without_its_passphrase_is_refused_on_the_passphrase(ow
     import subprocess
 
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "right-phrase", "-f", str(tmp_path / "k")], check=True)
-    response = owner_client.post("/hosts/new/", _host_data(private_key=(tmp_path / "k").read_text()))
+    response = owner_client.post("/hosts/new/", host_form_data(private_key=(tmp_path / "k").read_text()))
     assert "needs its passphrase" in " ".join(response.context["form"].errors["passphrase"])
     assert not Host.objects.exists()
 
 
 def test_a_host_can_use_a_stored_credential_and_be_disabled(owner_client, host, credential):
-    data = _host_data(name="vm1", credential_mode="existing", credential=str(credential.pk))
+    data = host_form_data(name="vm1", credential_mode="existing", credential=str(credential.pk))
     del data["enabled"]
     assert owner_client.post(f"/hosts/{host.pk}/edit/", data).status_code == 302
     host.refresh_from_db()
@@ -556,7 +536,7 @@ def test_another_team_gets_404_on_every_page_with_an_id(rival_client, host, disk
     for url in pages:
         assert rival_client.get(url).status_code == 404, url
     for url in [*pages[:6], f"/profiles/{profile.pk}/copy/"]:
-        assert rival_client.post(url, _host_data() | _disk_data() | _profile_data()).status_code == 404, url
+        assert rival_client.post(url, host_form_data() | _disk_data() | _profile_data()).status_code == 404, url
     saved = rival_client.post(
         "/import/",
         {
@@ -588,8 +568,8 @@ def test_viewers_may_look_but_every_post_is_refused(viewer_client, host, disk, t
     ]:
         assert viewer_client.get(url).status_code == 200, url
     posts = {
-        "/hosts/new/": _host_data(private_key=BAD_KEY),
-        f"/hosts/{host.pk}/edit/": _host_data(name="renamed"),
+        "/hosts/new/": host_form_data(private_key=BAD_KEY),
+        f"/hosts/{host.pk}/edit/": host_form_data(name="renamed"),
         f"/hosts/{host.pk}/test/": {},
         f"/hosts/{host.pk}/disks/new/": _disk_data(),
         f"/disks/{disk.pk}/edit/": _disk_data(label="renamed"),

@@ -17,8 +17,8 @@ from jobs import clock
 from jobs.models import Preferences, Profile, Schedule, ShareLink
 from jobs.results import compliance
 from jobs.results import stability as disk_stability
-from tests.analysis.test_compliance import NOW, measured
-from tests.browser import assert_fits, settle
+from tests.analysis.histories import NOW, measured
+from tests.browser import assert_fits, log_in, settle
 from tests.factories import ProfileFactory, nightly_runs
 
 KOLKATA = ZoneInfo("Asia/Kolkata")
@@ -182,11 +182,7 @@ def test_the_pickers_show_24_hour_times_in_a_us_english_browser(
     _reads_in(owner, "Europe/Berlin")
     page = request.getfixturevalue(screen)
     assert page.evaluate("navigator.language") == "en-US"  # the locale that draws datetime-local with AM/PM
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(owner.username)
-    page.get_by_label("Password").fill("a-long-test-password-1")
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server.url, owner.username, "a-long-test-password-1")
     page.goto(f"{live_server.url}/schedules/new/")
     settle(page)
     start = page.locator("#id_window_start")

@@ -28,7 +28,7 @@ from jobs.models import (
 )  # fmt: skip
 from jobs.notify.channels import ChannelInput, save_channel
 from jobs.teams import membership as teams
-from tests.browser import UNLABELLED_CONTROLS, assert_fits, settle
+from tests.browser import UNLABELLED_CONTROLS, assert_fits, log_in, settle
 from tests.builders import rerun_of
 from tests.factories import RunFactory
 
@@ -126,14 +126,6 @@ def _dead_channel(team, user) -> AlertChannel:
     return hook
 
 
-def _log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("phone")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 PAGES = ["home", "overview", "hosts", "host", "host form", "disk", "disk form", "run", "run histogram", "schedules",
          "schedule form", "calendar", "compare", "compliance report", "comparison report", "import", "profiles",
          "profile form", "runs", "disk types", "alerts", "alert", "alert rules", "share links", "channels",
@@ -142,7 +134,7 @@ PAGES = ["home", "overview", "hosts", "host", "host form", "disk", "disk form", 
 
 def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_page, live_server, screenshot):
     page = phone_page
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "phone", PASSWORD)
     problems = []
     for name in PAGES:
         page.goto(live_server.url + site[name])
@@ -168,7 +160,7 @@ def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_
 
 def test_the_navigation_is_reachable_on_a_phone(site, phone_page, live_server, screenshot):
     page = phone_page
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "phone", PASSWORD)
     page.goto(live_server.url + site["disk"])
     nav = page.get_by_role("navigation", name="Main")
     for label in NAV:
@@ -191,7 +183,7 @@ SHOWN = ("disk", "compare", "run", "schedules", "profiles", "calendar", "runs", 
 
 
 def test_the_main_pages_still_fit_a_desktop_screen(site, page, live_server, screenshot):
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "phone", PASSWORD)
     for name in PAGES:
         page.goto(live_server.url + site[name])
         settle(page)
@@ -207,7 +199,7 @@ def test_the_latency_table_shows_every_percentile_on_a_phone_without_scrolling(s
     """Each direction's row folds into labelled cells on a phone: p99.9 and max are on the screen, not behind a
     sideways scroll."""
     page = phone_page
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "phone", PASSWORD)
     page.goto(live_server.url + site["run"])
     settle(page)
     table = page.locator("table.latency-table")

@@ -30,8 +30,7 @@ from jobs.remote.protocol import float_or_none, int_or_none
 from jobs.runs import launching, queueing
 from jobs.tools import fio, ndisk
 from tests.builders import quick_profile, team_with_host
-from tests.tools.test_fio_tool import profile as fio_profile
-from tests.tools.test_ndisk_tool import profile as ndisk_profile
+from tests.tools.profiles import fio_profile, ndisk_profile
 from tests.world import client_for, make_world, post
 
 # Every character that ends a line for someone: sh and printf (LF), a terminal (CR), Python's splitlines

@@ -14,21 +14,13 @@ from django.utils import timezone
 from jobs.models import Disk, Host, Membership, Run
 from jobs.runs import queueing
 from jobs.teams import membership as teams
-from tests.browser import wait_until
+from tests.browser import log_in, wait_until
 from tests.builders import quick_profile, target_dir, team_with_host, wait_state
 from tests.factories import RunFactory, fio_summary
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-browser-password-8"
 WIDTHS = ["page", "phone_page"]
-
-
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def _disk_of_new_user(username: str) -> Disk:
@@ -49,7 +41,7 @@ def test_the_run_page_follows_fios_latest_figures_and_then_shows_the_real_elapse
                                spec_iops=100000)  # fmt: skip
     screens = {"desktop": page, "phone": phone_page}
     for screen in screens.values():
-        _log_in(screen, live_server, "runner")
+        log_in(screen, live_server.url, "runner", PASSWORD)
     run = queueing.request_run(disk, quick_profile(team, runtime_s=10))
     for screen in screens.values():
         screen.goto(f"{live_server.url}/runs/{run.pk}/")
@@ -94,7 +86,7 @@ def test_running_now_shows_a_run_waiting_for_its_stagger_slot_with_its_time(widt
     RunFactory(disk=disk, profile_name="nightly 4k read", not_before=slot, explanation="waiting to start")
     RunFactory(disk=other, profile_name="long read", running=True,
                progress={"elapsed_s": 30, "expected_s": 120, "eta_s": 90})  # fmt: skip
-    _log_in(page, live_server, "watcher")
+    log_in(page, live_server.url, "watcher", PASSWORD)
     page.goto(f"{live_server.url}/overview/")
     waiting = page.locator("#running li", has_text="nightly 4k read")
     expected = f"waiting until {slot.astimezone(UTC):%H:%M:%S} UTC"
@@ -123,7 +115,7 @@ def test_the_disk_chart_opens_on_a_range_that_fits_todays_runs(width, request, l
     page = request.getfixturevalue(width)
     disk = _disk_of_new_user("charter")
     _runs_of_today(disk)
-    _log_in(page, live_server, "charter")
+    log_in(page, live_server.url, "charter", PASSWORD)
     page.goto(f"{live_server.url}/disks/{disk.pk}/")
     wait_until(page, "window.Chart && Chart.getChart('iops-chart')")
     assert page.locator("#chart-range").input_value() == "24h"
@@ -148,7 +140,7 @@ def test_the_latency_legend_holds_only_the_percentiles_and_directions_picked(wid
     page = request.getfixturevalue(width)
     disk = _disk_of_new_user("picker")
     _runs_of_today(disk)
-    _log_in(page, live_server, "picker")
+    log_in(page, live_server.url, "picker", PASSWORD)
     page.goto(f"{live_server.url}/disks/{disk.pk}/")
     wait_until(page, "window.Chart && Chart.getChart('latency-chart')")
     legend = "Chart.getChart('latency-chart').legend.legendItems.map((item) => item.text)"

@@ -7,6 +7,7 @@ import pytest
 
 from jobs.models import Disk, Host, Run
 from jobs.runs import launching, queueing, sites, stopping, sweeping
+from tests.browser import log_in
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -151,11 +152,7 @@ def test_the_host_form_warns_as_a_site_no_worker_serves_is_typed(width, worker, 
     page = page if width == "desktop" else phone_page
     owner.set_password("a-long-test-password-1")
     owner.save()
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(owner.username)
-    page.get_by_label("Password").fill("a-long-test-password-1")
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server.url, owner.username, "a-long-test-password-1")
     page.goto(f"{live_server.url}/hosts/{host.pk}/edit/")
     line = page.locator("#site-workers")
     assert line.inner_text().startswith("Runs go to queue celery, served by test0-")

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from jobs.models import Disk, Host, Profile, Run, Schedule, ScheduleProfile
 from jobs.teams import membership as teams
-from tests.browser import STICKING_OUT, wait_until
+from tests.browser import STICKING_OUT, log_in, wait_until
 from tests.factories import RunFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -37,14 +37,6 @@ COLOURS = """() => ({
   overlap: getComputedStyle(document.querySelector('.lane .bar.overlap')).outlineColor,
 })"""
 BAR_WIDTHS = "() => [...document.querySelectorAll('.lane .bar')].map((el) => el.getBoundingClientRect().width)"
-
-
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def _schedule(team, name: str, disks, profile, **fields) -> Schedule:
@@ -78,7 +70,7 @@ def test_the_calendar_labels_days_apart_marks_now_apart_from_overlaps_and_says_w
     busy_team, width, page, phone_page, live_server, screenshot
 ):
     tab = page if width == "desktop" else phone_page
-    _log_in(tab, live_server, "planner")
+    log_in(tab, live_server.url, "planner", PASSWORD)
     tab.goto(f"{live_server.url}/schedules/calendar/")
     screenshot(f"week-{width}", on=tab)
     labels = tab.evaluate(DAY_LABELS)
@@ -113,7 +105,7 @@ def test_the_calendar_labels_days_apart_marks_now_apart_from_overlaps_and_says_w
 def test_the_schedule_form_and_list_warn_of_an_overlap_on_a_host(busy_team, width, page, phone_page, live_server,
                                                                   screenshot):  # fmt: skip
     tab = page if width == "desktop" else phone_page
-    _log_in(tab, live_server, "planner")
+    log_in(tab, live_server.url, "planner", PASSWORD)
     also = busy_team["also"]
     tab.goto(f"{live_server.url}/schedules/{also.pk}/")
     # The live preview checks the form as typed and keeps the warning (it compares with the others, not itself).

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from jobs.models import Disk, Host, Profile, Run, RunResult, ShareLink
 from jobs.teams import membership as teams
-from tests.browser import DESKTOP, PHONE, STICKING_OUT, UNLABELLED_CONTROLS, wait_until
+from tests.browser import DESKTOP, PHONE, STICKING_OUT, UNLABELLED_CONTROLS, log_in, wait_until
 from tests.factories import RunFactory, fio_summary
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -60,14 +60,6 @@ def world(db) -> dict:
     _runs(payroll, profile, 6, 2900, seed=2)
     _runs(finance, profile, 6, 2800, seed=3)
     return {"user": user, "disk": shared, "payroll": payroll, "runs": runs}
-
-
-def _log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("sharer")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def _make_link(page, live_server, path: str) -> str:
@@ -140,7 +132,7 @@ def _shows_only_its_own(visitor: Stranger, live_server) -> None:
 
 def test_a_shared_disk_page_opens_with_no_session_and_shows_that_disk_only(page, live_server, world, stranger,
                                                                          screenshot):  # fmt: skip
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "sharer", PASSWORD)
     url = _make_link(page, live_server, f"/disks/{world['disk'].pk}/")
     assert url.startswith(f"{live_server.url}/s/") and len(url.rstrip("/").rsplit("/", 1)[1]) == 43
     screenshot("made", on=page)
@@ -187,7 +179,7 @@ def test_a_shared_disk_page_opens_with_no_session_and_shows_that_disk_only(page,
 
 
 def test_an_expired_link_shows_the_410_page(page, live_server, world, stranger, screenshot):
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "sharer", PASSWORD)
     url = _make_link(page, live_server, f"/disks/{world['disk'].pk}/")
     ShareLink.objects.update(expires_at=timezone.now() - timedelta(hours=1))
     visitor = stranger(PHONE)
@@ -203,7 +195,7 @@ def test_an_expired_link_shows_the_410_page(page, live_server, world, stranger, 
 def test_a_shared_comparison_draws_its_bars_and_distributions_only(page, live_server, world, stranger, screenshot):
     disk, payroll = world["disk"], world["payroll"]
     shown = world["runs"][-2:]
-    _log_in(page, live_server)
+    log_in(page, live_server.url, "sharer", PASSWORD)
     url = _make_link(page, live_server, f"/compare/?runs={shown[0].pk},{shown[1].pk}")
     visitor = stranger()
     assert visitor.page.goto(url).status == 200
@@ -223,7 +215,7 @@ def test_a_shared_comparison_draws_its_bars_and_distributions_only(page, live_se
 
 def test_the_share_box_fits_a_phone_on_the_disk_and_compare_pages(phone_page, live_server, world, screenshot):
     runs = world["runs"]
-    _log_in(phone_page, live_server)
+    log_in(phone_page, live_server.url, "sharer", PASSWORD)
     for name, path in [
         ("disk", f"/disks/{world['disk'].pk}/"),
         ("compare", f"/compare/?runs={runs[0].pk},{runs[1].pk}"),

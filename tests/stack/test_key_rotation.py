@@ -17,9 +17,8 @@ from django.conf import settings as django_settings
 
 from jobs.models import Disk, Membership, Run
 from jobs.runs import queueing
-from tests.alerts.test_alerts_e2e import Stack, final, sign_up
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
-from tests.stacks import free_port, running_stack, stack_env
+from tests.stacks import Stack, final, free_port, running_stack, sign_up, stack_env
 from tests.workers import ROOT, database_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -14,6 +14,7 @@ import pytest
 from jobs.tools import detect, fio
 from jobs.tools.options import ToolOptionError, check_extra_options
 from jobs.tools.summary import ParseError, percentiles_from_bins
+from tests.tools.profiles import fio_profile
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 RUN_DIR = "/var/tmp/benchweb/runs/2b1f0c9e-6a51-4d0e-9a7e-0c5d3f1e8a42"
@@ -23,30 +24,11 @@ def read(name: str) -> str:
     return (FIXTURES / name).read_text()
 
 
-def profile(**changes: object) -> dict:
-    params = {
-        "tool": "fio",
-        "block_size_bytes": 4096,
-        "runtime_s": 60,
-        "direct": True,
-        "read_percent": 70,
-        "jobs": 1,
-        "size_bytes": 1 << 30,
-        "rw": "randrw",
-        "iodepth": 32,
-        "time_based": True,
-        "ramp_time_s": 5,
-        "ioengine": "libaio",
-        "extra_options": {},
-    }
-    return params | changes
-
-
 # --- job files and command lines -------------------------------------------------------------------------
 
 
 def test_a_mixed_profile_on_a_directory_becomes_a_job_file_of_byte_counts() -> None:
-    job = fio.build_fio_job(profile(), "/data", "directory", RUN_DIR, readonly=False)
+    job = fio.build_fio_job(fio_profile(), "/data", "directory", RUN_DIR, readonly=False)
 
     assert job.jobfile.splitlines()[1:] == [
         "[benchweb-2b1f0c9e-6a51-4d0e-9a7e-0c5d3f1e8a42]",
@@ -68,7 +50,7 @@ def test_a_mixed_profile_on_a_directory_becomes_a_job_file_of_byte_counts() -> N
 
 
 def test_the_command_writes_json_status_documents_into_the_run_directory() -> None:
-    job = fio.build_fio_job(profile(), "/data", "directory", RUN_DIR, readonly=False)
+    job = fio.build_fio_job(fio_profile(), "/data", "directory", RUN_DIR, readonly=False)
 
     assert job.argv == [
         "fio",
@@ -82,15 +64,15 @@ def test_the_command_writes_json_status_documents_into_the_run_directory() -> No
 
 
 def test_two_runs_on_one_directory_never_share_a_test_file() -> None:
-    first = fio.build_fio_job(profile(), "/data", "directory", "/runs/aaa", readonly=False)
-    second = fio.build_fio_job(profile(), "/data", "directory", "/runs/bbb", readonly=False)
+    first = fio.build_fio_job(fio_profile(), "/data", "directory", "/runs/aaa", readonly=False)
+    second = fio.build_fio_job(fio_profile(), "/data", "directory", "/runs/bbb", readonly=False)
 
     assert "[benchweb-aaa]" in first.jobfile
     assert "[benchweb-bbb]" in second.jobfile
 
 
 def test_a_read_profile_on_a_device_is_read_only_and_may_not_create_files() -> None:
-    job = fio.build_fio_job(profile(rw="randread", size_bytes=None), "/dev/sdb", "block", RUN_DIR, readonly=True)
+    job = fio.build_fio_job(fio_profile(rw="randread", size_bytes=None), "/dev/sdb", "block", RUN_DIR, readonly=True)
 
     assert "--readonly" in job.argv
     assert job.argv[-1] == f"{RUN_DIR}/job.fio"
@@ -101,29 +83,29 @@ def test_a_read_profile_on_a_device_is_read_only_and_may_not_create_files() -> N
 
 
 def test_a_read_profile_on_a_directory_may_lay_out_its_file_so_it_gets_no_readonly_flag() -> None:
-    job = fio.build_fio_job(profile(rw="read"), "/data", "directory", RUN_DIR, readonly=True)
+    job = fio.build_fio_job(fio_profile(rw="read"), "/data", "directory", RUN_DIR, readonly=True)
 
     assert "--readonly" not in job.argv
     assert "allow_file_create=0" not in job.jobfile
 
 
 def test_a_read_profile_is_read_only_even_when_the_caller_does_not_say_so() -> None:
-    job = fio.build_fio_job(profile(rw="read", size_bytes=None), "/dev/sdb", "block", RUN_DIR, readonly=False)
+    job = fio.build_fio_job(fio_profile(rw="read", size_bytes=None), "/dev/sdb", "block", RUN_DIR, readonly=False)
 
     assert "--readonly" in job.argv
 
 
 def test_a_writing_profile_is_refused_when_the_run_must_not_write() -> None:
     with pytest.raises(ToolOptionError) as error:
-        fio.build_fio_job(profile(rw="randwrite"), "/dev/sdb", "block", RUN_DIR, readonly=True)
+        fio.build_fio_job(fio_profile(rw="randwrite"), "/dev/sdb", "block", RUN_DIR, readonly=True)
 
     assert error.value.field == "rw"
 
 
 def test_several_jobs_report_as_one_group_unless_the_profile_decides() -> None:
-    grouped = fio.build_fio_job(profile(jobs=4), "/data", "directory", RUN_DIR, readonly=False)
+    grouped = fio.build_fio_job(fio_profile(jobs=4), "/data", "directory", RUN_DIR, readonly=False)
     separate = fio.build_fio_job(
-        profile(jobs=4, extra_options={"group_reporting": "0"}), "/data", "directory", RUN_DIR, readonly=False
+        fio_profile(jobs=4, extra_options={"group_reporting": "0"}), "/data", "directory", RUN_DIR, readonly=False
     )
 
     assert "group_reporting=1" in grouped.jobfile.splitlines()
@@ -133,14 +115,14 @@ def test_several_jobs_report_as_one_group_unless_the_profile_decides() -> None:
 
 def test_allowed_extra_options_are_appended_as_written() -> None:
     extras = {"norandommap": "1", "cpus_allowed": "0-3", "rate_iops": 4000}
-    job = fio.build_fio_job(profile(extra_options=extras), "/data", "directory", RUN_DIR, readonly=False)
+    job = fio.build_fio_job(fio_profile(extra_options=extras), "/data", "directory", RUN_DIR, readonly=False)
 
     assert job.jobfile.splitlines()[-3:] == ["norandommap=1", "cpus_allowed=0-3", "rate_iops=4000"]
 
 
 def test_a_directory_target_needs_a_size() -> None:
     with pytest.raises(ToolOptionError) as error:
-        fio.build_fio_job(profile(size_bytes=None), "/data", "directory", RUN_DIR, readonly=False)
+        fio.build_fio_job(fio_profile(size_bytes=None), "/data", "directory", RUN_DIR, readonly=False)
 
     assert error.value.field == "size_bytes"
 
@@ -174,7 +156,7 @@ def test_a_directory_target_needs_a_size() -> None:
 )
 def test_dangerous_unknown_or_malformed_extra_options_are_refused(name: str, value: object) -> None:
     with pytest.raises(ToolOptionError) as error:
-        fio.build_fio_job(profile(extra_options={name: value}), "/data", "directory", RUN_DIR, readonly=False)
+        fio.build_fio_job(fio_profile(extra_options={name: value}), "/data", "directory", RUN_DIR, readonly=False)
 
     assert error.value.field == "extra_options"
     assert check_extra_options({name: value}) == {"extra_options": str(error.value)}
@@ -205,7 +187,7 @@ def test_a_refused_option_says_why() -> None:
 )
 def test_profile_values_fio_cannot_run_with_name_their_field(changes: dict, field: str) -> None:
     with pytest.raises(ToolOptionError) as error:
-        fio.build_fio_job(profile(**changes), "/data", "directory", RUN_DIR, readonly=False)
+        fio.build_fio_job(fio_profile(**changes), "/data", "directory", RUN_DIR, readonly=False)
 
     assert error.value.field == field
 
@@ -213,7 +195,7 @@ def test_profile_values_fio_cannot_run_with_name_their_field(changes: dict, fiel
 @pytest.mark.parametrize("target", ["data", "/data:/etc", "/data\n[evil]", "/data;x", "/da$ta", "/d a"])
 def test_target_paths_that_would_break_the_job_file_are_refused(target: str) -> None:
     with pytest.raises(ToolOptionError) as error:
-        fio.build_fio_job(profile(), target, "directory", RUN_DIR, readonly=False)
+        fio.build_fio_job(fio_profile(), target, "directory", RUN_DIR, readonly=False)
 
     assert error.value.field == "target_path"
 
@@ -229,7 +211,7 @@ def test_target_paths_that_would_break_the_job_file_are_refused(target: str) -> 
     ],
 )
 def test_fio_itself_accepts_the_job_files_we_build(tmp_path: Path, changes: dict) -> None:
-    job = fio.build_fio_job(profile(**changes), str(tmp_path), "directory", "/runs/parse", readonly=False)
+    job = fio.build_fio_job(fio_profile(**changes), str(tmp_path), "directory", "/runs/parse", readonly=False)
     jobfile = tmp_path / "job.fio"
     jobfile.write_text(job.jobfile)
 
@@ -243,7 +225,7 @@ def test_a_built_job_runs_under_real_fio_and_its_result_parses(tmp_path: Path) -
     run_dir, target = tmp_path / "run-1", tmp_path / "target"
     run_dir.mkdir()
     target.mkdir()
-    params = profile(
+    params = fio_profile(
         rw="randrw", jobs=2, runtime_s=2, ramp_time_s=0, size_bytes=1 << 20, ioengine="psync", iodepth=1, direct=False
     )
     job = fio.build_fio_job(params, str(target), "directory", str(run_dir), readonly=False)
@@ -268,7 +250,7 @@ def test_a_read_only_job_reads_an_existing_file_with_readonly(tmp_path: Path) ->
     device.write_bytes(b"\0" * (1 << 20))
     run_dir = tmp_path / "run-2"
     run_dir.mkdir()
-    params = profile(rw="read", runtime_s=1, ramp_time_s=0, size_bytes=None, ioengine="psync", direct=False)
+    params = fio_profile(rw="read", runtime_s=1, ramp_time_s=0, size_bytes=None, ioengine="psync", direct=False)
     job = fio.build_fio_job(params, str(device), "block", str(run_dir), readonly=True)
     Path(job.jobfile_path).write_text(job.jobfile)
 

@@ -9,31 +9,18 @@ import pytest
 from jobs.tools import ndisk
 from jobs.tools.options import ToolOptionError
 from jobs.tools.summary import ParseError
+from tests.tools.profiles import ndisk_profile
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 REAL = (FIXTURES / "ndisk_4proc_random_direct.txt").read_text()
 SINGLE = (FIXTURES / "ndisk_1proc_random_direct_derived.txt").read_text()
 
 
-def profile(**changes: object) -> dict:
-    params = {
-        "tool": "ndisk64",
-        "pattern": "random",
-        "block_size_bytes": 4096,
-        "runtime_s": 60,
-        "direct": True,
-        "read_percent": 50,
-        "jobs": 4,
-        "size_bytes": 32 << 20,
-    }
-    return params | changes
-
-
 # --- command line -----------------------------------------------------------------------------------------
 
 
 def test_the_field_report_profile_becomes_the_command_that_produced_the_real_output() -> None:
-    argv = ndisk.build_ndisk_argv(profile(), "/data/test", "directory", "/var/tmp/benchweb/run-7")
+    argv = ndisk.build_ndisk_argv(ndisk_profile(), "/data/test", "directory", "/var/tmp/benchweb/run-7")
 
     assert argv == [
         "ndisk64",
@@ -59,7 +46,7 @@ def test_the_field_report_profile_becomes_the_command_that_produced_the_real_out
 
 def test_a_device_target_is_the_only_file_all_processes_share() -> None:
     argv = ndisk.build_ndisk_argv(
-        profile(pattern="sequential", direct=False, read_percent=100, block_size_bytes=65536, size_bytes=1 << 30),
+        ndisk_profile(pattern="sequential", direct=False, read_percent=100, block_size_bytes=65536, size_bytes=1 << 30),
         "/dev/rhdisk4",
         "block",
         "/runs/x",
@@ -69,7 +56,9 @@ def test_a_device_target_is_the_only_file_all_processes_share() -> None:
 
 
 def test_sizes_that_are_not_whole_kilobytes_are_sent_in_bytes() -> None:
-    argv = ndisk.build_ndisk_argv(profile(block_size_bytes=1536, size_bytes=3 << 20), "/dev/sdb", "block", "/runs/x")
+    argv = ndisk.build_ndisk_argv(
+        ndisk_profile(block_size_bytes=1536, size_bytes=3 << 20), "/dev/sdb", "block", "/runs/x"
+    )
 
     assert argv[argv.index("-b") + 1] == "1536"
     assert argv[argv.index("-s") + 1] == "3M"
@@ -88,7 +77,7 @@ def test_sizes_that_are_not_whole_kilobytes_are_sent_in_bytes() -> None:
 )
 def test_profile_values_ndisk64_cannot_run_with_name_their_field(changes: dict, field: str) -> None:
     with pytest.raises(ToolOptionError) as error:
-        ndisk.build_ndisk_argv(profile(**changes), "/data", "directory", "/runs/x")
+        ndisk.build_ndisk_argv(ndisk_profile(**changes), "/data", "directory", "/runs/x")
 
     assert error.value.field == field
 
@@ -96,7 +85,7 @@ def test_profile_values_ndisk64_cannot_run_with_name_their_field(changes: dict, 
 @pytest.mark.parametrize("target", ["/data,x", "/data+x", "/data:x", "relative", "/data\n-f"])
 def test_targets_ndisk64_would_split_or_misread_are_refused(target: str) -> None:
     with pytest.raises(ToolOptionError) as error:
-        ndisk.build_ndisk_argv(profile(), target, "block", "/runs/x")
+        ndisk.build_ndisk_argv(ndisk_profile(), target, "block", "/runs/x")
 
     assert error.value.field == "target_path"
 
