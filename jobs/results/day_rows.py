@@ -84,10 +84,11 @@ def _profile_spans(rows: list[tuple[Any, ...]]) -> list[tuple[int | None, str, i
     """(profile id, name, first row, row after its last) of each run of rows of one profile id and name."""
     spans = []
     start = 0
-    for stop in range(1, len(rows) + 1):
-        if stop == len(rows) or rows[stop][0] != rows[start][0] or rows[stop][1] != rows[start][1]:
-            spans.append((rows[start][0], rows[start][1], start, stop))
-            start = stop
+    # Grouped in C: a Python step a row cost an all-time chart's 4,386 days a millisecond.
+    for (profile_id, name), group in itertools.groupby(map(operator.itemgetter(0, 1), rows)):
+        stop = start + len(list(group))
+        spans.append((profile_id, name, start, stop))
+        start = stop
     return spans
 
 
