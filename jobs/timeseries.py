@@ -26,7 +26,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 MAX_POINTS = 2000
 DAY_MS = 86_400_000
@@ -387,13 +387,13 @@ def _values(numbers: Any, kind: str) -> list[Any]:
     import numpy as np
 
     if kind == "B":
-        return np.array(_FLAGS, dtype=object)[numbers].tolist()
+        return cast("list[Any]", np.array(_FLAGS, dtype=object)[numbers].tolist())
     missing = numbers == _NONE[kind]
     if not missing.any():
-        return numbers.tolist()
+        return cast("list[Any]", numbers.tolist())
     values = numbers.astype(object)
     values[missing] = None
-    return values.tolist()
+    return cast("list[Any]", values.tolist())
 
 
 def day_promise(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -41,7 +41,7 @@ AT = _offsets()
 
 
 # A profile's days' keys as columns, DAY_KEY each in day order: no day is held as an object of its own.
-Columns = list[Sequence[Any]]
+Columns = list[list[Any]]
 # (profile id, profile name, its days' keys, their points packed, in the same order)
 ProfileDays = tuple[int | None, str, Columns, list[bytes]]
 
