@@ -1,7 +1,7 @@
 """How fast the all-time disk chart endpoint answers for a disk with 100,000 runs, on SQLite and PostgreSQL.
 
     .venv/bin/python bench/chart_endpoint.py [--db sqlite|postgres|both] [--runs 100000] [--requests 20]
-        [--database-url postgres://postgres@127.0.0.1:5432/benchweb_chartbench]
+        [--profile 30] [--database-url postgres://postgres@127.0.0.1:5432/benchweb_chartbench]
 
 Each database gets a fresh, migrated benchweb database (SQLite in a temporary directory; on PostgreSQL the
 database named in --database-url, which must not exist beforehand, is created, and dropped again at the end)
@@ -17,7 +17,10 @@ Then a logged-in Django test Client asks GET /disks/<pk>/series.json?range=all -
 --warmup untimed requests), through the whole middleware stack, and the script reports the median and p95
 wall time (and the CPU time the request took in this process, which the load of the machine disturbs
 less), the query count, the payload size and the largest series; then the same for range=30d (drawn from
-result rows rather than days) for comparison. Target, for range=all: median <= 80 ms with <= 2,000
+result rows rather than days) for comparison. --profile N then asks range=all ten more times under cProfile and
+prints, on standard error, the N functions that took the most time of their own and the N that took the most
+with what they called (the profiler slows Python calls, not the database or C code: a guide to where the time
+goes, not a figure). Target, for range=all: median <= 80 ms with <= 2,000
 points per series. Exit status: 0 met, 1 missed, 2 the measurement failed.
 """
 
@@ -175,6 +178,8 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     user, disk_pk, results_s = build(args.runs, args.raw_bytes, args.seed)
     client = Client(HTTP_HOST="localhost")
     client.force_login(user)
+    if args.profile:
+        _profile(client, f"/disks/{disk_pk}/series.json?range=all", args.profile)
     return {
         "db": args.db,
         "server": server_version(),
@@ -184,6 +189,23 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
         "load_average": os.getloadavg(),
         "cpus": os.cpu_count(),
     }
+
+
+def _profile(client: Any, url: str, lines: int) -> None:
+    import cProfile
+    import io
+    import pstats
+
+    client.get(url)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(10):
+        client.get(url)
+    profiler.disable()
+    for order in ("tottime", "cumulative"):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(lines)
+        say(f"{url}, 10 requests under cProfile, by {order}:\n{out.getvalue()}")
 
 
 def _ask(client: Any, url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -251,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=2, help="untimed requests first (default 2)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile range=all: its N costliest functions, on standard error")  # fmt: skip
     add_smoke_option(parser, db="sqlite", runs=300, raw_bytes=100, requests=2, warmup=0)
     args = parse_args(parser, argv)
     if args.runs < 1 or args.requests < 1 or args.warmup < 0:

@@ -26,7 +26,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 MAX_POINTS = 2000
 DAY_MS = 86_400_000
@@ -319,6 +319,81 @@ def _numbers(column: memoryview | array[Any], kind: str) -> list[Any]:
     if numbers.count(none) == len(numbers):
         return [None] * len(numbers)
     return [None if number == none else number for number in numbers]
+
+
+# The chart's name of each of timeseries.DAY_POINT_FIELDS (and the limit), in their order.
+CHART_FIELDS = ("x", "y", "run", "steady", "warnings", "limit")
+
+
+def day_series_points(packed: Sequence[bytes | memoryview], spans: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+    """For each span (its first day, the day after its last) of days packed by `pack_day_points`, in day order: each
+    series' points, a list of each CHART_FIELDS field (None where a run has none), of each day's early run then its
+    late run (one when it is the same run; none on a day without the series).
+
+    With numpy over every day at once, a field a few calls: the days' numbers become Python numbers only as the
+    points drawn, where unpacking every field into lists and interleaving and filtering those cost an all-time
+    chart some 20 ms (bench/chart_endpoint.py)."""
+    import numpy as np  # here, not at start-up: the pages import this module (bench/startup.py)
+
+    if set(map(len, packed)) - {_PACKING.size}:
+        raise ValueError(f"a packed day is not the {_PACKING.size} bytes pack_day_points writes")
+    if not spans:
+        return []
+    days = np.frombuffer(b"".join(packed), dtype=_day_dtype())
+    out: list[dict[str, Any]] = [{} for _ in spans]
+    for series in SERIES:
+        early_run, late_run = days[f"{series}_early_run"], days[f"{series}_late_run"]
+        keep = np.empty(2 * len(days), dtype=bool)
+        keep[0::2] = early_run != _NONE["q"]
+        keep[1::2] = late_run != early_run
+        # How many points are kept before each day: where each span's points start and end among them.
+        before = np.zeros(2 * len(days) + 1, dtype=np.int64)
+        np.cumsum(keep, out=before[1:])
+        starts, stops = (before[[2 * day for day in ends]].tolist() for ends in zip(*spans, strict=True))
+        fields = day_point_fields(series)
+        for name, suffix in zip(CHART_FIELDS[: len(fields)], fields, strict=True):
+            early, late = days[f"{series}_early{suffix}"], days[f"{series}_late{suffix}"]
+            both = np.empty(2 * len(days), dtype=early.dtype)
+            both[0::2], both[1::2] = early, late
+            values = _values(both[keep], _KINDS[suffix])
+            for points, start, stop in zip(out, starts, stops, strict=True):
+                points.setdefault(series, {})[name] = values[start:stop]
+    return out
+
+
+def _day_dtype() -> Any:
+    """A packed day as a numpy record: each DAY_POINTS field at its place (_PLACES), little-endian."""
+    import numpy as np
+
+    formats = {"q": "<i8", "d": "<f8", "h": "<i2", "B": "u1"}
+    sizes = {kind: struct.calcsize(kind) for kind in formats}
+    return np.dtype({
+        "names": list(DAY_POINTS),
+        "formats": [formats[_PLACES[field][0]] for field in DAY_POINTS],
+        "offsets": [_offset(field, sizes) for field in DAY_POINTS],
+        "itemsize": _PACKING.size,
+    })  # fmt: skip
+
+
+def _offset(field: str, sizes: dict[str, int]) -> int:
+    kind, index = _PLACES[field]
+    # _PLACES counts in units of its kind from the record's start: each kind's fields start at a multiple of its size.
+    return index * sizes[kind]
+
+
+def _values(numbers: Any, kind: str) -> list[Any]:
+    """A numpy array of packed numbers of a kind as Python values, None where they say none (steady flags as
+    flags)."""
+    import numpy as np
+
+    if kind == "B":
+        return cast("list[Any]", np.array(_FLAGS, dtype=object)[numbers].tolist())
+    missing = numbers == _NONE[kind]
+    if not missing.any():
+        return cast("list[Any]", numbers.tolist())
+    values = numbers.astype(object)
+    values[missing] = None
+    return cast("list[Any]", values.tolist())
 
 
 def day_promise(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:

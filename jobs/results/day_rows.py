@@ -3,13 +3,14 @@ holding that day's lowest and highest run of every series (RunResultDay, kept as
 as the database stores them for the range's whole days and computed from the results for a day the range cuts.
 
 A day is DAY_KEY, then timeseries.DAY_POINTS: per series its early run's fields, then its late run's (AT says
-where each series starts); a profile's days come as those columns."""
+where each series starts); a profile's days come as the columns of their keys and their points packed
+(timeseries.pack_day_points), which the chart unpacks only as the points it draws."""
 
 from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -20,7 +21,7 @@ from django.db.models import F, Q, QuerySet
 
 from jobs import timeseries
 from jobs.models import Disk, RunResult, RunResultDay
-from jobs.timeseries import DAY_POINTS, SERIES
+from jobs.timeseries import SERIES
 
 DAY_KEY = ("profile_id", "profile_name", "day", "runs", "first_run", "last_run")
 
@@ -39,11 +40,10 @@ def _offsets() -> dict[str, int]:
 AT = _offsets()
 
 
-# A profile's days as columns, DAY_KEY then DAY_POINTS, each in day order: the series drawn from them read a column
-# at a time, and no day is held as an object of its own (see timeseries.unpack_day_points).
-Columns = list[Sequence[Any]]
-# (profile id, profile name, its days)
-ProfileDays = tuple[int | None, str, Columns]
+# A profile's days' keys as columns, DAY_KEY each in day order: no day is held as an object of its own.
+Columns = list[list[Any]]
+# (profile id, profile name, its days' keys, their points packed, in the same order)
+ProfileDays = tuple[int | None, str, Columns, list[bytes]]
 
 
 def day_columns(disk: Disk, start: datetime | None, end: datetime | None, wanted: dict[str, Any]) -> list[ProfileDays]:
@@ -65,20 +65,17 @@ def day_columns(disk: Disk, start: datetime | None, end: datetime | None, wanted
 
 
 def _stored(days: QuerySet[RunResultDay]) -> list[ProfileDays]:
-    """The stored days: their key columns as read, their packed points unpacked all at once into columns. Nothing is
-    made per day (not even a key to group by): the garbage collector, which runs every few hundred new lists and
-    tuples, would walk the lists of an all-time chart's 400,000 points each time."""
+    """The stored days: their key columns and their packed points as read. Nothing is made per day (not even a key
+    to group by): the garbage collector, which runs every few hundred new lists and tuples, would walk them."""
     # Named for what the packed points carry besides each run's time and value (the stamps tests look for the
     # flags in the day rows' query).
     keyed = days.annotate(points_steady_warnings=F("points")).order_by("profile_id", "profile_name", "day")
     rows = _fetched(keyed.values_list(*DAY_KEY, "points_steady_warnings"))
-    spans = _profile_spans(rows)
-    points = timeseries.unpack_day_points([row[-1] for row in rows], [(start, stop) for _, _, start, stop in spans])
     profiles: list[ProfileDays] = []
-    for (profile_id, name, start, stop), columns in zip(spans, points, strict=True):
+    for profile_id, name, start, stop in _profile_spans(rows):
         # Column by column in C (zip(*rows) would make an iterator a day).
         keys = [list(map(operator.itemgetter(i), rows[start:stop])) for i in range(len(DAY_KEY))]
-        profiles.append((profile_id, name, [*keys, *columns]))
+        profiles.append((profile_id, name, keys, list(map(operator.itemgetter(-1), rows[start:stop]))))
     # The database sorted them only to bring each profile's days together: its order of names is its collation's.
     return sorted(profiles, key=_profile_order)
 
@@ -87,28 +84,32 @@ def _profile_spans(rows: list[tuple[Any, ...]]) -> list[tuple[int | None, str, i
     """(profile id, name, first row, row after its last) of each run of rows of one profile id and name."""
     spans = []
     start = 0
-    for stop in range(1, len(rows) + 1):
-        if stop == len(rows) or rows[stop][0] != rows[start][0] or rows[stop][1] != rows[start][1]:
-            spans.append((rows[start][0], rows[start][1], start, stop))
-            start = stop
+    # Grouped in C: a Python step a row cost an all-time chart's 4,386 days a millisecond.
+    for (profile_id, name), group in itertools.groupby(map(operator.itemgetter(0, 1), rows)):
+        stop = start + len(list(group))
+        spans.append((profile_id, name, start, stop))
+        start = stop
     return spans
 
 
 def _with_cut_days(profiles: list[ProfileDays], results: Iterable[tuple[Any, ...]]) -> list[ProfileDays]:
     """The stored days with the days the range cuts, each computed from its results (profile id and name, then
     RunResult.DAY_COLUMNS, in profile and time order)."""
-    rows = {(profile_id, name): list(zip(*columns, strict=True)) for profile_id, name, columns in profiles}
+    rows = {(profile_id, name): [*zip(*keys, packed, strict=True)] for profile_id, name, keys, packed in profiles}
     for (profile_id, name, day), group in itertools.groupby(
         results, key=lambda row: (row[0], row[1], timeseries.utc_day(row[3]))
     ):
         runs = [row[2:] for row in group]
         extremes = timeseries.day_extremes(runs)
-        day_row = _day_row(profile_id, name, day, extremes | timeseries.day_flags(runs, extremes))
-        rows.setdefault((profile_id, name), []).append(day_row)
-    return [
-        (profile_id, name, list(zip(*sorted(rows[profile_id, name], key=operator.itemgetter(D["day"])), strict=True)))
-        for profile_id, name in sorted(rows, key=_profile_order)
-    ]
+        points = timeseries.pack_day_points(extremes | timeseries.day_flags(runs, extremes))
+        rows.setdefault((profile_id, name), []).append((*_day_key(profile_id, name, day, extremes), points))
+    return [as_columns(*profile, rows[profile]) for profile in sorted(rows, key=_profile_order)]
+
+
+def as_columns(profile_id: int | None, name: str, rows: list[tuple[Any, ...]]) -> ProfileDays:
+    """A profile's days out of rows (DAY_KEY, then the points packed), in day order."""
+    *keys, packed = map(list, zip(*sorted(rows, key=operator.itemgetter(D["day"])), strict=True))
+    return profile_id, name, keys, packed
 
 
 def _fetched(rows: QuerySet[Any, tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -133,10 +134,9 @@ def _profile_order(key: tuple[Any, ...]) -> tuple[bool, int, str]:
     return key[0] is None, key[0] or 0, key[1]
 
 
-def _day_row(profile_id: int | None, name: str, day: int, extremes: dict[str, Any]) -> tuple[Any, ...]:
-    """A day row (DAY_KEY, then DAY_POINTS) of a day computed here rather than stored."""
-    return (profile_id, name, day, extremes["runs"], extremes["first_run"], extremes["last_run"],
-            *map(extremes.__getitem__, DAY_POINTS))  # fmt: skip
+def _day_key(profile_id: int | None, name: str, day: int, extremes: dict[str, Any]) -> tuple[Any, ...]:
+    """The DAY_KEY of a day computed here rather than stored."""
+    return profile_id, name, day, extremes["runs"], extremes["first_run"], extremes["last_run"]
 
 
 def _whole_days(start: datetime | None, end: datetime | None) -> tuple[int | None, int | None]:

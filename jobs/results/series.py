@@ -22,7 +22,7 @@ from jobs import figures, limits, timeseries
 from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample, changes
 from jobs.results import day_rows
 from jobs.results.day_rows import AT, D
-from jobs.timeseries import CHART_PERCENTILES, DIRECTIONS, SERIES
+from jobs.timeseries import CHART_PERCENTILES, DAY_POINTS, DIRECTIONS, SERIES
 
 # Shortest first: without a range asked for, the first that fits the runs is drawn (timeseries.fitting_range).
 RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "all": None}
@@ -62,7 +62,7 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
     # The day rollups count every run, steady or not, so a steady-only chart is drawn from the results.
     if not steady_only and _from_days(in_range, points):
         days = day_rows.day_columns(disk, start, end, wanted)
-        runs = sum(sum(columns[D["runs"]]) for _, _, columns in days)
+        runs = sum(sum(keys[D["runs"]]) for _, _, keys, _ in days)
         series = _series_from_days(days, known, points)
     else:
         rows = _result_rows(disk, start, end, wanted | ({"steady": True} if steady_only else {}))
@@ -317,71 +317,72 @@ def _picker(indices: list[int]) -> Any:
 
 
 def _series_from_days(days: list[day_rows.ProfileDays], known: dict[str, dict], points: int) -> list[dict[str, Any]]:
-    groups = _days_by_profile(days)
+    groups = {key: profile for key, profile in _days_by_profile(days).items() if key in known}
     # The first and the last run of each profile, which every series keeps as minmax does (a profile renamed on
     # the range's first or last day has two of each to choose from), in one query.
     ends = {}
-    for key, columns in groups.items():
-        on = columns[D["day"]]
+    for key, (keys, _) in groups.items():
+        on = keys[D["day"]]
         ends[key] = (
-            list(itertools.compress(columns[D["first_run"]], map(operator.eq, on, itertools.repeat(on[0])))),
-            list(itertools.compress(columns[D["last_run"]], map(operator.eq, on, itertools.repeat(on[-1])))),
+            list(itertools.compress(keys[D["first_run"]], map(operator.eq, on, itertools.repeat(on[0])))),
+            list(itertools.compress(keys[D["last_run"]], map(operator.eq, on, itertools.repeat(on[-1])))),
         )
     ids = [pk for firsts, lasts in ends.values() for pk in (*firsts, *lasts)]
     found = {row[R["run_id"]]: row for row in RunResult.objects.filter(pk__in=ids).values_list(*RESULT_COLUMNS)}
     by_time = operator.itemgetter(R["finished_ms"], R["run_id"])
+    # Two points a day at most, and room for the first and last run.
+    buckets = (points - 2) // 2
+    drawn_days = {key: _coarsened(keys, packed, buckets) for key, (keys, packed) in groups.items()}
+    spans, at = [], 0
+    for _, packed in drawn_days.values():
+        spans.append((at, at + len(packed)))
+        at += len(packed)
+    drawn = timeseries.day_series_points([day for _, packed in drawn_days.values() for day in packed], spans)
     out = []
-    for key, columns in groups.items():
-        if key not in known:
-            continue
+    for key, series_points in zip(drawn_days, drawn, strict=True):
         # A run deleted since its day was written (in the admin) has no result left to draw.
         first = min((found[pk] for pk in ends[key][0] if pk in found), key=by_time, default=None)
         last = max((found[pk] for pk in ends[key][1] if pk in found), key=by_time, default=None)
-        runs = sum(columns[D["runs"]])
-        # Two points a day at most, and room for the first and last run.
-        buckets = (points - 2) // 2
-        on = columns[D["day"]]
-        if len(on) > buckets:
-            merged = _coarser(list(zip(*columns, strict=True)), on[0], math.ceil((on[-1] - on[0] + 1) / buckets))
-            columns = list(zip(*merged, strict=True))
-        drawn = {name: _day_points(columns, name, first, last) for name in SERIES}
-        total = drawn["total"]
+        runs = sum(groups[key][0][D["runs"]])
+        for name, series_drawn in series_points.items():
+            _with_ends(series_drawn, SERIES[name], first, last)
+        total = series_points["total"]
         total["efficiency"] = _efficiency(total["y"], total["limit"])
-        out.append(_series_json(known[key], runs, runs > len(total["x"]), last, drawn))
+        out.append(_series_json(known[key], runs, runs > len(total["x"]), last, series_points))
     return out
 
 
-def _days_by_profile(days: list[day_rows.ProfileDays]) -> dict[str, day_rows.Columns]:
+def _days_by_profile(days: list[day_rows.ProfileDays]) -> dict[str, tuple[day_rows.Columns, list[bytes]]]:
     """The days of each profile key: a renamed profile's under either name merged back into day order."""
-    groups: dict[str, day_rows.Columns] = {}
-    for profile_id, name, columns in days:
+    groups: dict[str, tuple[day_rows.Columns, list[bytes]]] = {}
+    for profile_id, name, keys, packed in days:
         key = _profile_key(profile_id, name)
         if key in groups:
-            rows = [*zip(*groups[key], strict=True), *zip(*columns, strict=True)]
-            columns = list(zip(*sorted(rows, key=operator.itemgetter(D["day"])), strict=True))
-        groups[key] = columns
+            rows = [*zip(*groups[key][0], groups[key][1], strict=True), *zip(*keys, packed, strict=True)]
+            _, _, keys, packed = day_rows.as_columns(profile_id, name, rows)
+        groups[key] = (keys, packed)
     return groups
 
 
-def _day_points(
-    columns: day_rows.Columns, series: str, first: tuple | None, last: tuple | None
-) -> dict[str, list[Any]]:
-    """A series' points out of the columns of day rows: each day's two runs (one when the lowest is the highest)
-    in time order, interleaved, then the first and last run of the range when they are not among them."""
-    at, count = AT[series], len(timeseries.day_point_fields(series))
-    early, late = columns[at : at + count], columns[at + count : at + 2 * count]
-    present = list(map(operator.is_not, early[2], itertools.repeat(None)))
-    keep = _interleaved(present, list(map(operator.ne, late[2], early[2])))
-    every = all(keep)
+def _coarsened(keys: day_rows.Columns, packed: list[bytes], buckets: int) -> tuple[day_rows.Columns, list[bytes]]:
+    """A profile's days, merged a few at a time when they are more than `buckets`."""
+    on = keys[D["day"]]
+    if len(on) <= buckets:
+        return keys, packed
+    (points,) = timeseries.unpack_day_points(packed, [(0, len(packed))])
+    rows = list(zip(*keys, *points, strict=True))
+    merged = _coarser(rows, on[0], math.ceil((on[-1] - on[0] + 1) / buckets))
+    keyed = len(day_rows.DAY_KEY)
+    return (
+        [list(column) for column in zip(*merged, strict=True)][:keyed],
+        [timeseries.pack_day_points(dict(zip(DAY_POINTS, row[keyed:], strict=True))) for row in merged],
+    )
 
-    def both(a: Sequence[Any], b: Sequence[Any]) -> list[Any]:
-        pairs = _interleaved(a, b)
-        return pairs if every else list(itertools.compress(pairs, keep))
 
-    # The JSON's names of timeseries.DAY_POINT_FIELDS (and the limit), in their order.
-    names = ("x", "y", "run", "steady", "warnings", "limit")
-    points = {name: both(early[i], late[i]) for i, name in enumerate(names[:count])}
-    column = R[SERIES[series]]
+def _with_ends(points: dict[str, list[Any]], column_name: str, first: tuple | None, last: tuple | None) -> None:
+    """A series' points of days (timeseries.day_series_points) with the first and last run of the range put in
+    when they are not among them."""
+    column = R[column_name]
     for row, at_end in ((first, False), (last, True)):
         if row is None or row[column] is None:
             continue
@@ -393,15 +394,6 @@ def _day_points(
                   "steady": row[R["steady"]], "warnings": row[R["warning_count"]]}  # fmt: skip
         for name, items in points.items():
             items.insert(index, values[name])
-    return points
-
-
-def _interleaved(a: Sequence[Any], b: Sequence[Any]) -> list[Any]:
-    """a[0], b[0], a[1], b[1], ... of two sequences of one length: by slice assignment, in C, a few times faster
-    than chaining zipped pairs (some 80,000 points in an all-time chart)."""
-    out: list[Any] = [None] * (2 * len(a))
-    out[::2], out[1::2] = a, b
-    return out
 
 
 def _coarser(rows: list[tuple[Any, ...]], day0: int, days: int) -> list[tuple[Any, ...]]:

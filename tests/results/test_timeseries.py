@@ -222,6 +222,42 @@ def test_packed_day_points_unpack_to_the_same_values_of_the_same_types_in_day_po
     assert len(timeseries.DAY_POINTS) == 2 * 5 * len(SERIES) + 2
 
 
+def test_the_points_of_packed_days_are_each_days_early_and_late_run_of_a_series_once_each_with_none_left_out():
+    rng = random.Random(11)
+    days = []
+    for _ in range(40):
+        rows = [(2**40 + i, 1_777_679_999_999 + i, [rng.choice([None, rng.uniform(0, 1e6), 0.1 + 0.2]) for _ in SERIES],
+                 rng.choice([None, 4000.0]), rng.choice([None, True, False]), rng.randint(0, 1000))
+                for i in range(rng.randint(1, 4))]  # fmt: skip
+        flat = [(run, ms, *values, limit, steady, warnings) for run, ms, values, limit, steady, warnings in rows]
+        extremes = day_extremes(flat)
+        days.append(extremes | timeseries.day_flags(flat, extremes))
+    packed = [timeseries.pack_day_points(day) for day in days]
+    spans = [(0, 25), (25, 25), (25, 40)]
+
+    drawn = timeseries.day_series_points(packed, spans)
+
+    for (start, stop), points in zip(spans, drawn, strict=True):
+        for name_of_series in SERIES:
+            fields = timeseries.day_point_fields(name_of_series)
+            expected = {name: [] for name in timeseries.CHART_FIELDS[: len(fields)]}
+            for day in days[start:stop]:
+                ends = [end for end in ("early", "late") if day[f"{name_of_series}_{end}_run"] is not None]
+                if (
+                    ends == ["early", "late"]
+                    and day[f"{name_of_series}_early_run"] == day[f"{name_of_series}_late_run"]
+                ):
+                    ends = ["early"]
+                for end in ends:
+                    for name, suffix in zip(expected, fields, strict=True):
+                        expected[name].append(day[f"{name_of_series}_{end}{suffix}"])
+            assert points[name_of_series] == expected
+            assert [list(map(type, v)) for v in points[name_of_series].values()] == [
+                list(map(type, v)) for v in expected.values()
+            ]
+    assert timeseries.day_series_points([], []) == []
+
+
 def test_a_runs_time_is_cut_to_its_millisecond_so_it_stays_in_the_utc_day_it_finished():
     moment = datetime(2026, 5, 1, 23, 59, 59, 999_900, tzinfo=UTC)
     assert epoch_ms(moment) == 1_777_679_999_999
