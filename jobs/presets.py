@@ -134,3 +134,63 @@ def sync_presets(profile_model: Any) -> None:
         fields = dict(preset)
         name = fields.pop("name")
         profile_model.objects.update_or_create(team=None, name=name, defaults=fields | {"builtin": True})
+
+
+def _base(name: str) -> dict[str, Any]:
+    """A built-in profile's fields, as a sweep's base (without its name and description)."""
+    preset = next(preset for preset in PRESETS if preset["name"] == name)
+    return {key: value for key, value in preset.items() if key not in ("name", "description")}
+
+
+# Built-in sweeps: a base profile (its fields, as PRESETS declares them) and the axes it varies, the first outer,
+# in the syntax of jobs/tools/sweep_plan.py. Their plans and times are tested (tests/tools/test_sweep_plan.py).
+SWEEP_PRESETS: list[dict[str, Any]] = [
+    {
+        "name": "QD sweep: 4k randread QD 1-256",
+        "base": _ULTRA | {"rw": "randread", "block_size_bytes": 4 * KIB, "iodepth": 1},
+        "axes": {"iodepth": "1-256 x2"},
+        "description": "Where queue depth stops paying: nine points, one minute each, for the curve and its knee.",
+    },
+    {
+        # Alibaba documents the recipe's one point, numjobs=10 iodepth=128 (the "ESSD PL3" preset); no grid is
+        # published. This one climbs to that point in both directions, as the field report raised them.
+        "name": "ESSD PL3: 4k randwrite numjobs x iodepth",
+        "base": _base("ESSD PL3: 4k randwrite numjobs=10 QD128"),
+        "axes": {"jobs": "1,2,4,10", "iodepth": "32-128 x2"},
+        "description": "numjobs 1, 2, 4, 10 x iodepth 32, 64, 128 up to the 1,000,000-IOPS recipe's point. "
+        "Writes destroy the device's data.",
+    },
+    {
+        "name": "ndisk64: 4k random 50/50, 1/2/4 processes",
+        "base": _base("ndisk64: 4k random 50/50, 4 processes"),
+        "axes": {"jobs": "1-4 x2"},
+        "description": "The Power VS report's sweep: with few processes another part becomes the bottleneck.",
+    },
+    {
+        # SNIA PTS IOPS test (snia.org/forums/sssi/pts/iops, read 2026-11): random I/O over 7 R/W mixes, 100/0,
+        # 95/5, 65/35, 50/50, 35/65, 5/95, 0/100, x 8 block sizes, 0.5, 4, 8, 16, 32, 64, 128, 1024 KiB, one minute
+        # each: a 56-minute round. The spec repeats rounds until steady state (five in its measurement window),
+        # after a purge and preconditioning, and leaves the outstanding I/O (threads x QD) to the tester, who
+        # reports it. The mix runs outer, the block size inner, as in public fio implementations of it. 0.5k is
+        # the spec's: on a device with 4 KiB logical blocks direct I/O at 512 bytes fails, so the plan refuses it
+        # there when the device's logical block size is known, and the point fails (shown) when it is not.
+        "name": "SNIA PTS IOPS matrix: 7 R/W mixes x 8 block sizes",
+        "base": {
+            "tool": "fio",
+            "rw": "randrw",
+            "read_percent": 100,
+            "block_size_bytes": 4 * KIB,
+            "iodepth": 32,
+            "jobs": 1,
+            "runtime_s": 60,
+            "time_based": True,
+            "ioengine": "libaio",
+            "direct": True,
+            "size_bytes": None,
+            "extra_options": {"norandommap": "1", "randrepeat": "0"},
+        },
+        "axes": {"read_percent": "100,95,65,50,35,5,0", "block_size_bytes": "512,4k,8k,16k,32k,64k,128k,1M"},
+        "description": "One round of the SNIA PTS IOPS test on a whole device, QD 32: precondition the device first. "
+        "Writes destroy the device's data.",
+    },
+]

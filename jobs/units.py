@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 DASH = "—"
+# Sizes as fio and ndisk64 users type them, 1024-based (fio reads 4k as 4096; "4KiB" too): 4096, 4k, 64KiB, 1M.
+_SIZE = re.compile(r"([0-9]+)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+_SIZE_FACTORS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
 def _number(value: object) -> float | None:
@@ -59,3 +64,19 @@ def format_iops_exact(value: float | None) -> str:
     if value is None:
         return DASH
     return f"{value:,.0f} IOPS" if value == round(value) else f"{value:,.1f} IOPS"
+
+
+def parse_size(text: str) -> int:
+    """Bytes from 4096, 4k, 64KiB, 256M or 4G (1024-based); ValueError when the text is not a size."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise ValueError(f"{text.strip()!r} is not a byte count such as 4096, 4k, 64k, 256M or 4G")
+    return int(match[1]) * _SIZE_FACTORS[match[2].lower()]
+
+
+def short_size(value: int) -> str:
+    """4096 -> 4k, 268435456 -> 256M: the way fio and ndisk64 users write sizes (1024-based)."""
+    for suffix, factor in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("k", 2**10)):
+        if value and value % factor == 0:
+            return f"{value // factor}{suffix}"
+    return str(value)

@@ -4,7 +4,6 @@ preconditioning recorded by hand."""
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any, cast
 
@@ -15,6 +14,7 @@ from django.db.models import Q
 from jobs import limits, presets
 from jobs.models import Disk, Profile, Run
 from jobs.models.names import name_taken
+from jobs.units import parse_size, short_size
 from jobs.widgets import MomentInput
 
 THROUGHPUT_UNITS = {"MB/s": 10**6, "MiB/s": 2**20}
@@ -140,19 +140,8 @@ class DiskForm(forms.ModelForm):
         return cleaned
 
 
-def short_size(value: int) -> str:
-    """4096 -> 4k, 268435456 -> 256M: the way fio and ndisk64 users write sizes (1024-based)."""
-    for suffix, factor in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("k", 2**10)):
-        if value and value % factor == 0:
-            return f"{value // factor}{suffix}"
-    return str(value)
-
-
 class SizeField(forms.CharField):
     """A byte count typed as 4096, 4k, 64KiB, 256M or 4G (1024-based)."""
-
-    FACTORS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-    PATTERN = re.compile(r"([0-9]+)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
     def prepare_value(self, value: Any) -> Any:
         return short_size(value) if isinstance(value, int) else value
@@ -164,10 +153,10 @@ class SizeField(forms.CharField):
         text = text.strip()
         if not text:
             return None
-        match = self.PATTERN.fullmatch(text)
-        if not match:
-            raise ValidationError(f"Give a byte count such as 4096, 4k, 64k, 256M or 4G, not {text!r}.")
-        return int(match[1]) * self.FACTORS[match[2].lower()]
+        try:
+            return parse_size(text)
+        except ValueError:
+            raise ValidationError(f"Give a byte count such as 4096, 4k, 64k, 256M or 4G, not {text!r}.") from None
 
 
 class ProfileSelect(forms.Select):
