@@ -15,12 +15,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from jobs import access
-from jobs.disks.forms import short_size
 from jobs.models import Profile
 from jobs.profiles.forms import ProfileForm, unsaved_copy
 from jobs.tools.fio import build_fio_job
 from jobs.tools.ndisk import build_ndisk_argv
 from jobs.tools.options import ToolOptionError
+from jobs.units import short_size
 
 # The sample target of the profile previews: what a run on a directory target would be sent.
 SAMPLE_TARGET = "/data/bench"
