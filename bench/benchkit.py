@@ -382,7 +382,14 @@ def create_pg_database(admin_url: str, name: str) -> None:
             # Never drop a database this run did not create: it may be someone else's.
             raise BenchError(f"the PostgreSQL database {name!r} already exists: drop it (a leftover of an "
                              "interrupted run?) or pass another --database-url")  # fmt: skip
-        conn.execute(f'CREATE DATABASE "{name}"')
+        # A migrated database to copy (tests/project/test_bench_smoke.py makes one for all its smoke runs on the
+        # server): the migrate below then has nothing to do.
+        template = os.environ.get("BENCHWEB_BENCH_PG_TEMPLATE")
+        if template and not template.replace("_", "").isalnum():
+            raise BenchError(
+                f"BENCHWEB_BENCH_PG_TEMPLATE must be a database name of letters, digits and '_', got {template!r}"
+            )
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
 
 
 def drop_pg_database(admin_url: str | None, name: str) -> None:

@@ -63,9 +63,12 @@ def _database_options(script: str) -> list[str]:
         return []
     if connection.vendor != "postgresql":
         return ["--db", "sqlite"]
+    return ["--db", "postgres", "--database-url", f"{_pg_server()}/bw_smoke_{Path(script).stem}_{os.getpid()}"]
+
+
+def _pg_server() -> str:
     s = connection.settings_dict
-    server = f"postgres://{s['USER']}{':' + s['PASSWORD'] if s['PASSWORD'] else ''}@{s['HOST']}:{s['PORT'] or 5432}"
-    return ["--db", "postgres", "--database-url", f"{server}/bw_smoke_{Path(script).stem}_{os.getpid()}"]
+    return f"postgres://{s['USER']}{':' + s['PASSWORD'] if s['PASSWORD'] else ''}@{s['HOST']}:{s['PORT'] or 5432}"
 
 
 def test_every_bench_module_but_the_helpers_is_a_script_with_a_smoke_mode():
@@ -86,14 +89,19 @@ def _smoke(script: str, env: dict[str, str], tmp: Path) -> tuple[subprocess.Comp
 def smoke_runs(request, tmp_path_factory):
     """Every script's smoke run, SMOKE_AT_ONCE at a time in the background from the first test on (most of a
     run is waiting: for sshd, a worker, beat, fio), each in a TMPDIR of its own; SQLite runs start from one
-    migrated database."""
+    migrated database, PostgreSQL runs are created as copies of one (CREATE DATABASE ... TEMPLATE)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
-    if connection.vendor != "postgresql":
-        template = tmp_path_factory.mktemp("template") / "benchweb.sqlite3"
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
-                       env=env | {"DATABASE_URL": f"sqlite:///{template}",
-                                  "BENCHWEB_VAR_DIR": str(template.parent)}, timeout=300)  # fmt: skip
-        env["BENCHWEB_BENCH_SQLITE_TEMPLATE"] = str(template)
+    template = tmp_path_factory.mktemp("template")
+    pg_template = f"bw_smoke_template_{os.getpid()}" if connection.vendor == "postgresql" else ""
+    if pg_template:
+        _admin("CREATE DATABASE {}", pg_template)
+        url = f"{_pg_server()}/{pg_template}"
+        env["BENCHWEB_BENCH_PG_TEMPLATE"] = pg_template
+    else:
+        url = f"sqlite:///{template / 'benchweb.sqlite3'}"
+        env["BENCHWEB_BENCH_SQLITE_TEMPLATE"] = str(template / "benchweb.sqlite3")
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
+                   env=env | {"DATABASE_URL": url, "BENCHWEB_VAR_DIR": str(template)}, timeout=300)  # fmt: skip
     pool = ThreadPoolExecutor(max_workers=SMOKE_AT_ONCE)
     runs = {}
     # Only the scripts whose test this session runs (-k may have left some out).
@@ -105,6 +113,17 @@ def smoke_runs(request, tmp_path_factory):
             runs[script] = (pool.submit(_smoke, script, env, tmp), tmp)
     yield runs
     pool.shutdown(wait=True, cancel_futures=True)
+    if pg_template:
+        _admin("DROP DATABASE IF EXISTS {} WITH (FORCE)", pg_template)
+
+
+def _admin(statement: str, name: str) -> None:
+    """A statement about a whole database, on the session's PostgreSQL server."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(f"{_pg_server()}/postgres", autocommit=True, connect_timeout=10) as admin:
+        admin.execute(sql.SQL(statement).format(sql.Identifier(name)))
 
 
 def _sessions(script: str) -> Any:
