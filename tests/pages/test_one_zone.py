@@ -212,3 +212,28 @@ def test_the_pickers_show_24_hour_times_in_a_us_english_browser(
     assert page.evaluate("window.benchClock.toInput(Date.UTC(2026, 6, 1, 19, 5))") == "2026-07-01 21:05"
     screenshot("disk-range", on=page)
     assert not page.js_errors
+
+
+@pytest.mark.parametrize("screen", ["phone_page", "page"])
+def test_the_before_after_split_date_is_written_as_the_pages_write_dates_in_a_us_english_browser(
+    screen, disk, owner, request, live_server, screenshot
+):
+    # A browser's <input type="date"> shows mm/dd/yyyy under en-US, beside dates the pages write 2026-09-05.
+    page = request.getfixturevalue(screen)
+    assert page.evaluate("navigator.language") == "en-US"
+    log_in(page, live_server.url, owner.username, "a-long-test-password-1")
+    page.goto(f"{live_server.url}/compare/")
+    settle(page)
+    split = page.locator("#before-after input[name=split]")
+    assert split.evaluate("e => e.type") == "text" and split.get_attribute("placeholder") == "2026-11-25"
+    split.fill("09/05/2026")
+    assert not split.evaluate("e => e.checkValidity()")  # refused before it is sent, as the API would
+    split.fill("2026-09-05")
+    assert split.evaluate("e => e.checkValidity()")
+    split.scroll_into_view_if_needed()
+    screenshot("compare-split", on=page)
+    assert_fits(page, "compare before/after")
+    page.locator("#before-after button").click()
+    page.wait_for_url("**split=2026-09-05**")
+    assert page.locator("#before-after input[name=split]").input_value() == "2026-09-05"
+    assert not page.js_errors
