@@ -20,10 +20,9 @@ buckets of a day, computed once, so that the all-time chart of 100,000 runs read
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import struct
-import sys
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -266,7 +265,7 @@ _PLACES = _places()
 
 def pack_day_points(day: Mapping[str, Any]) -> bytes:
     """The DAY_POINTS of a day (`day_extremes` | `day_flags`) as one fixed-size record of plain numbers, each kind
-    of field together (_PACKED): `unpack_day_points` reads the days joined as arrays of machine numbers. The
+    of field together (_PACKED): `unpack_day_points` reads the days joined as one array of records. The
     all-time chart reads this one cell a day instead of 92 columns."""
     return _PACKING.pack(*[_NONE[kind] if day[field] is None else day[field] for kind, fields in _PACKED.items()
                            for field in fields])  # fmt: skip
@@ -274,51 +273,19 @@ def pack_day_points(day: Mapping[str, Any]) -> bytes:
 
 def unpack_day_points(packed: Sequence[bytes | memoryview], spans: Sequence[tuple[int, int]]) -> list[list[list[Any]]]:
     """For each span (its first day, the day after its last) of days packed by `pack_day_points`: its DAY_POINTS as
-    columns, a list a field with a value a day, None where the day has none.
+    columns, a list a field with a value a day, None where the day has none. The days are read as one numpy record
+    array (`_days`), a column made into Python numbers in one call."""
+    days = _days(packed)
+    return [[_values(days[field][start:stop], _PLACES[field][0]) for field in DAY_POINTS] for start, stop in spans]
 
-    The days are joined and read as an array of each kind of number, and a column is a strided slice of one,
-    made into Python numbers in one call: the numbers of a column are made one after another, and drawing them
-    (the chart reads a column at a time) walks memory in order. Unpacked a day at a time, an all-time chart's
-    400,000 numbers cost three times as long."""
+
+def _days(packed: Sequence[bytes | memoryview]) -> Any:
+    """Days packed by `pack_day_points`, joined as one numpy record array of _day_dtype (a view, not a copy)."""
+    import numpy as np  # here, not at start-up: the pages import this module (bench/startup.py)
+
     if set(map(len, packed)) - {_PACKING.size}:
         raise ValueError(f"a packed day is not the {_PACKING.size} bytes pack_day_points writes")
-    joined = b"".join(packed)
-    arrays = {kind: _read_as(kind, joined) for kind in _PACKED}
-    out = []
-    for start, stop in spans:
-        columns = []
-        for field in DAY_POINTS:
-            kind, at = _PLACES[field]
-            width = _PACKING.size // arrays[kind].itemsize
-            columns.append(_numbers(arrays[kind][start * width + at : stop * width : width], kind))
-        out.append(columns)
-    return out
-
-
-def _read_as(kind: str, joined: bytes) -> memoryview | array[Any]:
-    """The days joined, read as numbers of a kind: a view of them, or a copy in this machine's order if it is not
-    the little-endian one they are packed in."""
-    if sys.byteorder == "little":
-        view: memoryview = memoryview(joined).cast(kind)  # type: ignore[call-overload]  # one of _PACKED's kinds
-        return view
-    numbers = array(kind, joined)
-    numbers.byteswap()
-    return numbers
-
-
-def _numbers(column: memoryview | array[Any], kind: str) -> list[Any]:
-    """The numbers of a column, None where they say none (steady flags as flags): in C, unless only some days have
-    none (a day with no read of a profile that mostly reads)."""
-    numbers, none = column.tolist(), _NONE[kind]
-    if kind == "B":
-        if numbers and numbers.count(numbers[0]) == len(numbers):
-            return [_FLAGS[numbers[0]]] * len(numbers)
-        return list(map(_FLAGS.__getitem__, numbers))
-    if none not in numbers:
-        return numbers
-    if numbers.count(none) == len(numbers):
-        return [None] * len(numbers)
-    return [None if number == none else number for number in numbers]
+    return np.frombuffer(b"".join(packed), dtype=_day_dtype())
 
 
 # The chart's name of each of timeseries.DAY_POINT_FIELDS (and the limit), in their order.
@@ -333,13 +300,11 @@ def day_series_points(packed: Sequence[bytes | memoryview], spans: Sequence[tupl
     With numpy over every day at once, a field a few calls: the days' numbers become Python numbers only as the
     points drawn, where unpacking every field into lists and interleaving and filtering those cost an all-time
     chart some 20 ms (bench/chart_endpoint.py)."""
-    import numpy as np  # here, not at start-up: the pages import this module (bench/startup.py)
+    import numpy as np
 
-    if set(map(len, packed)) - {_PACKING.size}:
-        raise ValueError(f"a packed day is not the {_PACKING.size} bytes pack_day_points writes")
+    days = _days(packed)
     if not spans:
         return []
-    days = np.frombuffer(b"".join(packed), dtype=_day_dtype())
     out: list[dict[str, Any]] = [{} for _ in spans]
     for series in SERIES:
         early_run, late_run = days[f"{series}_early_run"], days[f"{series}_late_run"]
@@ -361,6 +326,7 @@ def day_series_points(packed: Sequence[bytes | memoryview], spans: Sequence[tupl
     return out
 
 
+@functools.cache
 def _day_dtype() -> Any:
     """A packed day as a numpy record: each DAY_POINTS field at its place (_PLACES), little-endian."""
     import numpy as np
