@@ -31,7 +31,8 @@ SMOKE_AT_ONCE = 3
 SLOWEST = ("observer_cost.py", "fanout.py", "startup.py", "api_runs_list.py", "start_precision.py")
 
 sys.path.insert(0, str(BENCH))
-import start_precision  # noqa: E402  (bench/ is not a package)
+import benchkit  # noqa: E402  (bench/ is not a package)
+import start_precision  # noqa: E402
 
 sys.path.remove(str(BENCH))
 
@@ -57,9 +58,13 @@ def _require(what: str) -> None:
         pytest.skip(reason)
 
 
+def _takes_database(script: str) -> bool:
+    return "add_database_options(" in (BENCH / script).read_text()
+
+
 def _database_options(script: str) -> list[str]:
     """On a PostgreSQL session, a database of the script's own on the same server (it creates and drops it)."""
-    if "add_database_options(" not in (BENCH / script).read_text():
+    if not _takes_database(script):
         return []
     if connection.vendor != "postgresql":
         return ["--db", "sqlite"]
@@ -94,7 +99,7 @@ def smoke_runs(request, tmp_path_factory):
     template = tmp_path_factory.mktemp("template")
     pg_template = f"bw_smoke_template_{os.getpid()}" if connection.vendor == "postgresql" else ""
     if pg_template:
-        _admin("CREATE DATABASE {}", pg_template)
+        benchkit.create_pg_database(f"{_pg_server()}/postgres", pg_template)
         url = f"{_pg_server()}/{pg_template}"
         env["BENCHWEB_BENCH_PG_TEMPLATE"] = pg_template
     else:
@@ -114,22 +119,13 @@ def smoke_runs(request, tmp_path_factory):
     yield runs
     pool.shutdown(wait=True, cancel_futures=True)
     if pg_template:
-        _admin("DROP DATABASE IF EXISTS {} WITH (FORCE)", pg_template)
-
-
-def _admin(statement: str, name: str) -> None:
-    """A statement about a whole database, on the session's PostgreSQL server."""
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(f"{_pg_server()}/postgres", autocommit=True, connect_timeout=10) as admin:
-        admin.execute(sql.SQL(statement).format(sql.Identifier(name)))
+        benchkit.drop_pg_database(f"{_pg_server()}/postgres", pg_template)
 
 
 def _sessions(script: str) -> Any:
     """A script that takes a database writes its rows in its own SQL, which each database must take: it runs in every
     session. One that measures processes only (a worker, the run command) runs in one, as other slow tests do."""
-    marks = [pytest.mark.every_database] if "add_database_options(" in (BENCH / script).read_text() else []
+    marks = [pytest.mark.every_database] if _takes_database(script) else []
     return pytest.param(script, marks=marks, id=script)
 
 
