@@ -11,6 +11,7 @@ from django.db.models import Q
 
 from jobs import units
 from jobs.models.teams import Team
+from jobs.tools import options
 
 
 class Profile(models.Model):
@@ -38,19 +39,23 @@ class Profile(models.Model):
     builtin = models.BooleanField(default=False, editable=False)
     tool = models.CharField(max_length=8, choices=Tool.choices, default=Tool.FIO)
     # Shared by both tools.
-    block_size_bytes = models.PositiveIntegerField(default=4096, validators=[MinValueValidator(512)])
+    block_size_bytes = models.PositiveIntegerField(default=4096, validators=[MinValueValidator(options.MIN_BLOCK_SIZE)])
     runtime_s = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1), MaxValueValidator(7 * 86400)])
     direct = models.BooleanField(default=True)
     read_percent = models.PositiveSmallIntegerField(default=50, validators=[MaxValueValidator(100)])
     jobs = models.PositiveSmallIntegerField(
-        default=1, validators=[MinValueValidator(1), MaxValueValidator(256)], help_text="fio numjobs / ndisk64 -M."
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(options.MAX_JOBS)],
+        help_text="fio numjobs / ndisk64 -M.",
     )
     size_bytes = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="Test file size per job (fio size, ndisk64 -s). Empty on a device: all of it."
     )
     # fio only.
     rw = models.CharField(max_length=10, choices=RW.choices, default=RW.RANDREAD)
-    iodepth = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(4096)])
+    iodepth = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(options.MAX_IODEPTH)]
+    )
     time_based = models.BooleanField(default=True)
     ramp_time_s = models.PositiveIntegerField(default=0)
     ioengine = models.CharField(max_length=20, default="libaio")
@@ -115,8 +120,6 @@ class Profile(models.Model):
         return runners.expected_seconds(self.parameters())
 
     def clean(self) -> None:
-        from jobs.tools import options
-
         errors = options.check_extra_options(self.extra_options) if self.tool == self.Tool.FIO else {}
         if self.tool == self.Tool.NDISK64 and self.extra_options:
             errors["extra_options"] = "ndisk64 takes no extra options; leave this empty."
@@ -150,7 +153,7 @@ class Profile(models.Model):
                 f"I/O at all. Make the block size at most {units.format_bytes(size // files)}, the file size per job "
                 f"at least {units.format_bytes(block * files)}, or nrfiles smaller."
             )
-        elif self.tool == self.Tool.FIO and self.direct and block and block % 512:
+        elif self.tool == self.Tool.FIO and self.direct and block and block % options.SECTOR:
             errors["block_size_bytes"] = (
                 f"With direct I/O the block size must be a whole number of 512-byte sectors; {block:,} bytes is not, "
                 "and fio's first read would fail (Invalid argument). Use e.g. 4k or 64k, or turn direct I/O off."
@@ -162,8 +165,6 @@ class Profile(models.Model):
         return int(value) if value.isdigit() and len(value) < 10 else 1
 
     def _steady_state_errors(self) -> dict[str, str]:
-        from jobs.tools import options
-
         if self.tool == self.Tool.NDISK64:
             if self.ss_metric or self.ss_limit or self.ss_dur_s is not None or self.ss_ramp_s is not None:
                 return {"ss_metric": "ndisk64 has no steady-state detection (fio's ss); leave the ss fields empty: "

@@ -12,6 +12,13 @@ from typing import Any
 
 from jobs import paths
 
+# What a profile's typed fields may hold: the Profile model's validators, and the axes of a sweep
+# (jobs/tools/sweep_plan.py). fio itself takes an iodepth up to 65536 and 4096 jobs; a profile stops at these.
+MAX_IODEPTH = 4096
+MAX_JOBS = 256
+MIN_BLOCK_SIZE = 512
+# fio with direct=1 reads and writes whole 512-byte sectors at the least.
+SECTOR = 512
 IOENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio"})
 
 # option -> regex its value must match in full. Digits are [0-9]: \d also takes '١٢', which fio refuses.

@@ -26,17 +26,11 @@ from typing import Any
 
 from jobs.tools.bounds import MAX_BLOCK_SIZE
 from jobs.tools.fio_common import MIXED_MODES
+from jobs.tools.options import MAX_IODEPTH, MAX_JOBS, MIN_BLOCK_SIZE, SECTOR
 from jobs.units import parse_size, short_size
 
 MAX_AXES = 2
 MAX_VALUES = 128
-# Profile's own validators (jobs/models/profiles.py; a test keeps them equal): fio itself takes an iodepth up to
-# 65536 and 4096 jobs, but a point is a profile, and a profile stops at these.
-MAX_IODEPTH = 4096
-MAX_JOBS = 256
-MIN_BLOCK_SIZE = 512
-# fio with direct=1 reads and writes whole 512-byte sectors at the least (the Profile's own rule).
-SECTOR = 512
 
 _RANGE = re.compile(r"(?P<first>[^-]+)-(?P<last>[^-x×+]+)(?P<how>[x×+])(?P<step>.+)")
 # Twelve digits at most: Python refuses to read an integer of thousands, and no bound here needs more.
