@@ -66,6 +66,14 @@ def format_iops_exact(value: float | None) -> str:
     return f"{value:,.0f} IOPS" if value == round(value) else f"{value:,.1f} IOPS"
 
 
+def format_duration(seconds: int) -> str:
+    """Exact, in the largest units that add up: 45 s, 9 min, 1 min 30 s, 1 h 20 min."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{n} {unit}" for n, unit in ((hours, "h"), (minutes, "min"), (secs, "s")) if n]
+    return " ".join(parts) or "0 s"
+
+
 def parse_size(text: str) -> int:
     """Bytes from 4096, 4k, 64KiB, 256M or 4G (1024-based); ValueError when the text is not a size."""
     match = _SIZE.fullmatch(text.strip())

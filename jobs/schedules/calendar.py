@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from jobs import clock, runners, scheduling
+from jobs import clock, runners, scheduling, units
 from jobs.models import Disk, Run, Schedule, ScheduleProfile
 from jobs.schedules import dispatcher
 
@@ -45,11 +45,7 @@ class Bar:
     @property
     def duration(self) -> str:
         """The bar's true length for its tooltip: a short run is drawn wider than it is."""
-        seconds = round((self.end - self.start).total_seconds())
-        hours, rest = divmod(seconds, 3600)
-        minutes, seconds = divmod(rest, 60)
-        parts = [f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes) + [f"{seconds} s"] * bool(seconds)
-        return " ".join(parts) or "0 s"
+        return units.format_duration(round((self.end - self.start).total_seconds()))
 
 
 @dataclass

@@ -27,7 +27,7 @@ from typing import Any
 from jobs.tools.bounds import MAX_BLOCK_SIZE
 from jobs.tools.fio_common import MIXED_MODES
 from jobs.tools.options import MAX_IODEPTH, MAX_JOBS, MIN_BLOCK_SIZE, SECTOR
-from jobs.units import parse_size, short_size
+from jobs.units import format_duration, parse_size, short_size
 
 MAX_AXES = 2
 MAX_VALUES = 128
@@ -168,32 +168,24 @@ def check_bound(plan: Plan, bound_s: int) -> None:
     if fewer >= 2:
         ways.append(f"at most {fewer} points")
     if shorter >= 1:
-        ways.append(f"a runtime of at most {duration_text(shorter)} a point")
+        ways.append(f"a runtime of at most {format_duration(shorter)} a point")
     fit = f"it fits with {' or with '.join(ways)}" if ways else "not even two points of 1 s fit; ask for a longer bound"
     raise SweepError(
         None,
-        f"This sweep takes {duration_text(plan.total_s)} ({_points_each(plan)}), longer than the team's bound of "
-        f"{duration_text(bound_s)}: {fit}.",
+        f"This sweep takes {format_duration(plan.total_s)} ({_points_each(plan)}), longer than the team's bound of "
+        f"{format_duration(bound_s)}: {fit}.",
     )
 
 
 def plan_text(plan: Plan) -> str:
     """'9 points × 1 min = 9 min', with the ramp where there is one: '12 points × (5 s ramp + 1 min) = 13 min'."""
-    return f"{_points_each(plan)} = {duration_text(plan.total_s)}"
-
-
-def duration_text(seconds: int) -> str:
-    """Exact, in the largest units that add up: 45 s, 9 min, 1 min 30 s, 1 h 20 min."""
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{n} {unit}" for n, unit in ((hours, "h"), (minutes, "min"), (secs, "s")) if n]
-    return " ".join(parts) or "0 s"
+    return f"{_points_each(plan)} = {format_duration(plan.total_s)}"
 
 
 def _points_each(plan: Plan) -> str:
-    each = duration_text(plan.runtime_s)
+    each = format_duration(plan.runtime_s)
     if plan.ramp_s:
-        each = f"({duration_text(plan.ramp_s)} ramp + {each})"
+        each = f"({format_duration(plan.ramp_s)} ramp + {each})"
     return f"{'1 point' if plan.count == 1 else f'{plan.count} points'} × {each}"
 
 
