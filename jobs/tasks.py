@@ -22,6 +22,7 @@ from jobs.models import Team
 from jobs.notify import delivery
 from jobs.runs import collecting, launching, retention, sites, stopping, sweeping, watching
 from jobs.schedules import dispatcher
+from jobs.sets import advancing
 
 log = logging.getLogger(__name__)
 # Beat sends a tick every BENCHWEB_TICK_SECONDS whatever became of the last one. In a busy worker, ticks that
@@ -133,6 +134,11 @@ def tick() -> str:
         return dispatcher.tick()
     finally:
         _TICKING.release()
+
+
+@shared_task(name="jobs.advance_set")
+def advance_set(run_set_id: int) -> str:
+    return advancing.advance(run_set_id)
 
 
 @shared_task(name="jobs.deliver")

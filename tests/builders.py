@@ -6,13 +6,13 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from jobs.models import Host, Profile, Run, Team
+from jobs.models import Host, Profile, Run, RunSet, Team
 from tests.factories import HostFactory, ProfileFactory, TeamFactory
 
 
@@ -33,21 +33,25 @@ def quick_profile(team: Team, **fields) -> Profile:
     return ProfileFactory(**(defaults | fields))
 
 
+# A run, or a set of runs: what wait_final waits for.
+Final = TypeVar("Final", Run, RunSet)
+
+
 def target_dir(tmp_path: Path) -> str:
     target = tmp_path / "bench"
     target.mkdir(parents=True, exist_ok=True)
     return str(target)
 
 
-def wait_final(run: Run, timeout: float = 90) -> Run:
-    """Poll the database until the run reaches a final state; fail saying where it got stuck."""
+def wait_final(run: Final, timeout: float = 90) -> Final:
+    """Poll the database until the run (or set of runs) reaches a final state; fail saying where it got stuck."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         run.refresh_from_db()
         if run.is_final:
             return run
         time.sleep(0.3)
-    raise AssertionError(f"run stayed {run.state} ({run.explanation}) for {timeout} s")
+    raise AssertionError(f"{run} stayed {run.state} ({run.explanation}) for {timeout} s")
 
 
 def wait_state(run: Run, state: str, timeout: float = 60) -> Run:

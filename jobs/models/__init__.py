@@ -11,12 +11,35 @@ from jobs.models.profiles import Profile
 from jobs.models.results import RunResult, RunResultDay
 from jobs.models.runs import Run, RunSample
 from jobs.models.schedules import Schedule, ScheduleProfile
+from jobs.models.sets import RunSet
 from jobs.models.sharing import ShareLink
 from jobs.models.teams import Invitation, InvitationQuerySet, Membership, Preferences, Team
 
 __all__ = [
-    "SPEC_FIELDS", "Alert", "AlertChannel", "AlertRule", "Annotation", "ChangePoint", "Credential", "Delivery", "Disk",
-    "Host", "Invitation", "InvitationQuerySet", "Membership", "Preferences",
-    "Profile", "Run", "RunResult", "RunResultDay", "RunSample", "Schedule", "ScheduleProfile", "ShareLink", "Team",
-    "name_taken", "site_validator",
+    "SPEC_FIELDS",
+    "Alert",
+    "AlertChannel",
+    "AlertRule",
+    "Annotation",
+    "ChangePoint",
+    "Credential",
+    "Delivery",
+    "Disk",
+    "Host",
+    "Invitation",
+    "InvitationQuerySet",
+    "Membership",
+    "Preferences",
+    "Profile",
+    "Run",
+    "RunResult",
+    "RunResultDay",
+    "RunSample",
+    "RunSet",
+    "Schedule",
+    "ScheduleProfile",
+    "ShareLink",
+    "Team",
+    "name_taken",
+    "site_validator",
 ]  # fmt: skip

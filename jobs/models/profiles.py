@@ -11,7 +11,7 @@ from django.db.models import Q
 
 from jobs import units
 from jobs.models.teams import Team
-from jobs.tools import options
+from jobs.tools import options, sweep_plan
 
 
 class Profile(models.Model):
@@ -91,6 +91,15 @@ class Profile(models.Model):
     pin_queue_cpus = models.BooleanField(
         default=False, help_text="Pin fio jobs to the CPUs serving the device's blk-mq queues (block devices)."
     )
+    # A sweep: the axes it varies on the fields above, field -> text in the order they nest (the first outer), in
+    # the syntax of jobs/tools/sweep_plan.py, e.g. {"iodepth": "1-256 x2"}. Empty: one run.
+    sweep_axes = models.JSONField(default=dict, blank=True, help_text="Sweep axes: field -> values, e.g. 1-256 x2.")
+    sweep_on_failure = models.CharField(
+        max_length=8,
+        choices=[("continue", "go on with the next point"), ("stop", "stop the sweep")],
+        default="continue",
+        help_text="What a sweep does when a point fails.",
+    )
     # ndisk64 only.
     pattern = models.CharField(max_length=10, choices=Pattern.choices, default=Pattern.RANDOM)
 
@@ -129,6 +138,8 @@ class Profile(models.Model):
         errors |= self._size_errors()
         if self.tool == self.Tool.NDISK64 and self.precondition:
             errors["precondition"] = "Only fio profiles can fill the target first; leave this empty for ndisk64."
+        if self.sweep_axes and not errors:
+            errors |= self._sweep_errors()
         if errors:
             raise ValidationError(errors)
 
@@ -159,6 +170,39 @@ class Profile(models.Model):
                 "and fio's first read would fail (Invalid argument). Use e.g. 4k or 64k, or turn direct I/O off."
             )
         return errors
+
+    @property
+    def is_sweep(self) -> bool:
+        return bool(self.sweep_axes)
+
+    def sweep(self) -> sweep_plan.Plan:
+        """The sweep's plan (its points and time); SweepError names the axis to fix."""
+        if not isinstance(self.sweep_axes, dict):
+            raise sweep_plan.SweepError(
+                None, 'Give the axes as an object of field -> values, e.g. {"iodepth": "1-64 x2"}.'
+            )
+        return sweep_plan.make_plan(self.parameters(), {str(k): str(v) for k, v in self.sweep_axes.items()})
+
+    def at_point(self, point: dict[str, Any]) -> Profile:
+        """This profile with a sweep point's fields set: an unsaved copy, for its parameters and its checks."""
+        copy = Profile(**{field.attname: getattr(self, field.attname) for field in self._meta.concrete_fields})
+        copy.pk = None
+        copy.sweep_axes = {}
+        for field, value in point.items():
+            setattr(copy, field, value)
+        return copy
+
+    def _sweep_errors(self) -> dict[str, str]:
+        """A sweep the tool could not run at one of its points is refused at save, naming the point."""
+        try:
+            plan = self.sweep()
+        except sweep_plan.SweepError as exc:
+            return {"sweep_axes": str(exc)}
+        for number, point in enumerate(plan.points, 1):
+            if problems := self.at_point(point)._size_errors():
+                where = sweep_plan.point_text(point, self.tool)
+                return {"sweep_axes": f"Point {number} ({where}): {next(iter(problems.values()))}"}
+        return {}
 
     def _nrfiles(self) -> int:
         value = str((self.extra_options or {}).get("nrfiles", "")) if self.tool == self.Tool.FIO else ""

@@ -60,8 +60,9 @@ class RunResult(models.Model):
     @classmethod
     def record(cls, run: Run) -> None:
         """Keep a succeeded run's numbers and recompute its day's extremes; any other run has none.
-        Called wherever a finished run's summary is stored."""
-        if run.state != Run.State.SUCCEEDED or run.finished_at is None:
+        Called wherever a finished run's summary is stored. A set's member (a sweep's point) is not one of the
+        disk's results: its numbers are drawn on its set's page, beside its set's own (jobs/sets/summary.py)."""
+        if run.state != Run.State.SUCCEEDED or run.finished_at is None or run.run_set_id is not None:
             return
         with transaction.atomic():
             # One writer per disk at a time (PostgreSQL; SQLite writes one at a time anyway), so that two runs

@@ -13,6 +13,7 @@ from django.utils import timezone
 from jobs.models.disks import Disk
 from jobs.models.profiles import Profile
 from jobs.models.schedules import Schedule
+from jobs.models.sets import RunSet
 from jobs.models.teams import Team
 
 
@@ -93,6 +94,12 @@ class Run(models.Model):
     steady_state = models.JSONField(null=True, blank=True, editable=False)
     # What the read-only environment probe found before the launch (kernel, fio, CPUs, device queue, mount).
     environment = models.JSONField(null=True, blank=True, editable=False)
+    # A member of a set of runs (a sweep's point, a search's step): its place in the set and what it varies.
+    run_set = models.ForeignKey(RunSet, on_delete=models.CASCADE, null=True, blank=True, related_name="members")
+    set_index = models.PositiveIntegerField(null=True, blank=True, help_text="The member's place in its set, from 0.")
+    set_point = models.JSONField(
+        null=True, blank=True, help_text="The fields this member sets on its set's base parameters, e.g. iodepth."
+    )
     # Things a person should know that did not stop the run, e.g. a directory disk now on another filesystem.
     warnings = models.JSONField(default=list, blank=True, editable=False)
 
@@ -106,7 +113,8 @@ class Run(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["schedule", "fire_time", "disk", "profile"],
-                condition=Q(schedule__isnull=False),
+                # A sweep's points share their fire: the set is the one made per fire (RunSet's constraint).
+                condition=Q(schedule__isnull=False, run_set__isnull=True),
                 name="one_run_per_schedule_fire_disk_profile",
             ),
         ]

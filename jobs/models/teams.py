@@ -10,6 +10,10 @@ from django.utils import timezone
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    sweep_bound_s = models.PositiveIntegerField(
+        default=4 * 3600,
+        help_text="The longest a sweep of this team may take (points x (ramp + runtime)); longer ones are refused.",
+    )
 
     def __str__(self) -> str:
         return self.name

@@ -19,7 +19,7 @@ from django.utils import timezone
 from audit import log as audit
 from audit.models import AuditEvent
 from jobs import errors
-from jobs.models import Disk, Host, Profile, Run
+from jobs.models import Disk, Host, Profile, Run, RunSet
 from jobs.runs import states, steps
 
 
@@ -36,29 +36,47 @@ def create_run(
     not_before: Any = None,
     schedule: Any = None,
     fire_time: Any = None,
+    run_set: RunSet | None = None,
+    point: dict[str, int] | None = None,
 ) -> Run:
-    if profile.team_id not in (None, disk.team_id):
-        raise RunRefused("profile", "That profile belongs to another team; choose one of yours or a built-in one.")
-    if refusal := refusal_text(disk, profile):
+    """A pending run of `profile` on `disk`; a set's member runs the profile at its `point` (its set_index is
+    the number of members made before it)."""
+    check_team(disk, profile)
+    if profile.is_sweep and point is None:
+        raise RunRefused(
+            "profile",
+            f"{profile.name} is a sweep: start it as one (Run now on the disk page does; the API: POST /api/v1/sets/).",
+        )
+    shaped = profile.at_point(point) if point is not None else profile
+    if refusal := refusal_text(disk, shaped):
         raise RunRefused("profile", refusal)
     run = Run.objects.create(
         disk=disk,
         profile=profile,
         profile_name=profile.name,
-        parameters=profile.parameters(),
+        parameters=shaped.parameters(),
         trigger=trigger,
         created_by=user if getattr(user, "is_authenticated", False) else None,
         not_before=not_before,
         schedule=schedule,
         fire_time=fire_time,
-        limits_snapshot=disk.limits_snapshot(profile.block_size_bytes),
-        destructive=disk.destructive_for(profile),
+        limits_snapshot=disk.limits_snapshot(shaped.block_size_bytes),
+        destructive=disk.destructive_for(shaped),
         explanation="waiting to start",
+        run_set=run_set,
+        set_index=run_set.members.count() if run_set is not None else None,
+        set_point=point,
     )
     if run.destructive:
         audit.record(disk.team, user, AuditEvent.Action.DESTRUCTIVE_RUN, run, disk=str(disk),
                      device=disk.target_path, profile=profile.name, trigger=trigger)  # fmt: skip
     return run
+
+
+def check_team(disk: Disk, profile: Profile) -> None:
+    """A team's disk runs only the team's profiles and the built-in ones."""
+    if profile.team_id not in (None, disk.team_id):
+        raise RunRefused("profile", "That profile belongs to another team; choose one of yours or a built-in one.")
 
 
 def request_run(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None) -> Run:
@@ -105,6 +123,18 @@ def dispatch_due(now: Any = None) -> int:
         due = _drop_paused(rows, now)
         if not due:
             return 0
+        # A set's members take turns and hold their disk between turns: claimed one by one (sets are few), and
+        # the disks their sets hold are busy for every other run.
+        members = set(
+            Run.objects.filter(pk__in=[row[0] for row in due], run_set__isnull=False).values_list("pk", flat=True)
+        )
+        running_sets = RunSet.objects.filter(state=RunSet.State.RUNNING).order_by()
+        held = {disk: RunSet.label_of(kind, pk) for disk, kind, pk in running_sets.values_list("disk_id", "kind", "pk")}
+        claimed_members = 0
+        if members:
+            for run in Run.objects.filter(pk__in=members).select_related("disk__host").order_by("set_index", "pk"):
+                claimed_members += states.claim(run, now)
+            due = [row for row in due if row[0] not in members]
         exclusive = {host_id for _, _, _, host_id, _, is_exclusive, _ in due if is_exclusive}
         if exclusive:
             list(Host.objects.select_for_update().filter(pk__in=exclusive).order_by("pk").values_list("pk"))
@@ -118,7 +148,9 @@ def dispatch_due(now: Any = None) -> int:
         free: dict[int, str] = {}  # run -> its host's site
         reasons: dict[int, str] = {}
         for run_pk, disk_id, explanation, host_id, host_name, is_exclusive, site in due:
-            if disk_id in busy_disks:
+            if disk_id in held:
+                reason = f"waiting: disk held by {held[disk_id]} until its last point ends"
+            elif disk_id in busy_disks:
                 reason = f"waiting: disk busy with run {busy_disks[disk_id]}"
             elif is_exclusive and host_id in busy_hosts:
                 reason = f"waiting: host {host_name} runs one benchmark at a time; busy with run {busy_hosts[host_id]}"
@@ -134,7 +166,7 @@ def dispatch_due(now: Any = None) -> int:
             Run.objects.filter(pk__in=reasons, state=Run.State.PENDING).update(
                 explanation=Case(*(When(pk=pk, then=Value(text)) for pk, text in reasons.items()))
             )
-        return _claim_together(free, now)
+        return _claim_together(free, now) + claimed_members
 
 
 def _drop_paused(due: list[Any], now: Any) -> list[Any]:

@@ -13,11 +13,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from jobs.alerts import boundary, evaluate
-from jobs.models import Host, Run, Schedule
+from jobs.models import Disk, Host, Run, RunSet, Schedule
 from jobs.runs import steps
 
 State = Run.State
@@ -91,21 +92,83 @@ def finish(
             run, from_states, state, attempt=attempt, explanation=explanation, finished_at=timezone.now(), **fields
         )
         if finished:
+            if run.run_set_id is not None:
+                _member_finished(run, state)
             _claim_waiting(run)
             # After the commit: a succeeded run's result and change points are stored by then.
             boundary.after_commit(evaluate.run_finished, run.pk)
     return finished
 
 
+def _member_finished(run: Run, state: str) -> None:
+    """A member of a set ended: when it did not succeed and its set stops on a failure, the members not started
+    are skipped, saying why. After the commit the set is advanced (jobs/sets/advancing.py): its next step
+    made, or its end and its result."""
+    run_set = run.run_set
+    if run_set is None:
+        return
+    if state != State.SUCCEEDED and run_set.on_failure == RunSet.OnFailure.STOP and not run_set.cancel_requested:
+        point = (run.set_index or 0) + 1
+        move_all(run_set.members.filter(state=State.PENDING), (State.PENDING,), State.SKIPPED,
+                 finished_at=timezone.now(),
+                 explanation=f"skipped: point {point} ended {state} and this sweep stops on a failure")  # fmt: skip
+    transaction.on_commit(lambda: steps.send_advance(run_set.pk, run.disk.host.site))
+
+
 def _claim_waiting(run: Run) -> None:
     """claim() the due runs waiting for `run`'s disk (its whole host when exclusive), oldest first: the first
-    takes it, and each of the others gets its reason anew from claim(). The beat tick does the same for any
+    takes it, and each of the others gets its reason anew from claim(). The next member of the run's own set
+    comes first: a set holds its disk from its first member to its last. The beat tick does the same for any
     beyond the first CLAIMS_ON_FINISH."""
-    host = run.disk.host
+    hand_on(run.disk, run.run_set_id)
+
+
+def hand_on(disk: Disk, own_set: int | None = None) -> None:
+    """claim() the due runs waiting for `disk` (its whole host when exclusive), the members of the set `own_set`
+    first: a run has ended, or a set has (jobs/sets/advancing.py)."""
+    host = disk.host
     waiting = Run.objects.filter(state=State.PENDING).exclude(not_before__gt=timezone.now() + CLAIM_LEAD)
-    waiting = waiting.filter(disk__host_id=host.pk) if host.exclusive else waiting.filter(disk_id=run.disk_id)
-    for next_run in waiting.select_related("disk__host").order_by("not_before", "pk")[:CLAIMS_ON_FINISH]:
+    waiting = waiting.filter(disk__host_id=host.pk) if host.exclusive else waiting.filter(disk_id=disk.pk)
+    own_first = Case(When(run_set_id=own_set, then=Value(0)), default=Value(1), output_field=IntegerField())
+    order = (own_first, "set_index", "not_before", "pk") if own_set else ("not_before", "pk")
+    for next_run in waiting.select_related("disk__host").order_by(*order)[:CLAIMS_ON_FINISH]:
         claim(next_run)
+
+
+def _set_holding(run: Run) -> str | None:
+    """Why `run` may not take its disk because of a set, or None: the disk is held by another set that has
+    started, or the run is a set's member whose turn has not come (an earlier point is unfinished, or the set
+    is being cancelled)."""
+    holder = RunSet.objects.filter(disk_id=run.disk_id, state=RunSet.State.RUNNING)
+    if run.run_set_id is not None:
+        holder = holder.exclude(pk=run.run_set_id)
+    if held := holder.order_by().first():
+        return f"waiting: disk held by {held.label} until its last point ends"
+    if run.run_set_id is None:
+        return None
+    if RunSet.objects.filter(pk=run.run_set_id, cancel_requested=True).exists():
+        return "waiting: its set is being cancelled"
+    earlier = (
+        Run.objects.filter(run_set_id=run.run_set_id, set_index__lt=run.set_index or 0)
+        .exclude(state__in=Run.FINAL_STATES)
+        .order_by("set_index")
+        .first()
+    )
+    return f"waiting: point {(earlier.set_index or 0) + 1} of its set runs first" if earlier else None
+
+
+def _hold_set(run: Run, now: Any) -> None:
+    """A member was claimed: its set holds the disk from now (pending -> running) and says which point runs."""
+    if run.run_set_id is None:
+        return
+    total = RunSet.objects.filter(pk=run.run_set_id).values_list("plan", flat=True).first() or {}
+    points = len(total.get("points") or []) if isinstance(total, dict) else 0
+    of = f" of {points}" if points else ""
+    RunSet.objects.filter(pk=run.run_set_id, state__in=RunSet.UNFINISHED_STATES).update(
+        state=RunSet.State.RUNNING,
+        started_at=Coalesce("started_at", Value(now)),
+        explanation=f"running point {(run.set_index or 0) + 1}{of}",
+    )
 
 
 def claim(run: Run, now: Any = None) -> bool:
@@ -138,8 +201,13 @@ def claim(run: Run, now: Any = None) -> bool:
             if busy:
                 _explain_if_changed(run, f"waiting: disk busy with run {busy.pk}")
                 return False
+            if held := _set_holding(run):
+                _explain_if_changed(run, held)
+                return False
             changed = move_all(Run.objects.filter(pk=run.pk), (State.PENDING,), State.QUEUED,
                                queued_at=now, heartbeat_at=now, explanation=steps.QUEUED_TEXT)  # fmt: skip
+            if changed:
+                _hold_set(run, now)
     except IntegrityError:
         # Another run took the disk between our look and our update: the constraint said no.
         _explain_if_changed(run, "waiting: disk busy with another run")

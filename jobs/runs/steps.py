@@ -48,6 +48,11 @@ def send(step: str, run: Run, countdown: float = 0) -> None:
     messages.send(STEP_MESSAGES[step], run.pk, queue=queue_for(run.disk.host.site), countdown=countdown)
 
 
+def send_advance(run_set_id: int, site: str) -> None:
+    """A member of a set ended: its set's next step (jobs/sets/advancing.py), on its host's queue."""
+    messages.send(messages.ADVANCE_SET, run_set_id, queue=queue_for(site))
+
+
 def send_launch(run: Run, site: str) -> None:
     """The launch of one run just claimed."""
     send("launch", run)

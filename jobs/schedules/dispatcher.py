@@ -25,6 +25,7 @@ from jobs.alerts import boundary
 from jobs.alerts import evaluate as alerts
 from jobs.models import Disk, Run, Schedule, ScheduleProfile
 from jobs.runs import queueing, states, steps, sweeping
+from jobs.sets import advancing
 
 log = logging.getLogger(__name__)
 
@@ -273,4 +274,5 @@ def tick(now: datetime | None = None) -> str:
         skipped = expire_outside_window(now)
         claimed = queueing.dispatch_due(now)
     repolled = sweeping.sweep(now)
-    return f"created {created}, skipped {skipped}, claimed {claimed}, re-polled {repolled}"
+    ended = advancing.advance_stalled()
+    return f"created {created}, skipped {skipped}, claimed {claimed}, re-polled {repolled}, sets ended {ended}"

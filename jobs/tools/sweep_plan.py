@@ -182,6 +182,16 @@ def plan_text(plan: Plan) -> str:
     return f"{_points_each(plan)} = {format_duration(plan.total_s)}"
 
 
+def point_text(point: Mapping[str, int], tool: str = "fio") -> str:
+    """A point as a person reads it, its fields by their tool's names: 'iodepth 16, block size 64k'."""
+    parts = []
+    for field, value in point.items():
+        kind = _kind(field)
+        shown = short_size(value) if kind.size else f"{value} %" if field == "read_percent" else str(value)
+        parts.append(f"{kind.name(tool)} {shown}")
+    return ", ".join(parts)
+
+
 def _points_each(plan: Plan) -> str:
     each = format_duration(plan.runtime_s)
     if plan.ramp_s:
