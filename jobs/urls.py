@@ -17,6 +17,7 @@ from jobs.profiles import pages as profiles
 from jobs.results import pages as results
 from jobs.runs import pages as runs
 from jobs.schedules import pages as schedules
+from jobs.sets import pages as sets
 from jobs.shares import pages as shares
 from jobs.shares import public
 from jobs.teams import pages as teams
@@ -68,6 +69,10 @@ urlpatterns = [
     path("runs/<int:pk>/progress.json", runs.run_progress, name="run_progress"),
     path("runs/<int:pk>/cancel", runs.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/raw", runs.run_raw, name="run_raw"),
+    # sets of runs: a sweep's page, its charts' data, its cancel
+    path("sets/<int:pk>/", sets.set_detail, name="set_detail"),
+    path("sets/<int:pk>/series.json", sets.set_series, name="set_series"),
+    path("sets/<int:pk>/cancel", sets.set_cancel, name="set_cancel"),
     # exports: CSV downloads and printable reports
     path("runs/export.csv", exports.runs_csv, name="runs_csv"),
     path("runs/<int:pk>/samples.csv", exports.run_samples_csv, name="run_samples_csv"),
