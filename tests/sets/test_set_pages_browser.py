@@ -1,0 +1,45 @@
+"""A sweep's page in a real Chromium, on a phone (390 px) and a desktop (1280 px): both charts drawn by Chart.js,
+the page within the screen, every control labelled, no JavaScript errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser import UNLABELLED_CONTROLS, assert_fits, log_in, wait_until
+from tests.sets.sweeps import finished_sweep, sweep_profile
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def grid_sweep(disk, broker):
+    """QD 1-64 x4 at 4k and 64k on the `disk` fixture (4,000 IOPS, 100 MB/s: 1,525 IOPS at 64k). The members'
+    ends publish their next steps on the test's own broker, where no worker takes them."""
+    profile = sweep_profile(disk.team, name="QD × block size", sweep_axes={"block_size_bytes": "4k,64k",
+                            "iodepth": "1-64 x4"})  # fmt: skip
+    measured = [(900, 120), (2600, 160), (3900, 300), (3950, 1100), (700, 400), (1300, 600), (1500, 1600), (1510, 5200)]
+    return finished_sweep(disk, profile, measured)
+
+
+@pytest.mark.parametrize("screen", ["page", "phone_page"])
+def test_the_sweep_page_draws_its_two_charts_on_a_phone_and_a_desktop(
+    request, screen, grid_sweep, owner, live_server, screenshot
+):
+    page = request.getfixturevalue(screen)
+    log_in(page, live_server.url, "olga", "a-long-test-password-1")
+
+    page.goto(f"{live_server.url}/sets/{grid_sweep.pk}/")
+    wait_until(page, "window.Chart && Chart.getChart('set-iops-chart') && Chart.getChart('set-latency-chart')")
+
+    assert page.locator("canvas#set-iops-chart").is_visible() and page.locator("canvas#set-latency-chart").is_visible()
+    iops = page.evaluate("Chart.getChart('set-iops-chart').data.datasets.map((d) => d.label)")
+    assert "block size 4k — IOPS" in iops and "block size 64k — IOPS" in iops
+    assert any(label == "block size 4k — knee at QD 16" for label in iops)
+    assert "theoretical at 4k" in iops and "theoretical at 64k" in iops
+    latency = page.evaluate("Chart.getChart('set-latency-chart').data.datasets.map((d) => d.label)")
+    assert {"block size 4k — p50", "block size 4k — p99", "block size 4k — p99.9", "block size 64k — p99"} <= set(latency)
+    assert "knee at QD 16: 3,900 IOPS, p99 300 µs" in page.locator("#set-knees").inner_text()
+    assert page.evaluate(UNLABELLED_CONTROLS) == []
+    assert_fits(page, screen)
+    assert page.js_errors == []
+    screenshot("sweep", page)
