@@ -6,11 +6,12 @@ they stand (jobs/sets/summary.py either way), so the page fills in point by poin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from jobs import units
 from jobs.analysis import curves
-from jobs.models import Run, RunSet
+from jobs.models import Disk, Run, RunSet
 from jobs.sets import summary
 from jobs.tools import sweep_plan
 
@@ -44,13 +45,15 @@ def plan_words(run_set: RunSet) -> str:
 
 
 def axes_words(run_set: RunSet) -> str:
-    """'iodepth 1-256 x2 × block size 4k,64k': what the sweep varies, in the profile form's syntax."""
-    tool = tool_of(run_set)
-    parts = []
-    for axis in (run_set.plan or {}).get("axes", []):
-        field, values = str(axis["field"]), tuple(axis["values"])
-        parts.append(f"{sweep_plan.KINDS[field].name(tool)} {sweep_plan.format_axis(field, values)}")
-    return " × ".join(parts)
+    """'block size 4k,64k × iodepth 1-256 x2': what the sweep varies, in the profile form's syntax."""
+    axes = [sweep_plan.Axis(str(a["field"]), tuple(a["values"])) for a in (run_set.plan or {}).get("axes", [])]
+    return plan_axes_words(axes, tool_of(run_set))
+
+
+def plan_axes_words(axes: Iterable[sweep_plan.Axis], tool: str) -> str:
+    return " × ".join(
+        f"{sweep_plan.KINDS[axis.field].name(tool)} {sweep_plan.format_axis(axis.field, axis.values)}" for axis in axes
+    )
 
 
 def members(run_set: RunSet) -> list[Run]:
@@ -107,6 +110,16 @@ def knee_words(result: dict[str, Any] | None) -> str:
     """Every curve's knee in one line, as the disk page lists its sweeps: '4k: knee at QD 16: …; 64k: no knee: …'."""
     found = (result or {}).get("curves") or []
     return "; ".join(f"{c['label']}: {c['knee_text']}" if c.get("label") else c["knee_text"] for c in found)
+
+
+# The disk page lists this many of its latest sweeps.
+RECENT_SWEEPS = 10
+
+
+def recent_sweeps(disk: Disk) -> list[dict[str, Any]]:
+    """A disk's latest sweeps, newest first, each with its knees in one line."""
+    found = RunSet.objects.filter(disk=disk, kind=RunSet.Kind.SWEEP).order_by("-created_at", "-pk")[:RECENT_SWEEPS]
+    return [{"set": run_set, "knees": knee_words(run_set.result)} for run_set in found]
 
 
 def member_place(run: Run) -> str:

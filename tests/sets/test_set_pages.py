@@ -4,8 +4,10 @@ profile on the disk page (the plan shown before, a refusal naming the point); th
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 
-from jobs.models import Run, RunSet
+from jobs.models import Disk, Membership, Run, RunSet
 from jobs.sets import requesting
 from tests.factories import DiskFactory
 from tests.sets.sweeps import finished_sweep, sweep_profile
@@ -112,3 +114,55 @@ def test_another_teams_sweep_is_a_404(owner_client):
     assert owner_client.post(f"/sets/{run_set.pk}/cancel").status_code == 404
     assert RunSet.objects.get(pk=run_set.pk).state == RunSet.State.SUCCEEDED
     assert Run.objects.filter(run_set=run_set, state=Run.State.SUCCEEDED).count() == 2
+
+
+def test_run_now_with_a_sweep_profile_starts_the_sweep_and_opens_its_page(
+    owner_client, disk, django_capture_on_commit_callbacks
+):
+    profile = sweep_profile(disk.team, sweep_axes={"iodepth": "1-16 x4"})
+    form = owner_client.get(f"/disks/{disk.pk}/").content.decode()
+    # Before it runs, the form says what it will do: its points and its time.
+    assert "qd sweep — sweep: 3 points × 5 s = 15 s</option>" in form
+    assert "<strong>qd sweep</strong>: iodepth 1-16 x4, 3 points × 5 s = 15 s" in form
+
+    with django_capture_on_commit_callbacks():
+        answer = owner_client.post(f"/disks/{disk.pk}/", {"profile": profile.pk})
+
+    run_set = RunSet.objects.get(disk=disk)
+    assert answer.status_code == 302 and answer["Location"] == f"/sets/{run_set.pk}/"
+    assert run_set.state == RunSet.State.RUNNING and run_set.members.count() == 3
+    assert run_set.created_by.username == "olga"
+
+
+def test_run_now_of_a_sweep_with_a_refused_point_names_the_point_and_starts_nothing(owner_client, host):
+    device = Disk.objects.create(host=host, label="raw", target_path="/dev/vdb", kind=Disk.Kind.BLOCK)
+    profile = sweep_profile(host.team, tool="ndisk64", read_percent=100, sweep_axes={"read_percent": "100,50"})
+
+    form = owner_client.get(f"/disks/{device.pk}/").content.decode()
+    assert "qd sweep — cannot run here: the sweep is refused</option>" in form
+    answer = owner_client.post(f"/disks/{device.pk}/", {"profile": profile.pk})
+
+    assert answer.status_code == 200
+    errors = answer.context["form"].errors["profile"]
+    assert "point 2 of 2 (read share (-r) 50 %) is refused, so the whole sweep is, and nothing was started" in errors[0]
+    assert not RunSet.objects.exists() and not Run.objects.exists()
+
+
+def test_the_disk_page_lists_its_sweeps_with_their_knees(owner_client, disk, knee_sweep):
+    page = owner_client.get(f"/disks/{disk.pk}/").content.decode()
+    assert f'<a href="/sets/{knee_sweep.pk}/">Sweep {knee_sweep.pk}</a>' in page
+    assert "knee at QD 4: 1,900 IOPS, p99 150 µs" in page
+
+
+def test_a_viewer_sees_the_sweep_but_cannot_cancel_it(disk, django_capture_on_commit_callbacks):
+    viewer = User.objects.create_user("vera", password="a-long-viewer-password-2")
+    Membership.objects.create(user=viewer, team=disk.team, role=Membership.Role.VIEWER)
+    client = Client()
+    client.force_login(viewer)
+    with django_capture_on_commit_callbacks():
+        run_set = requesting.request_sweep(disk, sweep_profile(disk.team))
+
+    assert "Cancel the sweep" not in client.get(f"/sets/{run_set.pk}/").content.decode()
+    assert client.post(f"/sets/{run_set.pk}/cancel").status_code == 403
+    run_set.refresh_from_db()
+    assert not run_set.cancel_requested
