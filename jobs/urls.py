@@ -33,6 +33,7 @@ urlpatterns = [
     path("logout/", teams.LogoutView.as_view(), name="logout"),
     path("team/switch", teams.switch_team, name="switch_team"),
     path("team/members/", teams.members, name="members"),
+    path("team/settings/", teams.team_settings, name="team_settings"),
     path("team/members/<int:pk>", teams.member_change, name="member_change"),
     path("team/invitations/<int:pk>/revoke", teams.invitation_revoke, name="invitation_revoke"),
     path("invitations/", teams.invitations, name="invitations"),
