@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import UNLABELLED_CONTROLS, assert_fits, log_in, wait_until
+from tests.browser import UNLABELLED_CONTROLS, assert_fits, log_in, settle, wait_until
 from tests.sets.sweeps import finished_sweep, sweep_profile
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -43,3 +43,45 @@ def test_the_sweep_page_draws_its_two_charts_on_a_phone_and_a_desktop(
     assert_fits(page, screen)
     assert page.js_errors == []
     screenshot("sweep", page)
+
+
+@pytest.mark.parametrize("screen", ["page", "phone_page"])
+def test_the_pages_around_a_sweep_fit_a_phone_and_a_desktop(
+    request, screen, grid_sweep, disk, owner, live_server, screenshot
+):
+    page = request.getfixturevalue(screen)
+    log_in(page, live_server.url, "olga", "a-long-test-password-1")
+    member = grid_sweep.members.get(set_index=2)
+    profile = grid_sweep.profile
+
+    page.goto(f"{live_server.url}/disks/{disk.pk}/")
+    settle(page)
+    assert f"Sweep {grid_sweep.pk}" in page.locator("#disk-sweeps").inner_text()
+    page.locator("#run-now-sweeps summary").click()
+    assert "8 points × 5 s = 40 s" in page.locator("#run-now-sweeps").inner_text()
+    _looks_right(page, "disk page")
+    screenshot("disk", page)
+
+    page.goto(f"{live_server.url}/runs/{member.pk}/")
+    settle(page)
+    assert page.locator("#run-set").inner_text() == f"point 3 of 8 of sweep {grid_sweep.pk}"
+    _looks_right(page, "member run page")
+
+    page.goto(f"{live_server.url}/profiles/{profile.pk}/edit/")
+    page.get_by_label("Axis 2: values").fill("1-256 x4")
+    wait_until(page, "document.getElementById('sweep-plan').textContent.includes('10 points')")
+    assert page.locator("#sweep-plan").inner_text() == (
+        "This sweep: block size 4k,64k × iodepth 1-256 x4: 10 points × 5 s = 50 s."
+    )
+    _looks_right(page, "profile form")
+    screenshot("profile-form", page)
+
+    page.goto(f"{live_server.url}/team/settings/")
+    _looks_right(page, "team settings")
+    screenshot("team-settings", page)
+
+
+def _looks_right(page, name: str) -> None:
+    assert page.evaluate(UNLABELLED_CONTROLS) == [], name
+    assert_fits(page, name)
+    assert page.js_errors == [], name
