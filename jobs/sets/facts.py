@@ -94,7 +94,7 @@ def rows(run_set: RunSet, result: dict[str, Any]) -> list[dict[str, Any]]:
         found.append(point | {
             "number": (point.get("index") or 0) + 1,
             "values": [(name, _value_text(f, values.get(f))) for name, f in zip(names, fields, strict=True)],
-            "text": sweep_plan.point_text(values, tool),
+            "text": sweep_plan.point_text(in_plan_order(run_set.plan, values), tool),
             "is_knee": point.get("index") in knees,
             "mb_per_s": point["bw_bytes_per_s"] / 1e6 if point.get("bw_bytes_per_s") is not None else None,
         })  # fmt: skip
@@ -130,11 +130,19 @@ def member_place(run: Run) -> str:
     return f"point {(run.set_index or 0) + 1} of {count} of {run.run_set.label}"
 
 
+def in_plan_order(plan: Any, point: dict[str, Any]) -> dict[str, Any]:
+    """A point's fields in the order of its sweep's axes (the first outer). A stored point is a JSON object, whose
+    keys PostgreSQL's jsonb keeps in an order of its own; the plan's axes are a list, kept in order."""
+    order = [str(axis.get("field")) for axis in (plan or {}).get("axes", []) if isinstance(axis, dict)]
+    return {field: point[field] for field in order if field in point} | point
+
+
 def member_point(run: Run) -> str:
     """The fields a member sets on its sweep's base profile, 'iodepth 16, block size 64k'; '' for any other run."""
     if not run.set_point:
         return ""
-    return sweep_plan.point_text(run.set_point, str((run.parameters or {}).get("tool", "fio")))
+    point = in_plan_order(run.run_set.plan if run.run_set else None, run.set_point)
+    return sweep_plan.point_text(point, str((run.parameters or {}).get("tool", "fio")))
 
 
 def series(run_set: RunSet, result: dict[str, Any]) -> dict[str, Any]:
@@ -147,15 +155,15 @@ def series(run_set: RunSet, result: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = {"axis": along, "axis_name": summary.axis_name(along, tool) if along else None,
                               "state": run_set.state, "final": run_set.is_final}  # fmt: skip
     if along is None:
-        answer["points"] = [_bar(p, tool) for p in points]
+        answer["points"] = [_bar(in_plan_order(run_set.plan, p.get("point") or {}), p, tool) for p in points]
         return answer
     answer["curves"] = [_curve(curve, points, along, tool) for curve in result.get("curves", [])]
     return answer
 
 
-def _bar(point: dict[str, Any], tool: str) -> dict[str, Any]:
+def _bar(fields: dict[str, Any], point: dict[str, Any], tool: str) -> dict[str, Any]:
     shown = {name: point.get(name) for name in ("iops", "limit_iops", "burst_iops", "run")}
-    return {"label": sweep_plan.point_text(point.get("point") or {}, tool)} | shown
+    return {"label": sweep_plan.point_text(fields, tool)} | shown
 
 
 def _curve(curve: dict[str, Any], points: list[dict[str, Any]], along: str, tool: str) -> dict[str, Any]:

