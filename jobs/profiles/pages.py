@@ -57,13 +57,18 @@ def command_preview(params: dict[str, Any]) -> str:
 def profile_list(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
     profiles = Profile.objects.filter(Q(team=team) | Q(team__isnull=True))
-    rows = [(profile, profile_line(profile)) for profile in profiles]
+    rows = [(profile, _listed_line(profile)) for profile in profiles]
     context = {
         "presets": [r for r in rows if r[0].builtin],
         "own": [r for r in rows if not r[0].builtin],
         "can_change": access.can_change(request, team),
     }
     return render(request, "jobs/profiles/profile_list.html", context)
+
+
+def _listed_line(profile: Profile) -> str:
+    sweep = sweep_words(profile)
+    return f"{profile_line(profile)}; a sweep of {sweep}" if sweep else profile_line(profile)
 
 
 @login_required

@@ -101,3 +101,9 @@ def test_owners_set_the_teams_sweep_bound_in_minutes_and_others_read_it(owner_cl
     assert client.post("/team/settings/", {"sweep_bound_minutes": "600"}).status_code == 403
     team.refresh_from_db()
     assert team.sweep_bound_s == 90 * 60
+
+
+def test_the_profile_list_says_which_profiles_are_sweeps_and_what_they_take(owner_client, team):
+    Profile.objects.create(team=team, name="qd", runtime_s=30, size_bytes=2**20, sweep_axes={"iodepth": "1-256 x2"})
+    page = owner_client.get("/profiles/").content.decode()
+    assert "; a sweep of iodepth 1-256 x2: 9 points × 30 s = 4 min 30 s" in page
