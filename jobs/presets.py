@@ -138,7 +138,8 @@ def sync_presets(profile_model: Any) -> None:
 
 def _sweep_profile(sweep: dict[str, Any]) -> dict[str, Any]:
     """A built-in sweep as a profile's fields: its base's, its axes and its own name and description."""
-    return sweep["base"] | {"name": sweep["name"], "description": sweep["description"], "sweep_axes": sweep["axes"]}
+    base: dict[str, Any] = dict(sweep["base"])
+    return base | {"name": sweep["name"], "description": sweep["description"], "sweep_axes": sweep["axes"]}
 
 
 def _base(name: str) -> dict[str, Any]:
