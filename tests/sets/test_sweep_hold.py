@@ -117,8 +117,9 @@ def test_the_sweep_holds_its_disk_between_points_and_other_runs_wait_naming_it(d
     assert curve["knee"]["axis"] == 4 and curve["knee"]["run"] == second.pk
     assert curve["knee_text"] == "knee at QD 4: 1,900 IOPS, p99 150 µs"
     assert [p["iops"] for p in run_set.result["points"]] == [1000, 1900, 2000]
-    # A point is its set's, not one of the disk's results: the disk's charts do not zigzag with QD.
-    assert not RunResult.objects.filter(run__run_set=run_set).exists()
+    # A point is its set's, not one of the disk's results: the disk's charts do not zigzag with QD. Only the knee
+    # stands for the sweep there, under a series of its own.
+    assert list(RunResult.objects.values_list("run_id", "profile_name")) == [(second.pk, "qd sweep · knee")]
 
 
 def test_a_failed_point_skips_the_rest_when_the_sweep_stops_on_a_failure(django_capture_on_commit_callbacks):
@@ -198,3 +199,32 @@ def test_the_tick_ends_a_set_whose_advance_was_lost(django_capture_on_commit_cal
     assert advancing.advance_stalled() == 1
     run_set.refresh_from_db()
     assert run_set.state == RunSet.State.FAILED and run_set.finished_at is not None
+
+
+def run_sweep(disk, profile, curve, django_capture_on_commit_callbacks) -> RunSet:
+    """A sweep whose points measure `curve` ((IOPS, p99 µs) per point), ended as its worker would end it."""
+    with django_capture_on_commit_callbacks():
+        run_set = requesting.request_sweep(disk, profile)
+        for member, (iops, p99) in zip(members(run_set), curve, strict=True):
+            if member.state == Run.State.PENDING:
+                states.claim(member)
+            succeed(member, iops, p99)
+        advancing.advance(run_set.pk)
+    run_set.refresh_from_db()
+    return run_set
+
+
+def test_a_sweeps_knee_is_trended_on_its_disk_as_a_series_and_a_move_of_it_is_said(
+    django_capture_on_commit_callbacks,
+):
+    disk = DiskFactory(with_limits=True)
+    profile = sweep_profile(disk.team, name="QD sweep")
+    first = run_sweep(disk, profile, [(1000, 100), (1900, 150), (2000, 400)], django_capture_on_commit_callbacks)
+    second = run_sweep(disk, profile, [(1000, 100), (1050, 300), (1080, 400)], django_capture_on_commit_callbacks)
+
+    knees = list(RunResult.objects.filter(disk=disk).order_by("finished_at"))
+    assert [(r.profile_name, r.total_iops) for r in knees] == [("QD sweep · knee", 1900), ("QD sweep · knee", 1000)]
+    assert knees[0].run_id == members(first)[1].pk and knees[0].limit_iops == 4000
+    assert second.result["moved"] == ["knee moved from QD 4 to QD 1"]
+    assert second.explanation == "finished: 3 of 3 points succeeded; knee moved from QD 4 to QD 1"
+    assert first.result["moved"] == []
