@@ -11,27 +11,10 @@ from jobs.models import Disk, Run, RunResult, RunSet
 from jobs.runs import queueing, states
 from jobs.runs.queueing import RunRefused
 from jobs.sets import advancing, cancelling, requesting
-from tests.factories import DiskFactory, ProfileFactory, fio_summary
+from tests.factories import DiskFactory, ProfileFactory
+from tests.sets.sweeps import members, run_sweep, succeed, sweep_profile
 
 pytestmark = pytest.mark.django_db
-
-
-def sweep_profile(team, **fields):
-    defaults = {"team": team, "name": "qd sweep", "runtime_s": 5, "sweep_axes": {"iodepth": "1,4,16"}}
-    return ProfileFactory(**(defaults | fields))
-
-
-def members(run_set: RunSet) -> list[Run]:
-    return list(run_set.members.order_by("set_index"))
-
-
-def succeed(run: Run, iops: float, p99_us: float) -> None:
-    """End a member as its collection would: its summary stored, then succeeded."""
-    summary = fio_summary(read_iops=iops, block_size=run.parameters["block_size_bytes"])
-    summary["read"]["clat_us"] = {"p50": p99_us / 2, "p99": p99_us, "p99_9": p99_us * 1.5}
-    Run.objects.filter(pk=run.pk).update(summary=summary)
-    run.refresh_from_db()
-    assert states.finish(run, Run.State.SUCCEEDED, "finished", from_states=Run.ACTIVE_STATES)
 
 
 def test_a_sweep_is_made_whole_with_one_member_per_point_and_only_the_first_claimed(django_capture_on_commit_callbacks):
@@ -199,19 +182,6 @@ def test_the_tick_ends_a_set_whose_advance_was_lost(django_capture_on_commit_cal
     assert advancing.advance_stalled() == 1
     run_set.refresh_from_db()
     assert run_set.state == RunSet.State.FAILED and run_set.finished_at is not None
-
-
-def run_sweep(disk, profile, curve, django_capture_on_commit_callbacks) -> RunSet:
-    """A sweep whose points measure `curve` ((IOPS, p99 µs) per point), ended as its worker would end it."""
-    with django_capture_on_commit_callbacks():
-        run_set = requesting.request_sweep(disk, profile)
-        for member, (iops, p99) in zip(members(run_set), curve, strict=True):
-            if member.state == Run.State.PENDING:
-                states.claim(member)
-            succeed(member, iops, p99)
-        advancing.advance(run_set.pk)
-    run_set.refresh_from_db()
-    return run_set
 
 
 def test_a_sweeps_knee_is_trended_on_its_disk_as_a_series_and_a_move_of_it_is_said(

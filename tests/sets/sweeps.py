@@ -1,0 +1,40 @@
+"""Sweeps made and ended without a worker, as the set tests share them: a sweep profile, its members in order, a
+member ended as its collection would end it, and a whole sweep run to its end with a curve of known numbers."""
+
+from __future__ import annotations
+
+from jobs.models import Run, RunSet
+from jobs.runs import states
+from jobs.sets import advancing, requesting
+from tests.factories import ProfileFactory, fio_summary
+
+
+def sweep_profile(team, **fields):
+    defaults = {"team": team, "name": "qd sweep", "runtime_s": 5, "sweep_axes": {"iodepth": "1,4,16"}}
+    return ProfileFactory(**(defaults | fields))
+
+
+def members(run_set: RunSet) -> list[Run]:
+    return list(run_set.members.order_by("set_index"))
+
+
+def succeed(run: Run, iops: float, p99_us: float) -> None:
+    """End a member as its collection would: its summary stored, then succeeded."""
+    summary = fio_summary(read_iops=iops, block_size=run.parameters["block_size_bytes"])
+    summary["read"]["clat_us"] = {"p50": p99_us / 2, "p99": p99_us, "p99_9": p99_us * 1.5}
+    Run.objects.filter(pk=run.pk).update(summary=summary)
+    run.refresh_from_db()
+    assert states.finish(run, Run.State.SUCCEEDED, "finished", from_states=Run.ACTIVE_STATES)
+
+
+def run_sweep(disk, profile, curve, django_capture_on_commit_callbacks) -> RunSet:
+    """A sweep whose points measure `curve` ((IOPS, p99 µs) per point), ended as its worker would end it."""
+    with django_capture_on_commit_callbacks():
+        run_set = requesting.request_sweep(disk, profile)
+        for member, (iops, p99) in zip(members(run_set), curve, strict=True):
+            if member.state == Run.State.PENDING:
+                states.claim(member)
+            succeed(member, iops, p99)
+        advancing.advance(run_set.pk)
+    run_set.refresh_from_db()
+    return run_set
