@@ -32,7 +32,7 @@ def test_two_disks_sweeps_are_compared_point_by_point_and_by_their_knees(
     first, deep, deepest = found["points"]
     assert (deep["a"]["iops"], deep["b"]["iops"], deep["a"]["n"]) == (1902, 1522, 5)
     assert first["comparison"]["verdict"] == stats.NOT_SIGNIFICANT
-    assert deep["comparison"]["verdict"] == stats.SIGNIFICANT
+    assert deep["comparison"]["verdict"] == deepest["comparison"]["verdict"] == stats.SIGNIFICANT
     assert deep["comparison"]["text"].startswith("B: new is 20 % slower than A: old (p = 0.0")
     assert found["knee"]["verdict"] == stats.SIGNIFICANT
     assert [c["knee_text"] for c in found["curves"]["a"]] == ["knee at QD 4: 1,902 IOPS, p99 150 µs"]
