@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.models import Disk, Run, RunResult, RunSet
+from jobs.alerts import evaluate
+from jobs.models import Alert, AlertRule, Disk, Run, RunResult, RunSet
 from jobs.runs import queueing, states
 from jobs.runs.queueing import RunRefused
 from jobs.sets import advancing, cancelling, requesting
@@ -198,3 +199,16 @@ def test_a_sweeps_knee_is_trended_on_its_disk_as_a_series_and_a_move_of_it_is_sa
     assert second.result["moved"] == ["knee moved from QD 4 to QD 1"]
     assert second.explanation == "finished: 3 of 3 points succeeded; knee moved from QD 4 to QD 1"
     assert first.result["moved"] == []
+
+
+def test_a_knee_below_the_promise_sweep_after_sweep_raises_the_below_promise_alert(django_capture_on_commit_callbacks):
+    disk = DiskFactory(with_limits=True)  # 4,000 IOPS promised
+    profile = sweep_profile(disk.team, name="QD sweep")
+    wanted = AlertRule.of(disk.team_id, Alert.Kind.BELOW_PROMISE).consecutive_runs
+    for _ in range(wanted):
+        run_sweep(disk, profile, [(1000, 100), (1900, 150), (2000, 400)], django_capture_on_commit_callbacks)
+        evaluate.series_recorded(disk.pk, ["QD sweep · knee"])  # what the sweep's end sends after its commit
+
+    alert = Alert.objects.get(kind=Alert.Kind.BELOW_PROMISE)
+    assert alert.title == f"Below the promise: QD sweep · knee on {disk}"
+    assert "the latest 1,900 IOPS" in alert.summary
