@@ -19,7 +19,7 @@ from jobs import links
 from jobs.analysis.steady import NOT_CHECKED, NOT_STEADY, STEADY
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
 from jobs.api.pagination import NewestFirst, Pagination
-from jobs.models import Disk, Profile, Run, RunSample
+from jobs.models import Disk, Profile, Run, RunSample, RunSet
 from jobs.results import burst, series, stability
 from jobs.results.burst_serializers import RunBurstSerializer
 from jobs.results.compliance_serializers import RunStabilitySerializer
@@ -210,7 +210,7 @@ class RunSetMembershipSerializer(serializers.Serializer):
     """The set a run is a member of (a sweep's point)."""
 
     id = serializers.IntegerField(help_text="The set's id: GET /api/v1/sets/{id}/.")
-    kind = serializers.ChoiceField(choices=["sweep", "sla"])
+    kind = serializers.ChoiceField(choices=RunSet.Kind.choices)
     index = serializers.IntegerField(help_text="The run's place in the set, from 0.")
     point = serializers.DictField(
         child=serializers.IntegerField(), help_text="The fields this point sets on the set's base profile."

@@ -83,7 +83,7 @@ class KneeSerializer(serializers.Serializer):
     index = serializers.IntegerField(help_text="Its point's index.")
 
 
-class CurveSerializer(serializers.Serializer):
+class SweepCurveSerializer(serializers.Serializer):
     split = serializers.DictField(
         child=serializers.IntegerField(), help_text="The other axis's value this curve is drawn at; {} for one axis."
     )
@@ -97,7 +97,7 @@ class CurveSerializer(serializers.Serializer):
     limit_text = serializers.CharField(allow_blank=True, help_text="That in words; empty when it was not reached.")
 
 
-class RuleSerializer(serializers.Serializer):
+class KneeRuleSerializer(serializers.Serializer):
     iops_growth = serializers.FloatField(help_text="As a fraction: 0.1 is 10 %.")
     p99_growth = serializers.FloatField(help_text="As a fraction: 0.5 is 50 %.")
 
@@ -107,12 +107,12 @@ class SweepResultSerializer(serializers.Serializer):
     axis = serializers.ChoiceField(
         choices=["iodepth", "jobs"], allow_null=True, help_text="The load axis the curves run along; null: no curve."
     )
-    rule = RuleSerializer(help_text="The knee's thresholds applied.")
+    rule = KneeRuleSerializer(help_text="The knee's thresholds applied.")
     rule_text = serializers.CharField(help_text="The knee's rule in words.")
-    curves = CurveSerializer(many=True, help_text="One per value of the other axis.")
+    curves = SweepCurveSerializer(many=True, help_text="One per value of the other axis.")
 
 
-class MemberSerializer(serializers.Serializer):
+class SetMemberSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     index = serializers.IntegerField(source="set_index", help_text="Its place in the set, from 0.")
     point = PointField(source="set_point")
@@ -128,7 +128,7 @@ class MemberSerializer(serializers.Serializer):
         return links.absolute(reverse("api-run-detail", kwargs={"pk": run.pk}), self.context.get("request"))
 
 
-class RunSetSerializer(serializers.ModelSerializer):
+class SetSerializer(serializers.ModelSerializer):
     host = serializers.IntegerField(source="disk.host_id", read_only=True)
     created_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
@@ -149,7 +149,7 @@ class RunSetSerializer(serializers.ModelSerializer):
         return len((run_set.plan or {}).get("points", []))
 
 
-class RunSetDetailSerializer(RunSetSerializer):
+class SetDetailSerializer(SetSerializer):
     plan = serializers.SerializerMethodField(help_text="The sweep's axes, points and time, as planned when made.")
     members = serializers.SerializerMethodField(help_text="The member runs in the order they run.")
     result = serializers.SerializerMethodField(
@@ -158,8 +158,8 @@ class RunSetDetailSerializer(RunSetSerializer):
         "ended so far. ?iops_growth= and ?p99_growth= draw the curves again under those thresholds."
     )
 
-    class Meta(RunSetSerializer.Meta):
-        fields = [*RunSetSerializer.Meta.fields, "base_parameters", "plan", "members", "result"]
+    class Meta(SetSerializer.Meta):
+        fields = [*SetSerializer.Meta.fields, "base_parameters", "plan", "members", "result"]
         read_only_fields = fields
 
     def _members(self, run_set: RunSet) -> list[Run]:
@@ -173,9 +173,9 @@ class RunSetDetailSerializer(RunSetSerializer):
             return None
         return {**requesting.plan_json(plan), "count": plan.count, "text": sweep_plan.plan_text(plan)}
 
-    @extend_schema_field(MemberSerializer(many=True))
+    @extend_schema_field(SetMemberSerializer(many=True))
     def get_members(self, run_set: RunSet) -> list[dict[str, Any]]:
-        return list(MemberSerializer(self._members(run_set), many=True, context=self.context).data)
+        return list(SetMemberSerializer(self._members(run_set), many=True, context=self.context).data)
 
     @extend_schema_field(SweepResultSerializer(allow_null=True))
     def get_result(self, run_set: RunSet) -> dict[str, Any] | None:
@@ -246,7 +246,7 @@ def knee_rule(query: QueryDict) -> curves.Rule | None:
 @extend_schema_view(
     list=extend_schema(parameters=[SetFilter]),
     retrieve=extend_schema(parameters=KNEE_PARAMETERS),
-    create=extend_schema(request=SetRequestSerializer, responses={201: RunSetDetailSerializer}),
+    create=extend_schema(request=SetRequestSerializer, responses={201: SetDetailSerializer}),
 )
 class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, TeamViewSet):
     """Sets of runs (sweeps): list with filters, start one now (trigger 'api'), cancel, and read the result."""
@@ -255,7 +255,7 @@ class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
     list_parameters = tuple(SetFilter().fields)
 
     def get_serializer_class(self) -> type[serializers.Serializer]:
-        return RunSetSerializer if self.action == "list" else RunSetDetailSerializer
+        return SetSerializer if self.action == "list" else SetDetailSerializer
 
     def get_queryset(self) -> QuerySet:
         if self.fake:
@@ -288,7 +288,7 @@ class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
         run_set = requesting.request_sweep(disk, profile, trigger=Run.Trigger.API, user=request.user)
         return Response(self._detail(run_set), status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses={200: RunSetDetailSerializer})
+    @extend_schema(request=None, responses={200: SetDetailSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
         """One cancel for every member: those not started end at once, the running one is stopped on its host;
@@ -297,4 +297,4 @@ class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
 
     def _detail(self, run_set: RunSet, rule: curves.Rule | None = None) -> dict[str, Any]:
         context = {**self.get_serializer_context(), "members": reading.members(run_set), "rule": rule}
-        return dict(RunSetDetailSerializer(run_set, context=context).data)
+        return dict(SetDetailSerializer(run_set, context=context).data)

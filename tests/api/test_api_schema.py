@@ -33,11 +33,13 @@ from jobs.models import (
     Membership,
     Profile,
     Run,
+    RunSet,
     Schedule,
     Team,
 )  # fmt: skip
 from tests.factories import RunFactory
 from tests.openapi import schema
+from tests.sweeps import sweep
 from tests.world import CANARY_PASSWORD, make_world
 
 # Schemathesis calls the app in process, which must not close the test's connection.
@@ -57,7 +59,7 @@ NAMES_OTHER_OBJECTS = {
     for path, methods in {
         "hosts/": ["POST"], "hosts/{id}/": ["PUT", "PATCH"], "disks/": ["POST"], "disks/{id}/": ["PUT", "PATCH"],
         "schedules/": ["POST"], "schedules/{id}/": ["PUT", "PATCH"], "runs/": ["POST"], "import/": ["POST"],
-        "annotations/": ["POST"], "annotations/{id}/": ["PUT", "PATCH"], "share-links/": ["POST"],
+        "annotations/": ["POST"], "annotations/{id}/": ["PUT", "PATCH"], "share-links/": ["POST"], "sets/": ["POST"],
     }.items()
     for method in methods
 }  # fmt: skip
@@ -86,6 +88,7 @@ def snapshot(team: Team) -> list[object]:
         list(Profile.objects.filter(team=team).values_list("pk", "name", "rw")),
         list(Schedule.objects.filter(team=team).values_list("pk", "name", "enabled", "cron")),
         list(Run.objects.filter(team=team).values_list("pk", "state", "cancel_requested")),
+        list(RunSet.objects.filter(team=team).values_list("pk", "state", "cancel_requested")),
         list(Membership.objects.filter(team=team).values_list("pk", "user_id", "role")),
         list(ApiToken.objects.filter(team=team).values_list("pk", "revoked_at")),
         list(Annotation.objects.filter(team=team).values_list("pk", "text", "at")),
@@ -116,6 +119,7 @@ def fuzzed() -> tuple[str, Team]:
         evaluate.run_finished(failed.pk)
         # A channel no receiver answers (port 9 on this machine): a fuzzed test delivery only ever queues.
         AlertChannel.objects.create(team=team_world.team, name="ops", kind="webhook", target="http://127.0.0.1:9/")
+        sweep(team_world.disk)  # its first point queued, the others pending: a set to read, cancel and export
     # An account without an email address: the members list shows "" for it, which the schema must allow.
     Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.
