@@ -37,9 +37,10 @@ from jobs.models import (
     Schedule,
     Team,
 )  # fmt: skip
+from jobs.sets import requesting
 from tests.factories import RunFactory
 from tests.openapi import schema
-from tests.sweeps import sweep
+from tests.sets.sweeps import sweep_profile
 from tests.world import CANARY_PASSWORD, make_world
 
 # Schemathesis calls the app in process, which must not close the test's connection.
@@ -119,7 +120,8 @@ def fuzzed() -> tuple[str, Team]:
         evaluate.run_finished(failed.pk)
         # A channel no receiver answers (port 9 on this machine): a fuzzed test delivery only ever queues.
         AlertChannel.objects.create(team=team_world.team, name="ops", kind="webhook", target="http://127.0.0.1:9/")
-        sweep(team_world.disk)  # its first point queued, the others pending: a set to read, cancel and export
+        # A sweep, its first point queued and the others pending: a set to read, cancel and export.
+        requesting.request_sweep(team_world.disk, sweep_profile(team_world.team))
     # An account without an email address: the members list shows "" for it, which the schema must allow.
     Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.

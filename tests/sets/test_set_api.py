@@ -1,7 +1,7 @@
 """Sets of runs through the API (jobs/sets/api.py): a sweep started, listed, read with its plan, members and
 result (its curves drawn again under other knee thresholds), cancelled, and its points as CSV; the refusals
 name their field; viewers read only; another team's sets are out of reach. Members end through the state machine
-(tests/sweeps.py), without a worker or fio."""
+(tests/sets/sweeps.py), without a worker or fio."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from django.core.exceptions import ValidationError
 
 from jobs.api.models import ApiToken
 from jobs.models import Membership, Run, RunSet
-from jobs.sets import advancing
+from jobs.sets import advancing, requesting
 from tests.factories import ProfileFactory
-from tests.sweeps import fail, members, succeed, sweep, sweep_profile
+from tests.sets.sweeps import fail, members, run_sweep, succeed, sweep_profile
 from tests.world import add_member, client_for, make_world, post
 
 pytestmark = pytest.mark.django_db
@@ -31,16 +31,16 @@ def api(ours):
     return client_for(ours[1])
 
 
+def sweep(disk, **fields) -> RunSet:
+    """A sweep requested on disk (its first point claimed), of a sweep profile made with `fields`."""
+    return requesting.request_sweep(disk, sweep_profile(disk.team, **fields))
+
+
 def ended_sweep(disk, django_capture_on_commit_callbacks) -> RunSet:
     """A QD 1/4/16 sweep whose points measured 1,000, 1,900 and 2,000 IOPS at p99 100, 150 and 400 µs: a knee at
     QD 4 under the default rule."""
-    with django_capture_on_commit_callbacks():
-        run_set = sweep(disk)
-        for run, (iops, p99) in zip(members(run_set), [(1000, 100), (1900, 150), (2000, 400)], strict=True):
-            succeed(run, iops, p99)
-        advancing.advance(run_set.pk)
-    run_set.refresh_from_db()
-    return run_set
+    curve = [(1000, 100), (1900, 150), (2000, 400)]
+    return run_sweep(disk, sweep_profile(disk.team), curve, django_capture_on_commit_callbacks)
 
 
 def test_a_sweep_started_through_the_api_answers_its_plan_and_members_and_its_points_name_it(
