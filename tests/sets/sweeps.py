@@ -27,6 +27,12 @@ def succeed(run: Run, iops: float, p99_us: float) -> None:
     assert states.finish(run, Run.State.SUCCEEDED, "finished", from_states=Run.ACTIVE_STATES)
 
 
+def fail(run: Run, why: str = "fio exited with status 1") -> None:
+    """End a member as a failed run."""
+    run.refresh_from_db()
+    assert states.finish(run, Run.State.FAILED, why, from_states=Run.ACTIVE_STATES)
+
+
 def run_sweep(disk, profile, curve, django_capture_on_commit_callbacks) -> RunSet:
     """A sweep whose points measure `curve` ((IOPS, p99 µs) per point), ended as its worker would end it."""
     with django_capture_on_commit_callbacks():
