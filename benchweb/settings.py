@@ -269,6 +269,9 @@ SPECTACULAR_SETTINGS = {
         "ShareLinkKindEnum": "jobs.models.ShareLink.Kind",
         "ShareLinkStateEnum": ["active", "expired", "revoked"],
         "CompareMetricEnum": ["iops", "bandwidth", "read_p99", "write_p99"],
+        "RunSetKindEnum": "jobs.models.RunSet.Kind",
+        "RunSetStateEnum": "jobs.models.RunSet.State",
+        "SweepOnFailureEnum": "jobs.models.RunSet.OnFailure",
     },
 }
 

@@ -12,7 +12,7 @@ from rest_framework.routers import DefaultRouter
 from jobs.alerts.api import AlertRuleViewSet, AlertViewSet
 from jobs.changes.api import AnnotationViewSet, ChangePointViewSet
 from jobs.disks.api import DiskTypeViewSet, DiskViewSet
-from jobs.exports.api import RunSamplesCsvView, RunsCsvView
+from jobs.exports.api import RunSamplesCsvView, RunsCsvView, SetPointsCsvView
 from jobs.hosts.api import HostViewSet
 from jobs.imports.api import ImportViewSet
 from jobs.notify.api import AlertChannelViewSet
@@ -20,6 +20,7 @@ from jobs.profiles.api import ProfileViewSet
 from jobs.results.api import CompareStatsView, DistributionsView
 from jobs.runs.api import RunViewSet
 from jobs.schedules.api import ScheduleViewSet
+from jobs.sets.api import RunSetViewSet
 from jobs.shares.api import ShareLinkViewSet
 from jobs.teams.api import MemberViewSet, TeamListViewSet, TokenViewSet
 
@@ -33,6 +34,7 @@ router.register("disk-types", DiskTypeViewSet, basename="api-disk-type")
 router.register("profiles", ProfileViewSet, basename="api-profile")
 router.register("schedules", ScheduleViewSet, basename="api-schedule")
 router.register("runs", RunViewSet, basename="api-run")
+router.register("sets", RunSetViewSet, basename="api-set")
 router.register("import", ImportViewSet, basename="api-import")
 router.register("change-points", ChangePointViewSet, basename="api-change-point")
 router.register("annotations", AnnotationViewSet, basename="api-annotation")
@@ -44,9 +46,10 @@ router.register("alert-channels", AlertChannelViewSet, basename="api-alert-chann
 urlpatterns = [
     path("v1/compare/stats/", CompareStatsView.as_view(), name="api-compare-stats"),
     path("v1/distributions/", DistributionsView.as_view(), name="api-distributions"),
-    # Before the router's runs/<pk>/ routes: CSV downloads (jobs/exports/tables.py).
+    # Before the router's runs/<pk>/ and sets/<pk>/ routes: CSV downloads (jobs/exports/tables.py).
     path("v1/runs/export.csv", RunsCsvView.as_view(), name="api-runs-csv"),
     path("v1/runs/<int:pk>/samples.csv", RunSamplesCsvView.as_view(), name="api-run-samples-csv"),
+    path("v1/sets/<int:pk>/points.csv", SetPointsCsvView.as_view(), name="api-set-points-csv"),
     path("v1/", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file and the template has no inline style, so the docs

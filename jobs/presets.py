@@ -129,11 +129,17 @@ for _preset in PRESETS[:6]:
 
 
 def sync_presets(profile_model: Any) -> None:
-    """Create or update every built-in profile so that they always match this code."""
-    for preset in PRESETS:
+    """Create or update every built-in profile, the sweeps too, so that they always match this code."""
+    for preset in PRESETS + [_sweep_profile(sweep) for sweep in SWEEP_PRESETS]:
         fields = dict(preset)
         name = fields.pop("name")
         profile_model.objects.update_or_create(team=None, name=name, defaults=fields | {"builtin": True})
+
+
+def _sweep_profile(sweep: dict[str, Any]) -> dict[str, Any]:
+    """A built-in sweep as a profile's fields: its base's, its axes and its own name and description."""
+    base: dict[str, Any] = dict(sweep["base"])
+    return base | {"name": sweep["name"], "description": sweep["description"], "sweep_axes": sweep["axes"]}
 
 
 def _base(name: str) -> dict[str, Any]:

@@ -51,6 +51,18 @@ def run_finished(run_id: int) -> None:
         stale(run.disk)
 
 
+def series_recorded(disk_id: int, names: Iterable[str]) -> None:
+    """A set recorded the members that stand for it under series of their own (a sweep's knees): judged as a
+    succeeded run's series is."""
+    disk = Disk.objects.select_related("host").filter(pk=disk_id).first()
+    if disk is None:
+        return
+    for name in names:
+        below_promise(disk, name)
+        regression(disk, name)
+    stale(disk)
+
+
 def fires_skipped(schedule_ids: Iterable[int]) -> None:
     for schedule in Schedule.objects.filter(pk__in=set(schedule_ids)):
         schedule_skipped(schedule)

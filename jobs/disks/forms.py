@@ -15,9 +15,7 @@ from jobs import limits, presets
 from jobs.models import Disk, Profile, Run
 from jobs.models.names import name_taken
 from jobs.runners import Unrunnable
-from jobs.runs.queueing import RunRefused
 from jobs.sets import facts as set_facts
-from jobs.sets import requesting
 from jobs.tools import sweep_plan
 from jobs.units import parse_size, short_size
 from jobs.widgets import MomentInput
@@ -192,14 +190,16 @@ class RunNowForm(forms.Form):
         # Disk.refusal_for is the rule queueing.create_run refuses by: a choice disabled here is refused there.
         profiles = list(profile_field.queryset)
         refusals = {profile.pk: disk.refusal_for(profile) for profile in profiles}
-        # A sweep runs whole or not at all: its plan is checked as Run now checks it (jobs/sets/requesting.py).
+        # A sweep the disk takes (every point: Disk.refusal_for) must also fit the team's bound, as Run now checks
+        # (jobs/sets/requesting.py); the form says what each will do before it runs.
         self.sweeps: list[tuple[Profile, str, str]] = []
         for profile in profiles:
             if profile.is_sweep and refusals[profile.pk] is None:
+                plan = profile.sweep()
                 try:
-                    plan = requesting.sweep_plan_of(disk, profile)
-                except RunRefused as exc:
-                    refusals[profile.pk] = Unrunnable("profile", "the sweep is refused", str(exc))
+                    sweep_plan.check_bound(plan, disk.team.sweep_bound_s)
+                except sweep_plan.SweepError as exc:
+                    refusals[profile.pk] = Unrunnable("profile", "longer than the team's bound on a sweep", str(exc))
                 else:
                     axes = set_facts.plan_axes_words(plan.axes, profile.tool)
                     self.sweeps.append((profile, sweep_plan.plan_text(plan), axes))

@@ -1,5 +1,5 @@
-"""The API's CSV downloads: GET /api/v1/runs/export.csv (the runs list's filters) and
-GET /api/v1/runs/{id}/samples.csv. What a cell holds is said in jobs/exports/tables.py."""
+"""The API's CSV downloads: GET /api/v1/runs/export.csv (the runs list's filters), GET /api/v1/runs/{id}/samples.csv
+and GET /api/v1/sets/{id}/points.csv (a sweep's points). What a cell holds is said in jobs/exports/tables.py."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from jobs.api.auth import access
 from jobs.api.pagination import ALWAYS_ALLOWED
 from jobs.api.permissions import TeamRole
 from jobs.exports import downloads
-from jobs.models import Run, Team
+from jobs.models import Run, RunSet, Team
 from jobs.runs.api import RunFilter
 
 CSV_ANSWER = OpenApiResponse(
@@ -92,3 +92,15 @@ class RunSamplesCsvView(_CsvView):
     def get(self, request: Request, pk: int) -> StreamingHttpResponse:
         """The run's per-second samples in time order: t_s, the moment in UTC, read, write and total IOPS."""
         return downloads.samples(get_object_or_404(Run.objects.select_related("disk"), pk=pk, team=self.team))
+
+
+class SetPointsCsvView(_CsvView):
+    @extend_schema(operation_id="set_points_csv", responses={(200, "text/csv"): CSV_ANSWER})
+    def get(self, request: Request, pk: int) -> StreamingHttpResponse:
+        """The sweep's points in their order, one row each: index (from 0), each axis's value, the member run and
+        its state, total IOPS, bandwidth in bytes/s, p50/p99/p99.9 in µs (the worse direction), the limit and
+        burst IOPS at the point's block size, the run's page. Empty where a point did not succeed or its tool did
+        not report the figure. While the sweep runs, the points so far."""
+        return downloads.set_points(
+            request, get_object_or_404(RunSet.objects.select_related("disk"), pk=pk, team=self.team)
+        )

@@ -1,4 +1,5 @@
-"""Runs and a run's per-second samples as CSV, for a spreadsheet or a script (the pages' and the API's downloads).
+"""Runs, a run's per-second samples and a sweep's points as CSV, for a spreadsheet or a script (the pages' and the
+API's downloads).
 
 A row is written as it is read: the runs come from the database in chunks and leave as CSV lines through a
 StreamingHttpResponse, so an export of 100,000 runs never holds them all in memory.
@@ -65,6 +66,11 @@ _RUN_COLUMNS = (
 )  # fmt: skip
 
 SAMPLE_HEADER = ["t_s", "time_utc", "read_iops", "write_iops", "total_iops"]
+
+# A sweep's point after its index and its axes' fields (iodepth, jobs, block_size_bytes, read_percent): the
+# numbers its set's result holds (jobs/sets/summary.py point_numbers), latencies of the worse direction.
+POINT_FIGURES = ["iops", "bw_bytes_per_s", "p50_us", "p99_us", "p99_9_us", "limit_iops", "burst_iops"]
+POINT_COLUMNS = {"burst_iops": "burst_limit_iops"}  # named as the runs CSV names it
 
 
 def guarded(text: str) -> str:
@@ -166,6 +172,19 @@ def sample_rows(run: Run) -> Iterator[list[Any]]:
         at = run.started_at + timedelta(seconds=t_s) if run.started_at else None
         total = None if read is None and write is None else (read or 0.0) + (write or 0.0)
         yield [t_s, utc(at), read, write, total]
+
+
+def point_rows(points: Iterable[dict[str, Any]], axes: list[str], runs_url: str) -> Iterator[list[Any]]:
+    """The header, then one row per point of a sweep in its order: index (from 0), the value of each axis, the
+    member run and its state, its figures (empty where it did not succeed or its tool did not report one), the
+    run's page. `points` are a set's result's; `axes` its plan's fields in order."""
+    yield ["index", *axes, "run_id", "state", *[POINT_COLUMNS.get(f, f) for f in POINT_FIGURES], "run_url"]
+    for point in points:
+        where = point.get("point") or {}
+        yield [
+            point.get("index"), *[where.get(field) for field in axes], point.get("run"), point.get("state"),
+            *[point.get(figure) for figure in POINT_FIGURES], f"{runs_url}{point.get('run')}/",
+        ]  # fmt: skip
 
 
 class _Line:

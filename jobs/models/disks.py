@@ -100,6 +100,8 @@ class Disk(models.Model):
         (queueing.create_run) and the Run now form disables a choice, so the two never disagree."""
         from jobs import runners
 
+        if getattr(profile, "is_sweep", False):
+            return self._sweep_refusal(profile)
         if self.destructive_for(profile) and not self.allow_destructive:
             fill = bool(getattr(profile, "precondition", ""))
             return runners.Unrunnable(
@@ -110,6 +112,26 @@ class Disk(models.Model):
                 f"what you want, or choose a read profile{' without a fill' if fill else ''}.",
             )
         return runners.build_problem(profile.parameters(), self.target_path, self.kind)
+
+    def _sweep_refusal(self, profile: Any) -> runners.Unrunnable | None:
+        """A sweep runs whole or not at all: the first of its points this disk refuses, named, refuses it."""
+        from jobs import runners
+        from jobs.tools import sweep_plan
+
+        try:
+            plan = profile.sweep()
+        except sweep_plan.SweepError as exc:
+            return runners.Unrunnable("profile", "sweep axes to fix", f"its sweep cannot be planned: {exc}")
+        for number, point in enumerate(plan.points, 1):
+            if refusal := self.refusal_for(profile.at_point(point)):
+                where = sweep_plan.point_text(point, profile.tool)
+                return runners.Unrunnable(
+                    refusal.field,
+                    f"point {number}: {refusal.short}",
+                    f"point {number} of {plan.count} ({where}) is refused, so the whole sweep is, and nothing was "
+                    f"started: {refusal.message}",
+                )
+        return None
 
     def limits_or_reason(self, block_size: int | None = None) -> tuple[Limits | None, str | None]:
         """The theoretical limits, or None and why there are none (a custom spec without figures, a size outside

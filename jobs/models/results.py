@@ -58,17 +58,21 @@ class RunResult(models.Model):
         return f"result of run {self.run_id}"
 
     @classmethod
-    def record(cls, run: Run) -> None:
+    def record(cls, run: Run, series: str | None = None) -> None:
         """Keep a succeeded run's numbers and recompute its day's extremes; any other run has none.
         Called wherever a finished run's summary is stored. A set's member (a sweep's point) is not one of the
-        disk's results: its numbers are drawn on its set's page, beside its set's own (jobs/sets/summary.py)."""
-        if run.state != Run.State.SUCCEEDED or run.finished_at is None or run.run_set_id is not None:
+        disk's results: its numbers are drawn on its set's page. Its set records the member that stands for it
+        under a series of its own instead (`series`, e.g. "QD sweep · knee": jobs/sets/advancing.py), so that
+        the set's result is trended, judged and alerted on as any series of the disk."""
+        if run.state != Run.State.SUCCEEDED or run.finished_at is None or (run.run_set_id and series is None):
             return
         with transaction.atomic():
             # One writer per disk at a time (PostgreSQL; SQLite writes one at a time anyway), so that two runs
             # stored at once both count in their day. NO KEY: new runs of the disk are not held up.
             list(Disk.objects.select_for_update(no_key=True).filter(pk=run.disk_id).values_list("pk"))
             result = cls.of(run)
+            if series is not None:
+                result.profile_name = series
             result.save()
             RunResultDay.refresh(result)
 

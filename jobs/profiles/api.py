@@ -14,6 +14,7 @@ from jobs.api.base import ModelSerializer, TeamViewSet, team_of
 from jobs.api.errors import django_errors
 from jobs.models import Profile
 from jobs.models.names import name_taken
+from jobs.tools import sweep_plan
 from jobs.tools.options import EXTRA_OPTIONS, IOENGINES
 
 
@@ -26,6 +27,25 @@ from jobs.tools.options import EXTRA_OPTIONS, IOENGINES
 )
 class ExtraOptionsField(serializers.DictField):
     """The allow-list (jobs/tools/options.py) in the schema too, so a client learns it before being refused."""
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {field: {"type": "string", "minLength": 1} for field in sweep_plan.KINDS},
+        "additionalProperties": False,
+        "maxProperties": sweep_plan.MAX_AXES,
+    }
+)
+class SweepAxesField(serializers.DictField):
+    """The axes a sweep varies, each field's values as text, in the order they nest (the first outer)."""
+
+
+class SweepPlanSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="How many points (runs) the sweep makes.")
+    seconds_per_point = serializers.IntegerField(help_text="Ramp plus runtime of one point.")
+    total_s = serializers.IntegerField(help_text="All the points' time together.")
+    text = serializers.CharField(help_text="'9 points × (5 s ramp + 1 min) = 9 min 45 s'.")
 
 
 class OptionValueField(serializers.CharField):
@@ -46,6 +66,16 @@ class ProfileSerializer(ModelSerializer):
     ioengine = serializers.ChoiceField(choices=sorted(IOENGINES), required=False, help_text="fio's I/O engine.")
     writes = serializers.BooleanField(read_only=True)
     expected_seconds = serializers.IntegerField(read_only=True)
+    sweep_axes = SweepAxesField(
+        child=OptionValueField(),
+        required=False,
+        help_text="A sweep: the fields it varies (iodepth, jobs, block_size_bytes, read_percent; one or two), each "
+        "as a list (1,4,16 or 4k,64k) or a range (1-256 x2, 10-90 +20), the first axis outer. {} (the default): one "
+        "run. A sweep is started with POST /api/v1/sets/.",
+    )
+    sweep_plan = serializers.SerializerMethodField(
+        help_text="A sweep's points and time (points x (ramp + runtime)); null for a profile that is not a sweep."
+    )
 
     class Meta:
         model = Profile
@@ -53,7 +83,7 @@ class ProfileSerializer(ModelSerializer):
             "id", "name", "description", "builtin", "tool", "rw", "pattern", "read_percent", "block_size_bytes",
             "iodepth", "jobs", "runtime_s", "ramp_time_s", "time_based", "direct", "size_bytes", "ioengine",
             "extra_options", "ss_metric", "ss_limit", "ss_dur_s", "ss_ramp_s", "precondition", "precondition_passes",
-            "pin_queue_cpus", "writes", "expected_seconds",
+            "pin_queue_cpus", "sweep_axes", "sweep_on_failure", "sweep_plan", "writes", "expected_seconds",
         ]  # fmt: skip
         read_only_fields = ["builtin"]
         extra_kwargs = {
@@ -63,6 +93,17 @@ class ProfileSerializer(ModelSerializer):
                 'needs the disk\'s allow_destructive. "": measure the target as it is.'
             }
         }
+
+    @extend_schema_field(SweepPlanSerializer(allow_null=True))
+    def get_sweep_plan(self, profile: Profile) -> dict[str, Any] | None:
+        if not profile.is_sweep:
+            return None
+        try:
+            plan = profile.sweep()
+        except sweep_plan.SweepError:
+            return None
+        return {"count": plan.count, "seconds_per_point": plan.seconds_per_point, "total_s": plan.total_s,
+                "text": sweep_plan.plan_text(plan)}  # fmt: skip
 
     def validate_name(self, name: str) -> str:
         mine_or_presets = Profile.objects.filter(Q(team=team_of(self)) | Q(team__isnull=True))

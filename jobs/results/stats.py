@@ -103,7 +103,7 @@ def parse(params: Mapping[str, str], team: Team, zone: tzinfo = UTC) -> Query:
         )
     label = ""
     if pair:
-        a, b = _disk(params, "a_disk", team), _disk(params, "b_disk", team)
+        a, b = disk_param(params, "a_disk", team), disk_param(params, "b_disk", team)
         if a.pk == b.pk:
             raise StatsError("b_disk", "b_disk is a_disk; to compare one disk with itself, give disk and split.")
         split = None
@@ -112,14 +112,14 @@ def parse(params: Mapping[str, str], team: Team, zone: tzinfo = UTC) -> Query:
             raise StatsError("split", "Give split or annotation, not both: the note's moment is the split.")
         note = _annotation(params.get("annotation") or "", team)
         if params.get("disk"):
-            a = _disk(params, "disk", team)
+            a = disk_param(params, "disk", team)
         elif note.disk is not None:
             a = note.disk
         else:
             raise StatsError("disk", f"The note {note.text!r} is for {note.scope}: give disk, the one to compare.")
         b, split, label = None, note.at, note.text
     else:
-        a, b, split = _disk(params, "disk", team), None, _moment(params.get("split") or "", zone)
+        a, b, split = disk_param(params, "disk", team), None, moment(params.get("split") or "", zone)
     disks = [a] if b is None else [a, b]
     profile = choose_profile(disks, params.get("profile") or "")
     return Query(a, b, split, profile, metric, test, skip in ("true", "1"), label, zone)
@@ -206,7 +206,7 @@ def shown(value: float | None, metric: str) -> str:
     return units.format_micros(value)
 
 
-def _disk(params: Mapping[str, str], field: str, team: Team) -> Disk:
+def disk_param(params: Mapping[str, str], field: str, team: Team) -> Disk:
     value = params.get(field) or ""
     if not (value.isascii() and value.isdigit()) or int(value) > 2**63 - 1:
         raise StatsError(field, f"{field} takes a disk's id, a whole number such as 3; got {value!r}.")
@@ -226,18 +226,18 @@ def _annotation(value: str, team: Team) -> Annotation:
     return found
 
 
-def _moment(value: str, zone: tzinfo) -> datetime:
+def moment(value: str, zone: tzinfo) -> datetime:
     """An ISO date (its midnight in the zone) or date-time (in the zone when it names none)."""
     try:
-        moment = parse_datetime(value)
-        day = None if moment else parse_date(value)
+        found = parse_datetime(value)
+        day = None if found else parse_date(value)
     except ValueError:
-        moment = day = None
+        found = day = None
     if day is not None:
-        moment = datetime.combine(day, time(), tzinfo=zone)
-    if moment is None:
+        found = datetime.combine(day, time(), tzinfo=zone)
+    if found is None:
         raise StatsError("split", f"split takes an ISO date or date-time such as 2026-11-20; got {value!r}.")
-    return moment if moment.tzinfo else moment.replace(tzinfo=zone)
+    return found if found.tzinfo else found.replace(tzinfo=zone)
 
 
 def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
@@ -14,10 +15,11 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from jobs import links
 from jobs.analysis.steady import NOT_CHECKED, NOT_STEADY, STEADY
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
 from jobs.api.pagination import NewestFirst, Pagination
-from jobs.models import Disk, Profile, Run, RunSample
+from jobs.models import Disk, Profile, Run, RunSample, RunSet
 from jobs.results import burst, series, stability
 from jobs.results.burst_serializers import RunBurstSerializer
 from jobs.results.compliance_serializers import RunStabilitySerializer
@@ -204,6 +206,18 @@ class EnvironmentField(serializers.JSONField):
     """Run.environment as stored; the schema above documents its keys."""
 
 
+class RunSetMembershipSerializer(serializers.Serializer):
+    """The set a run is a member of (a sweep's point)."""
+
+    id = serializers.IntegerField(help_text="The set's id: GET /api/v1/sets/{id}/.")
+    kind = serializers.ChoiceField(choices=RunSet.Kind.choices)
+    index = serializers.IntegerField(help_text="The run's place in the set, from 0.")
+    point = serializers.DictField(
+        child=serializers.IntegerField(), help_text="The fields this point sets on the set's base profile."
+    )
+    url = serializers.CharField(help_text="The set in the API.")
+
+
 class RunDetailSerializer(RunSerializer):
     progress = serializers.JSONField(
         source="live_progress",
@@ -224,6 +238,9 @@ class RunDetailSerializer(RunSerializer):
         help_text="What the read-only probe found on the host before the launch; null: not probed (imports, runs "
         "from before benchweb recorded it). A fact the host did not report is absent.",
     )
+    run_set = serializers.SerializerMethodField(
+        help_text="The set of runs this run is a point of (a sweep); null for a run on its own."
+    )
     stability = serializers.SerializerMethodField(
         help_text="How steady the run was inside itself (CV of per-second IOPS, p99/p50, seconds below 80 % of its "
         "median); null for a run without a result."
@@ -232,7 +249,7 @@ class RunDetailSerializer(RunSerializer):
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "result", "limits_snapshot",
-            "command", "exit_status", "cancel_requested", "burst", "environment", "stability",
+            "command", "exit_status", "cancel_requested", "burst", "environment", "stability", "run_set",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -248,6 +265,14 @@ class RunDetailSerializer(RunSerializer):
             "printed": run.summary.get("printed"),
             "workload": run.summary.get("workload"),
         }
+
+    @extend_schema_field(RunSetMembershipSerializer(allow_null=True))
+    def get_run_set(self, run: Run) -> dict[str, Any] | None:
+        if run.run_set is None:
+            return None
+        url = links.absolute(reverse("api-set-detail", kwargs={"pk": run.run_set_id}), self.context.get("request"))
+        return {"id": run.run_set_id, "kind": run.run_set.kind, "index": run.set_index, "point": run.set_point or {},
+                "url": url}  # fmt: skip
 
     @extend_schema_field(RunBurstSerializer(allow_null=True))
     def get_burst(self, run: Run) -> dict[str, Any] | None:
@@ -336,7 +361,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
             return filters.apply(runs).values(*RUN_LIST_COLUMNS.values())
         if self.action == "series":
             return series.RUN_FOR_SERIES.filter(team=self.team)
-        return runs.select_related("disk", "created_by")
+        return runs.select_related("disk", "created_by", "run_set")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.get_queryset())
@@ -348,14 +373,16 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         body.is_valid(raise_exception=True)
         data = body.validated_data
         run = queueing.request_run(data["disk"], data["profile"], trigger=Run.Trigger.API, user=request.user)
-        return Response(RunDetailSerializer(run).data, status=status.HTTP_201_CREATED)
+        return Response(
+            RunDetailSerializer(run, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED
+        )
 
     @extend_schema(request=None, responses={200: RunDetailSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
         """Pending runs stop at once; running ones are stopped on the host by the next poll."""
         run = stopping.cancel(self.get_object())
-        return Response(RunDetailSerializer(run).data)
+        return Response(RunDetailSerializer(run, context=self.get_serializer_context()).data)
 
     @extend_schema(responses={200: RunSampleSerializer(many=True)})
     @action(detail=True, methods=["get"], pagination_class=Pagination)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, Prefetch, Q
 from django.utils import timezone
 
@@ -25,7 +25,7 @@ from jobs.alerts import boundary
 from jobs.alerts import evaluate as alerts
 from jobs.models import Disk, Run, Schedule, ScheduleProfile
 from jobs.runs import queueing, states, steps, sweeping
-from jobs.sets import advancing
+from jobs.sets import advancing, requesting
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,13 @@ class PlannedRun:
 
 
 def _durations(profiles: list[Any]) -> list[float]:
-    return [runners.expected_seconds(p.parameters()) + RUN_OVERHEAD_S for p in profiles]
+    return [_duration(p) for p in profiles]
+
+
+def _duration(profile: Any) -> float:
+    """How long one profile takes on one target: a sweep, every point with its overhead."""
+    shaped = [profile.at_point(point) for point in profile.sweep().points] if profile.is_sweep else [profile]
+    return sum(runners.expected_seconds(p.parameters()) + RUN_OVERHEAD_S for p in shaped)
 
 
 def sequence_seconds(profiles: list[Any]) -> float:
@@ -83,10 +89,11 @@ def plan_for(disks: list[Any], profiles: list[Any], schedule: Schedule) -> list[
 
 def fire(schedule: Schedule, fire_time: datetime, now: datetime, *, trigger: str = Run.Trigger.SCHEDULE) -> int:
     """Create the runs of one fire (idempotent). Returns how many rows were offered."""
-    rows = fire_rows(schedule, fire_time, now, trigger=trigger)
+    rows, sweeps = fire_rows(schedule, fire_time, now, trigger=trigger)
+    rows += make_sweeps(sweeps, schedule, fire_time, now, trigger)
     # ignore_conflicts makes a repeated fire a no-op (the unique key), so the rows are counted, not re-read.
     Run.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(rows)
+    return len(rows) + len(sweeps)
 
 
 def unrunnable(disks: list[Any], profiles: list[Any]) -> list[str]:
@@ -101,11 +108,14 @@ def fire_rows(
     now: datetime,
     *,
     trigger: str = Run.Trigger.SCHEDULE,
-) -> list[Run]:
+) -> tuple[list[Run], list[tuple[PlannedRun, datetime]]]:
     """The unsaved runs of one fire: pending with their stagger slot, or skipped when the fire was missed.
-    Their limits snapshot is taken when they launch (launching.launch), not here in the beat tick."""
+    Their limits snapshot is taken when they launch (launching.launch), not here in the beat tick.
+    A sweep's fire is its set, made by make_sweeps: those come back apart, with their start, unless the fire
+    was missed or refused (then one run of the sweep's profile says so, as for any profile)."""
     missed = scheduling.misfired(fire_time, now, schedule.misfire_grace_s)
     rows = []
+    sweeps = []
     for planned in plan(schedule):
         not_before = fire_time + timedelta(seconds=planned.offset_s)
         if missed:
@@ -120,6 +130,9 @@ def fire_rows(
         elif refusal := queueing.refusal_text(planned.disk, planned.profile):
             # The disk or profile changed since the schedule was saved: say why, as Run now would, not at launch.
             state, explanation = Run.State.FAILED, f"not started: {refusal}"
+        elif planned.profile.is_sweep:
+            sweeps.append((planned, not_before))
+            continue
         else:
             # Times in explanations are written in UTC; pages show them in their reader's zone (clock.in_zone).
             state, explanation = Run.State.PENDING, (
@@ -133,11 +146,34 @@ def fire_rows(
             destructive=planned.disk.destructive_for(planned.profile),
             finished_at=now if state != Run.State.PENDING else None,
         ))  # fmt: skip
-    return rows
+    return rows, sweeps
+
+
+def make_sweeps(
+    sweeps: list[tuple[PlannedRun, datetime]], schedule: Schedule, fire_time: datetime, now: datetime, trigger: str
+) -> list[Run]:
+    """Make the sets of a fire's sweeps (each once: a fire made again finds its set and makes nothing); a sweep
+    refused whole now (longer than the team's bound) comes back as one failed run saying why."""
+    failed = []
+    for planned, not_before in sweeps:
+        try:
+            with transaction.atomic():
+                requesting.create_sweep(planned.disk, planned.profile, trigger=trigger, schedule=schedule,
+                                        fire_time=fire_time, not_before=not_before)  # fmt: skip
+        except IntegrityError:
+            continue  # this fire's set was made before
+        except queueing.RunRefused as refused:
+            failed.append(Run(
+                disk=planned.disk, team_id=planned.disk.team_id, profile=planned.profile,
+                profile_name=planned.profile.name, parameters=planned.profile.parameters(), schedule=schedule,
+                fire_time=fire_time, trigger=trigger, state=Run.State.FAILED, explanation=f"not started: {refused}",
+                not_before=not_before, finished_at=now,
+            ))  # fmt: skip
+    return failed
 
 
 def materialise(now: datetime | None = None) -> int:
-    """Create the runs of every fire that came due since the last tick, in one transaction.
+    """Create the runs (and sweeps) of every fire that came due since the last tick, in one transaction; how many.
 
     The due schedules are read FOR UPDATE SKIP LOCKED (PostgreSQL; SQLite's IMMEDIATE transaction takes the
     write lock up front), so a second beat either waits for this one or skips the rows it holds, and then
@@ -167,13 +203,16 @@ def materialise(now: datetime | None = None) -> int:
         if not due:
             return 0
         rows: list[Run] = []
+        sets = 0
         for schedule in due:
             rule = schedule.rule()
             assert schedule.next_fire_at is not None  # due: its next_fire_at is at most the horizon
             since = schedule.checked_until or (schedule.next_fire_at - timedelta(seconds=1))
             fires, upcoming = scheduling.fires_and_next(rule, since, horizon)
             for fire_time in fires:
-                rows.extend(fire_rows(schedule, fire_time, now))
+                made, sweeps = fire_rows(schedule, fire_time, now)
+                rows += made + make_sweeps(sweeps, schedule, fire_time, now, Run.Trigger.SCHEDULE)
+                sets += len(sweeps)
             schedule.checked_until = horizon
             schedule.next_fire_at = upcoming
             schedule.last_fire_at = fires[-1] if fires else schedule.last_fire_at
@@ -186,7 +225,7 @@ def materialise(now: datetime | None = None) -> int:
                 audit.record(row.disk.team, None, AuditEvent.Action.DESTRUCTIVE_RUN, None, disk=str(row.disk),
                              device=row.disk.target_path, profile=row.profile_name, trigger=row.trigger,
                              schedule=row.schedule.name, fire_time=row.fire_time.isoformat())  # fmt: skip
-    return len(rows)
+    return len(rows) + sets
 
 
 def _judge_alerts(rows: list[Run]) -> None:

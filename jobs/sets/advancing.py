@@ -11,7 +11,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from jobs.models import Run, RunSet
+from jobs.alerts import boundary, evaluate
+from jobs.models import Run, RunResult, RunSet
 from jobs.runs import states
 from jobs.sets import summary
 
@@ -28,12 +29,19 @@ def advance(run_set_id: int) -> str:
         if any(not member.is_final for member in members):
             return run_set.state
         state, explanation = _ending(run_set, members)
+        result = summary.sweep_result(run_set, members)
+        tool = str(run_set.base_parameters.get("tool", "fio"))
+        result["moved"] = summary.knee_moved(_last_result(run_set), result, tool)
+        explanation = "; ".join([explanation, *result["moved"]])
         RunSet.objects.filter(pk=run_set.pk).update(
-            state=state,
-            explanation=explanation,
-            finished_at=timezone.now(),
-            result=summary.sweep_result(run_set, members),
+            state=state, explanation=explanation, finished_at=timezone.now(), result=result
         )
+        by_pk = {member.pk: member for member in members}
+        series = summary.knee_series(run_set.profile_name, result)
+        for run_id, name in series:
+            RunResult.record(by_pk[run_id], series=name)
+        if series:
+            boundary.after_commit(evaluate.series_recorded, run_set.disk_id, [name for _, name in series])
         # The disk is free now: the runs that waited for the set take it, as after any run.
         states.hand_on(run_set.disk)
     return state
@@ -45,6 +53,14 @@ def advance_stalled() -> int:
     open_members = Run.objects.exclude(state__in=Run.FINAL_STATES).values("run_set_id")
     stalled = unfinished.exclude(pk__in=open_members).values_list("pk", flat=True)
     return sum(advance(pk) in RunSet.FINAL_STATES for pk in list(stalled))
+
+
+def _last_result(run_set: RunSet) -> dict | None:
+    """The result of the last sweep of the same profile on the same disk that ended with one."""
+    earlier = RunSet.objects.filter(disk_id=run_set.disk_id, profile_name=run_set.profile_name, kind=run_set.kind,
+                                    finished_at__isnull=False, result__isnull=False).exclude(pk=run_set.pk)  # fmt: skip
+    found = earlier.order_by("-finished_at").values_list("result", flat=True).first()
+    return found if isinstance(found, dict) else None
 
 
 def _ending(run_set: RunSet, members: list[Run]) -> tuple[str, str]:

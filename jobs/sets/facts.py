@@ -1,8 +1,7 @@
 """What a set's page shows, and what the disk and run pages say of a set: its progress, its points as table rows,
-its curves under the knee rule asked for, and the chart data (the page's series.json).
-
-A finished sweep is read from its stored result (RunSet.result); an unfinished one is drawn from its members as
-they stand (jobs/sets/summary.py either way), so the page fills in point by point while the sweep runs."""
+its plan in words, and the chart data (the page's series.json). The result itself, under the knee rule asked for,
+is jobs/sets/reading.py's, as the API reads it: stored once the sweep ended, drawn from its members until then, so
+the page fills in point by point while the sweep runs."""
 
 from __future__ import annotations
 
@@ -10,9 +9,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from jobs import units
-from jobs.analysis import curves
 from jobs.models import Disk, Run, RunSet
-from jobs.sets import summary
+from jobs.sets import reading, summary
 from jobs.tools import sweep_plan
 
 # The latencies the hockey stick draws, as the points name them and as a person reads them.
@@ -25,20 +23,9 @@ def tool_of(run_set: RunSet) -> str:
     return str(run_set.base_parameters.get("tool", "fio"))
 
 
-def plan_of(run_set: RunSet) -> sweep_plan.Plan | None:
-    """The stored plan as the planner made it (for its words); None for a set without one."""
-    stored = run_set.plan or {}
-    axes = tuple(sweep_plan.Axis(str(a["field"]), tuple(a["values"])) for a in stored.get("axes", []))
-    runtime = run_set.base_parameters.get("runtime_s")
-    each = stored.get("seconds_per_point")
-    if not axes or not isinstance(runtime, int) or not isinstance(each, int):
-        return None
-    return sweep_plan.Plan(axes, max(each - runtime, 0), runtime)
-
-
 def plan_words(run_set: RunSet) -> str:
     """'6 points × 1 min = 6 min', or the total alone where the plan cannot be read back."""
-    plan = plan_of(run_set)
+    plan = reading.stored_plan(run_set)
     if plan is not None:
         return sweep_plan.plan_text(plan)
     return units.format_duration(int((run_set.plan or {}).get("total_s") or 0))
@@ -54,20 +41,6 @@ def plan_axes_words(axes: Iterable[sweep_plan.Axis], tool: str) -> str:
     return " × ".join(
         f"{sweep_plan.KINDS[axis.field].name(tool)} {sweep_plan.format_axis(axis.field, axis.values)}" for axis in axes
     )
-
-
-def members(run_set: RunSet) -> list[Run]:
-    return list(run_set.members.defer(*Run.BULKY_FIELDS).order_by("set_index"))
-
-
-def result_of(run_set: RunSet, members: list[Run], rule: curves.Rule | None = None) -> dict[str, Any]:
-    """The set's result under `rule` (None: the default one): the stored one when it applies, else drawn anew."""
-    stored = run_set.result if run_set.is_final else None
-    if stored is None:
-        return summary.sweep_result(run_set, members, rule)
-    if rule is None or rule == curves.Rule():
-        return stored
-    return {"points": stored["points"]} | summary.curves_of(run_set.plan, stored["points"], tool_of(run_set), rule)
 
 
 def progress(run_set: RunSet, members: list[Run]) -> dict[str, Any]:

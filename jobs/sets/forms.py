@@ -9,8 +9,8 @@ from django import forms
 
 from jobs.analysis import curves
 
-# A threshold of a thousand percent or more judges nothing a sweep can show.
-MOST_PERCENT = 1000
+# The thresholds a person may ask for, in percent: the bounds the API takes too (jobs/sets/api.py KNEE_LOW, KNEE_HIGH).
+LEAST_PERCENT, MOST_PERCENT = 0.1, 1000.0
 DEFAULTS = {"iops_growth": round(curves.IOPS_GROWTH * 100, 6), "p99_growth": round(curves.P99_GROWTH * 100, 6)}
 
 
@@ -19,13 +19,13 @@ class KneeRuleForm(forms.Form):
         label="IOPS growth under (%)",
         required=False,
         help_text="The knee is a point after which no point gives this much more IOPS …",
-        widget=forms.NumberInput(attrs={"step": "any", "min": "0", "inputmode": "decimal"}),
+        widget=forms.NumberInput(attrs={"step": "any", "min": "0.1", "max": "1000", "inputmode": "decimal"}),
     )
     p99_growth = forms.FloatField(
         label="p99 growth over (%)",
         required=False,
         help_text="… and some point's p99 is more than this much higher.",
-        widget=forms.NumberInput(attrs={"step": "any", "min": "0", "inputmode": "decimal"}),
+        widget=forms.NumberInput(attrs={"step": "any", "min": "0.1", "max": "1000", "inputmode": "decimal"}),
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -42,10 +42,10 @@ class KneeRuleForm(forms.Form):
 
     def _percent(self, name: str) -> float | None:
         value = self.cleaned_data.get(name)
-        if value is not None and not 0 < value < MOST_PERCENT:
+        if value is not None and not LEAST_PERCENT <= value <= MOST_PERCENT:
             label = self.fields[name].label
             raise forms.ValidationError(
-                f"{label}: a percentage above 0 and below {MOST_PERCENT}, not {value:g}; the default is "
+                f"{label}: a percentage from {LEAST_PERCENT:g} to {MOST_PERCENT:g}, not {value:g}; the default is "
                 f"{DEFAULTS[name]:g}."
             )
         return value

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from jobs import access
-from jobs.sets import cancelling, facts
+from jobs.sets import cancelling, facts, reading
 from jobs.sets.forms import KneeRuleForm
 
 
@@ -17,8 +17,8 @@ from jobs.sets.forms import KneeRuleForm
 def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run_set = access.run_set(request, pk)
     form = _rule_form(request)
-    members = facts.members(run_set)
-    result = facts.result_of(run_set, members, form.rule())
+    members = reading.members(run_set)
+    result = reading.result_of(run_set, members, form.rule())
     context = {
         "run_set": run_set,
         "form": form,
@@ -42,7 +42,7 @@ def set_series(request: HttpRequest, pk: int) -> JsonResponse:
     form = _rule_form(request)
     if form.is_bound and not form.is_valid():
         return JsonResponse({"error": form.problems()}, status=400)
-    result = facts.result_of(run_set, facts.members(run_set), form.rule())
+    result = reading.result_of(run_set, rule=form.rule())
     return JsonResponse(facts.series(run_set, result))
 
 

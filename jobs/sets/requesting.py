@@ -23,14 +23,8 @@ def sweep_plan_of(disk: Disk, profile: Profile) -> sweep_plan.Plan:
         sweep_plan.check_bound(plan, disk.team.sweep_bound_s)
     except sweep_plan.SweepError as exc:
         raise RunRefused("profile", f"{profile.name} cannot run on disk {disk.label}: {exc}") from exc
-    for number, point in enumerate(plan.points, 1):
-        if refusal := disk.refusal_for(profile.at_point(point)):
-            where = sweep_plan.point_text(point, profile.tool)
-            raise RunRefused(
-                "profile",
-                f"{profile.name} cannot run on disk {disk.label}: point {number} of {plan.count} ({where}) is refused, "
-                f"so the whole sweep is, and nothing was started: {refusal.message}",
-            )
+    if refusal := queueing.refusal_text(disk, profile):
+        raise RunRefused("profile", refusal)
     return plan
 
 

@@ -86,3 +86,42 @@ def _knee(knee: curves.Knee, measured: list[dict[str, Any]], along: str) -> dict
     at = next(p for p in measured if p["point"].get(along) == knee.point.axis)
     return {"axis": knee.point.axis, "iops": knee.point.iops, "p99_us": knee.point.p99_us, "run": at["run"],
             "index": at["index"]}  # fmt: skip
+
+
+# A series name is a RunResult's profile_name: at most this long.
+SERIES_NAME_MAX = 100
+
+
+def knee_series(profile_name: str, result: dict[str, Any]) -> list[tuple[int, str]]:
+    """The members that stand for a sweep on its disk's charts: each curve's knee point, under a series of its
+    own ("QD sweep · knee", "... · knee (block size 64k)"), so that the knee's IOPS are trended over time
+    beside the limit, and judged by compliance, change points and alerts as any series is."""
+    found = []
+    for curve in result.get("curves", []):
+        if curve.get("knee"):
+            suffix = " · knee" + (f" ({curve['label']})" if curve.get("label") else "")
+            found.append((int(curve["knee"]["run"]), profile_name[: SERIES_NAME_MAX - len(suffix)] + suffix))
+    return found
+
+
+def knee_moved(before: dict[str, Any] | None, after: dict[str, Any], tool: str) -> list[str]:
+    """What moved since the sweep before: "knee moved from QD 16 to QD 4" per curve whose knee moved (a knee that
+    appeared or went is said too); nothing when there was no sweep before."""
+    if not before:
+        return []
+    name = axis_name(str(after.get("axis")), tool)
+    earlier = {curve.get("label", ""): curve.get("knee") for curve in before.get("curves", [])}
+    moved = []
+    for curve in after.get("curves", []):
+        label = curve.get("label", "")
+        if label not in earlier:
+            continue
+        old, new = earlier[label], curve.get("knee")
+        where = f" ({label})" if label else ""
+        if old and new and old["axis"] != new["axis"]:
+            moved.append(f"knee moved from {name} {old['axis']:g} to {name} {new['axis']:g}{where}")
+        elif old and not new:
+            moved.append(f"knee at {name} {old['axis']:g} gone{where}: {curve.get('knee_text', '')}")
+        elif new and not old:
+            moved.append(f"knee appeared at {name} {new['axis']:g}{where}")
+    return moved

@@ -33,11 +33,14 @@ from jobs.models import (
     Membership,
     Profile,
     Run,
+    RunSet,
     Schedule,
     Team,
 )  # fmt: skip
+from jobs.sets import requesting
 from tests.factories import RunFactory
 from tests.openapi import schema
+from tests.sets.sweeps import sweep_profile
 from tests.world import CANARY_PASSWORD, make_world
 
 # Schemathesis calls the app in process, which must not close the test's connection.
@@ -57,7 +60,7 @@ NAMES_OTHER_OBJECTS = {
     for path, methods in {
         "hosts/": ["POST"], "hosts/{id}/": ["PUT", "PATCH"], "disks/": ["POST"], "disks/{id}/": ["PUT", "PATCH"],
         "schedules/": ["POST"], "schedules/{id}/": ["PUT", "PATCH"], "runs/": ["POST"], "import/": ["POST"],
-        "annotations/": ["POST"], "annotations/{id}/": ["PUT", "PATCH"], "share-links/": ["POST"],
+        "annotations/": ["POST"], "annotations/{id}/": ["PUT", "PATCH"], "share-links/": ["POST"], "sets/": ["POST"],
     }.items()
     for method in methods
 }  # fmt: skip
@@ -86,6 +89,7 @@ def snapshot(team: Team) -> list[object]:
         list(Profile.objects.filter(team=team).values_list("pk", "name", "rw")),
         list(Schedule.objects.filter(team=team).values_list("pk", "name", "enabled", "cron")),
         list(Run.objects.filter(team=team).values_list("pk", "state", "cancel_requested")),
+        list(RunSet.objects.filter(team=team).values_list("pk", "state", "cancel_requested")),
         list(Membership.objects.filter(team=team).values_list("pk", "user_id", "role")),
         list(ApiToken.objects.filter(team=team).values_list("pk", "revoked_at")),
         list(Annotation.objects.filter(team=team).values_list("pk", "text", "at")),
@@ -116,6 +120,8 @@ def fuzzed() -> tuple[str, Team]:
         evaluate.run_finished(failed.pk)
         # A channel no receiver answers (port 9 on this machine): a fuzzed test delivery only ever queues.
         AlertChannel.objects.create(team=team_world.team, name="ops", kind="webhook", target="http://127.0.0.1:9/")
+        # A sweep, its first point queued and the others pending: a set to read, cancel and export.
+        requesting.request_sweep(team_world.disk, sweep_profile(team_world.team))
     # An account without an email address: the members list shows "" for it, which the schema must allow.
     Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.

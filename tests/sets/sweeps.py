@@ -1,21 +1,23 @@
-"""Sweeps made as a person's Run now makes them (jobs.sets.requesting) and ended point by point through the state
-machine, as the collection ends them (states.finish): for the page tests of sets, without a worker."""
+"""Sweeps made and ended without a worker, as the set tests share them: a sweep profile, its members in order, a
+member ended as its collection would end it, and a whole sweep run to its end with a curve of known numbers."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.test import TestCase
 
-from jobs.models import Disk, Profile, Run, RunSet
-from jobs.runs import queueing, states
+from jobs.models import Run, RunSet
+from jobs.runs import states
 from jobs.sets import advancing, requesting
 from tests.factories import ProfileFactory, fio_summary
 
 
-def sweep_profile(team: Any, **fields: Any) -> Profile:
+def sweep_profile(team, **fields):
     defaults = {"team": team, "name": "qd sweep", "runtime_s": 5, "sweep_axes": {"iodepth": "1,4,16"}}
     return ProfileFactory(**(defaults | fields))
+
+
+def members(run_set: RunSet) -> list[Run]:
+    return list(run_set.members.order_by("set_index"))
 
 
 def succeed(run: Run, iops: float, p99_us: float) -> None:
@@ -27,17 +29,37 @@ def succeed(run: Run, iops: float, p99_us: float) -> None:
     assert states.finish(run, Run.State.SUCCEEDED, "finished", from_states=Run.ACTIVE_STATES)
 
 
-def finished_sweep(disk: Disk, profile: Profile, numbers: list[tuple[float, float] | None]) -> RunSet:
-    """A sweep of `profile` on `disk` whose points ended with (IOPS, p99 µs) in order; None: the point failed."""
+def fail(run: Run, why: str = "fio exited with status 1") -> None:
+    """End a member as a failed run."""
+    run.refresh_from_db()
+    assert states.finish(run, Run.State.FAILED, why, from_states=Run.ACTIVE_STATES)
+
+
+def run_sweep(disk, profile, curve, django_capture_on_commit_callbacks) -> RunSet:
+    """A sweep whose points measure `curve` ((IOPS, p99 µs) per point), ended as its worker would end it."""
+    with django_capture_on_commit_callbacks():
+        run_set = requesting.request_sweep(disk, profile)
+        for member, (iops, p99) in zip(members(run_set), curve, strict=True):
+            if member.state == Run.State.PENDING:
+                states.claim(member)
+            succeed(member, iops, p99)
+        advancing.advance(run_set.pk)
+    run_set.refresh_from_db()
+    return run_set
+
+
+def finished_sweep(disk, profile, numbers: list[tuple[float, float] | None]) -> RunSet:
+    """A sweep of `profile` on `disk` whose points ended with (IOPS, p99 µs) in order, None for a point that failed,
+    and the sweep ended. Its next steps are not sent in a test's transaction (captured, not run); in a test that
+    commits they go to the test's own broker (the `broker` fixture), where no worker takes them."""
     with TestCase.captureOnCommitCallbacks(execute=False):
         run_set = requesting.request_sweep(disk, profile)
-        for member, measured in zip(run_set.members.order_by("set_index"), numbers, strict=True):
+        for member, measured in zip(members(run_set), numbers, strict=True):
             member.refresh_from_db()
             if member.state == Run.State.PENDING:
-                queueing.dispatch_due()  # as the beat tick claims a point its predecessor's end did not
-                member.refresh_from_db()
+                states.claim(member)
             if measured is None:
-                states.finish(member, Run.State.FAILED, "fio aborted: the test said so")
+                fail(member, "fio aborted: the test said so")
             else:
                 succeed(member, *measured)
         advancing.advance(run_set.pk)

@@ -61,7 +61,7 @@ def test_thresholds_asked_for_find_the_knee_again_and_a_bad_one_is_named(owner_c
     assert data["curves"][0]["knee"]["axis"] == 16
 
     bad = owner_client.get(f"/sets/{knee_sweep.pk}/?iops_growth=-5&p99_growth=lots").content.decode()
-    assert "IOPS growth under (%): a percentage above 0 and below 1000, not -5" in bad
+    assert "IOPS growth under (%): a percentage from 0.1 to 1000, not -5; the default is 10." in bad
     assert "p99 growth over (%): give a number, such as 10." in bad
     assert "knee at QD 4" in bad  # the default rule's, said so
     answer = owner_client.get(f"/sets/{knee_sweep.pk}/series.json?iops_growth=0")
@@ -139,7 +139,7 @@ def test_run_now_of_a_sweep_with_a_refused_point_names_the_point_and_starts_noth
     profile = sweep_profile(host.team, tool="ndisk64", read_percent=100, sweep_axes={"read_percent": "100,50"})
 
     form = owner_client.get(f"/disks/{device.pk}/").content.decode()
-    assert "qd sweep — cannot run here: the sweep is refused</option>" in form
+    assert "qd sweep — cannot run here: point 2: destructive: disk not marked for destructive writes</option>" in form
     answer = owner_client.post(f"/disks/{device.pk}/", {"profile": profile.pk})
 
     assert answer.status_code == 200

@@ -7,31 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.models import Disk, Run, RunResult, RunSet
+from jobs.alerts import evaluate
+from jobs.models import Alert, AlertRule, Disk, Run, RunResult, RunSet
 from jobs.runs import queueing, states
 from jobs.runs.queueing import RunRefused
 from jobs.sets import advancing, cancelling, requesting
-from tests.factories import DiskFactory, ProfileFactory, fio_summary
+from tests.factories import DiskFactory, ProfileFactory
+from tests.sets.sweeps import members, run_sweep, succeed, sweep_profile
 
 pytestmark = pytest.mark.django_db
-
-
-def sweep_profile(team, **fields):
-    defaults = {"team": team, "name": "qd sweep", "runtime_s": 5, "sweep_axes": {"iodepth": "1,4,16"}}
-    return ProfileFactory(**(defaults | fields))
-
-
-def members(run_set: RunSet) -> list[Run]:
-    return list(run_set.members.order_by("set_index"))
-
-
-def succeed(run: Run, iops: float, p99_us: float) -> None:
-    """End a member as its collection would: its summary stored, then succeeded."""
-    summary = fio_summary(read_iops=iops, block_size=run.parameters["block_size_bytes"])
-    summary["read"]["clat_us"] = {"p50": p99_us / 2, "p99": p99_us, "p99_9": p99_us * 1.5}
-    Run.objects.filter(pk=run.pk).update(summary=summary)
-    run.refresh_from_db()
-    assert states.finish(run, Run.State.SUCCEEDED, "finished", from_states=Run.ACTIVE_STATES)
 
 
 def test_a_sweep_is_made_whole_with_one_member_per_point_and_only_the_first_claimed(django_capture_on_commit_callbacks):
@@ -117,8 +101,9 @@ def test_the_sweep_holds_its_disk_between_points_and_other_runs_wait_naming_it(d
     assert curve["knee"]["axis"] == 4 and curve["knee"]["run"] == second.pk
     assert curve["knee_text"] == "knee at QD 4: 1,900 IOPS, p99 150 µs"
     assert [p["iops"] for p in run_set.result["points"]] == [1000, 1900, 2000]
-    # A point is its set's, not one of the disk's results: the disk's charts do not zigzag with QD.
-    assert not RunResult.objects.filter(run__run_set=run_set).exists()
+    # A point is its set's, not one of the disk's results: the disk's charts do not zigzag with QD. Only the knee
+    # stands for the sweep there, under a series of its own.
+    assert list(RunResult.objects.values_list("run_id", "profile_name")) == [(second.pk, "qd sweep · knee")]
 
 
 def test_a_failed_point_skips_the_rest_when_the_sweep_stops_on_a_failure(django_capture_on_commit_callbacks):
@@ -198,3 +183,32 @@ def test_the_tick_ends_a_set_whose_advance_was_lost(django_capture_on_commit_cal
     assert advancing.advance_stalled() == 1
     run_set.refresh_from_db()
     assert run_set.state == RunSet.State.FAILED and run_set.finished_at is not None
+
+
+def test_a_sweeps_knee_is_trended_on_its_disk_as_a_series_and_a_move_of_it_is_said(
+    django_capture_on_commit_callbacks,
+):
+    disk = DiskFactory(with_limits=True)
+    profile = sweep_profile(disk.team, name="QD sweep")
+    first = run_sweep(disk, profile, [(1000, 100), (1900, 150), (2000, 400)], django_capture_on_commit_callbacks)
+    second = run_sweep(disk, profile, [(1000, 100), (1050, 300), (1080, 400)], django_capture_on_commit_callbacks)
+
+    knees = list(RunResult.objects.filter(disk=disk).order_by("finished_at"))
+    assert [(r.profile_name, r.total_iops) for r in knees] == [("QD sweep · knee", 1900), ("QD sweep · knee", 1000)]
+    assert knees[0].run_id == members(first)[1].pk and knees[0].limit_iops == 4000
+    assert second.result["moved"] == ["knee moved from QD 4 to QD 1"]
+    assert second.explanation == "finished: 3 of 3 points succeeded; knee moved from QD 4 to QD 1"
+    assert first.result["moved"] == []
+
+
+def test_a_knee_below_the_promise_sweep_after_sweep_raises_the_below_promise_alert(django_capture_on_commit_callbacks):
+    disk = DiskFactory(with_limits=True)  # 4,000 IOPS promised
+    profile = sweep_profile(disk.team, name="QD sweep")
+    wanted = AlertRule.of(disk.team_id, Alert.Kind.BELOW_PROMISE).consecutive_runs
+    for _ in range(wanted):
+        run_sweep(disk, profile, [(1000, 100), (1900, 150), (2000, 400)], django_capture_on_commit_callbacks)
+        evaluate.series_recorded(disk.pk, ["QD sweep · knee"])  # what the sweep's end sends after its commit
+
+    alert = Alert.objects.get(kind=Alert.Kind.BELOW_PROMISE)
+    assert alert.title == f"Below the promise: QD sweep · knee on {disk}"
+    assert "the latest 1,900 IOPS" in alert.summary

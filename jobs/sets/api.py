@@ -1,0 +1,300 @@
+"""The API's sets of runs (sweeps): list (filtered, paged), detail with the plan, the members and the result (its
+curves drawn again under other knee thresholds on request), start one (trigger 'api') and cancel one. The CSV of a
+set's points is with the other downloads (jobs/exports/api.py)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+from django.http import QueryDict
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
+from rest_framework import mixins, serializers, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from jobs import links
+from jobs.analysis import curves
+from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
+from jobs.api.pagination import ALWAYS_ALLOWED, NewestFirst
+from jobs.models import Disk, Profile, Run, RunSet
+from jobs.sets import cancelling, reading, requesting
+from jobs.tools import sweep_plan
+
+AXIS_FIELDS = list(sweep_plan.KINDS)
+POINT_SCHEMA = {
+    "type": "object",
+    "properties": {field: {"type": "integer"} for field in AXIS_FIELDS},
+    "additionalProperties": False,
+    "description": "The fields this point sets on the base profile: iodepth, jobs, block_size_bytes, read_percent.",
+}
+
+
+@extend_schema_field(POINT_SCHEMA)
+class PointField(serializers.JSONField):
+    """A sweep point: {field: value}, the axes' fields in their order (the first outer)."""
+
+
+class PlanAxisSerializer(serializers.Serializer):
+    field = serializers.ChoiceField(choices=AXIS_FIELDS, help_text="The profile field this axis varies.")
+    values = serializers.ListField(child=serializers.IntegerField(), help_text="Its values, in the order they run.")
+
+
+class SetPlanSerializer(serializers.Serializer):
+    axes = PlanAxisSerializer(many=True, help_text="One or two, the first outer.")
+    points = serializers.ListField(child=PointField(), help_text="Every point, in the order they run.")
+    count = serializers.IntegerField(help_text="How many points.")
+    seconds_per_point = serializers.IntegerField(help_text="Ramp plus runtime of one point.")
+    total_s = serializers.IntegerField(help_text="The points' time together: count x seconds_per_point.")
+    text = serializers.CharField(help_text="'9 points × (5 s ramp + 1 min) = 9 min 45 s'.")
+
+
+class SweepPointSerializer(serializers.Serializer):
+    """One point of a sweep as its result holds it (jobs/sets/summary.py point_numbers): null where the point did
+    not succeed or its tool did not report the figure, never a guess."""
+
+    index = serializers.IntegerField(help_text="The point's place in the sweep, from 0.")
+    point = PointField()
+    run = serializers.IntegerField(help_text="The member run's id.")
+    state = serializers.ChoiceField(choices=Run.State.choices, help_text="The member run's state.")
+    iops = serializers.FloatField(allow_null=True, help_text="Total IOPS.")
+    bw_bytes_per_s = serializers.FloatField(allow_null=True, help_text="Total bandwidth, bytes per second.")
+    p50_us = serializers.FloatField(allow_null=True, help_text="Completion latency, µs, of the worse direction.")
+    p99_us = serializers.FloatField(allow_null=True, help_text="As p50_us, the 99th percentile.")
+    p99_9_us = serializers.FloatField(allow_null=True, help_text="As p50_us, the 99.9th percentile.")
+    limit_iops = serializers.FloatField(
+        allow_null=True, help_text="The disk's baseline limit at the point's block size."
+    )
+    burst_iops = serializers.FloatField(allow_null=True, help_text="Its burst limit there.")
+    block_size_bytes = serializers.IntegerField(allow_null=True)
+
+
+class KneeSerializer(serializers.Serializer):
+    axis = serializers.FloatField(help_text="The knee's value of the load axis (QD 16: 16).")
+    iops = serializers.FloatField()
+    p99_us = serializers.FloatField(allow_null=True)
+    run = serializers.IntegerField(help_text="The member run measured there.")
+    index = serializers.IntegerField(help_text="Its point's index.")
+
+
+class SweepCurveSerializer(serializers.Serializer):
+    split = serializers.DictField(
+        child=serializers.IntegerField(), help_text="The other axis's value this curve is drawn at; {} for one axis."
+    )
+    # The serializer metaclass moves declared fields out of the class, so this does not shadow Field.label.
+    label = serializers.CharField(  # type: ignore[assignment]
+        help_text="The split in words ('block size 64k'); empty for one axis."
+    )
+    knee = KneeSerializer(allow_null=True, help_text="null: no knee (knee_text says why).")
+    knee_text = serializers.CharField(help_text="'knee at QD 16: 18,900 IOPS, p99 1.2 ms' or 'no knee: ' and why.")
+    limit_axis = serializers.FloatField(allow_null=True, help_text="Where the vendor's limit was reached; null: not.")
+    limit_text = serializers.CharField(allow_blank=True, help_text="That in words; empty when it was not reached.")
+
+
+class KneeRuleSerializer(serializers.Serializer):
+    iops_growth = serializers.FloatField(help_text="As a fraction: 0.1 is 10 %.")
+    p99_growth = serializers.FloatField(help_text="As a fraction: 0.5 is 50 %.")
+
+
+class SweepResultSerializer(serializers.Serializer):
+    points = SweepPointSerializer(many=True)
+    axis = serializers.ChoiceField(
+        choices=["iodepth", "jobs"], allow_null=True, help_text="The load axis the curves run along; null: no curve."
+    )
+    rule = KneeRuleSerializer(help_text="The knee's thresholds applied.")
+    rule_text = serializers.CharField(help_text="The knee's rule in words.")
+    curves = SweepCurveSerializer(many=True, help_text="One per value of the other axis.")
+
+
+class SetMemberSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    index = serializers.IntegerField(source="set_index", help_text="Its place in the set, from 0.")
+    point = PointField(source="set_point")
+    point_text = serializers.SerializerMethodField(help_text="'iodepth 16, block size 64k'.")
+    state = serializers.ChoiceField(choices=Run.State.choices)
+    explanation = serializers.CharField()
+    url = serializers.SerializerMethodField(help_text="The run in the API.")
+
+    def get_point_text(self, run: Run) -> str:
+        return sweep_plan.point_text(run.set_point or {}, str((run.parameters or {}).get("tool", "fio")))
+
+    def get_url(self, run: Run) -> str:
+        return links.absolute(reverse("api-run-detail", kwargs={"pk": run.pk}), self.context.get("request"))
+
+
+class SetSerializer(serializers.ModelSerializer):
+    host = serializers.IntegerField(source="disk.host_id", read_only=True)
+    created_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    final = serializers.BooleanField(source="is_final", read_only=True)
+    points = serializers.SerializerMethodField(help_text="How many points (member runs) the set has.")
+
+    class Meta:
+        model = RunSet
+        fields = [
+            "id", "uuid", "kind", "disk", "host", "profile", "profile_name", "schedule", "fire_time", "trigger",
+            "state", "final", "explanation", "on_failure", "cancel_requested", "created_by", "created_at",
+            "started_at", "finished_at", "points",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_points(self, run_set: RunSet) -> int:
+        return len((run_set.plan or {}).get("points", []))
+
+
+class SetDetailSerializer(SetSerializer):
+    plan = serializers.SerializerMethodField(help_text="The sweep's axes, points and time, as planned when made.")
+    members = serializers.SerializerMethodField(help_text="The member runs in the order they run.")
+    result = serializers.SerializerMethodField(
+        help_text="A sweep's points with their numbers, its curves along the load axis with their knees and the "
+        "vendor's limit, in numbers and words. Stored when the set ended; until then drawn from the points that "
+        "ended so far. ?iops_growth= and ?p99_growth= draw the curves again under those thresholds."
+    )
+
+    class Meta(SetSerializer.Meta):
+        fields = [*SetSerializer.Meta.fields, "base_parameters", "plan", "members", "result"]
+        read_only_fields = fields
+
+    def _members(self, run_set: RunSet) -> list[Run]:
+        found = self.context.get("members")
+        return found if found is not None else reading.members(run_set)
+
+    @extend_schema_field(SetPlanSerializer(allow_null=True))
+    def get_plan(self, run_set: RunSet) -> dict[str, Any] | None:
+        plan = reading.stored_plan(run_set)
+        if plan is None:
+            return None
+        return {**requesting.plan_json(plan), "count": plan.count, "text": sweep_plan.plan_text(plan)}
+
+    @extend_schema_field(SetMemberSerializer(many=True))
+    def get_members(self, run_set: RunSet) -> list[dict[str, Any]]:
+        return list(SetMemberSerializer(self._members(run_set), many=True, context=self.context).data)
+
+    @extend_schema_field(SweepResultSerializer(allow_null=True))
+    def get_result(self, run_set: RunSet) -> dict[str, Any] | None:
+        if run_set.kind != RunSet.Kind.SWEEP:
+            return run_set.result
+        return reading.result_of(run_set, self._members(run_set), self.context.get("rule"))
+
+
+class SetRequestSerializer(serializers.Serializer):
+    disk = TeamScoped(queryset=Disk.objects.select_related("host", "team"))
+    profile = TeamScoped(
+        queryset=Profile.objects.all(), presets=True, help_text="A sweep profile (one with sweep_axes)."
+    )
+
+
+class SetFilter(serializers.Serializer):
+    disk = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    state = serializers.MultipleChoiceField(
+        choices=RunSet.State.choices, required=False, help_text="Repeat for several."
+    )
+    kind = serializers.ChoiceField(choices=RunSet.Kind.choices, required=False)
+
+    LOOKUPS = {"disk": "disk_id", "state": "state__in", "kind": "kind"}
+
+    def apply(self, sets: QuerySet) -> QuerySet:
+        # An absent multiple-choice parameter validates as an empty set: no filter, not "no state at all".
+        given = {name: value for name, value in self.validated_data.items() if value not in (None, set(), [])}
+        return sets.filter(**{self.LOOKUPS[name]: value for name, value in given.items()})
+
+
+# The knee's thresholds a request may set, in percent, with their bounds and defaults.
+KNEE_LOW, KNEE_HIGH = 0.1, 1000.0
+KNEE_THRESHOLDS = {"iops_growth": curves.IOPS_GROWTH, "p99_growth": curves.P99_GROWTH}
+KNEE_PARAMETERS = [
+    OpenApiParameter(
+        name,
+        {"type": "number", "minimum": KNEE_LOW, "maximum": KNEE_HIGH},
+        description=f"Percent (default {default * 100:g}): draw the curves again with this knee threshold "
+        f"({'IOPS gained after the knee less than this' if name == 'iops_growth' else 'p99 rising more than this'}).",
+    )
+    for name, default in KNEE_THRESHOLDS.items()
+]
+_NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+\.")
+
+
+def knee_rule(query: QueryDict) -> curves.Rule | None:
+    """The knee rule the query asks for (?iops_growth=10&p99_growth=50, percent); None: the default's. A value
+    that is not one number within the bounds is refused naming its parameter."""
+    given: dict[str, float] = {}
+    problems = {}
+    for name, default in KNEE_THRESHOLDS.items():
+        values = query.getlist(name)
+        if not values:
+            continue
+        number = float(values[0]) if len(values) == 1 and _NUMBER.fullmatch(values[0]) else math.nan
+        if not KNEE_LOW <= number <= KNEE_HIGH:
+            got = ", ".join(repr(v[:40]) for v in values)
+            problems[name] = [
+                f"Give {name} once, as a percentage from {KNEE_LOW:g} to {KNEE_HIGH:g}, e.g. {default * 100:g} "
+                f"(the default); got {got}."
+            ]
+        given[name] = number / 100
+    if problems:
+        raise ValidationError(problems)
+    return curves.Rule(**given) if given else None
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[SetFilter]),
+    retrieve=extend_schema(parameters=KNEE_PARAMETERS),
+    create=extend_schema(request=SetRequestSerializer, responses={201: SetDetailSerializer}),
+)
+class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, TeamViewSet):
+    """Sets of runs (sweeps): list with filters, start one now (trigger 'api'), cancel, and read the result."""
+
+    pagination_class = NewestFirst
+    list_parameters = tuple(SetFilter().fields)
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        return SetSerializer if self.action == "list" else SetDetailSerializer
+
+    def get_queryset(self) -> QuerySet:
+        if self.fake:
+            return RunSet.objects.none()
+        sets = RunSet.objects.filter(team=self.team).select_related("disk", "created_by")
+        if self.action == "list":
+            filters = SetFilter(data=self.request.query_params)
+            filters.is_valid(raise_exception=True)
+            return filters.apply(sets)
+        return sets
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        allowed = tuple(KNEE_THRESHOLDS)
+        unknown = sorted(set(request.query_params) - {*allowed, *ALWAYS_ALLOWED})
+        if unknown:
+            raise ValidationError(
+                {name: [f"This takes no {name!r} parameter; it takes: {', '.join(allowed)}."] for name in unknown}
+            )
+        rule = knee_rule(request.query_params)
+        run_set = self.get_object()
+        return Response(self._detail(run_set, rule=rule))
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        body = SetRequestSerializer(data=request.data, context=self.get_serializer_context())
+        body.is_valid(raise_exception=True)
+        disk, profile = body.validated_data["disk"], body.validated_data["profile"]
+        if not profile.is_sweep:
+            why = f"{profile.name} is not a sweep (it has no sweep_axes): POST it to /api/v1/runs/ to run it once."
+            raise ValidationError({"profile": [why]})
+        run_set = requesting.request_sweep(disk, profile, trigger=Run.Trigger.API, user=request.user)
+        return Response(self._detail(run_set), status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: SetDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str) -> Response:
+        """One cancel for every member: those not started end at once, the running one is stopped on its host;
+        the members that finished keep their results."""
+        return Response(self._detail(cancelling.cancel(self.get_object())))
+
+    def _detail(self, run_set: RunSet, rule: curves.Rule | None = None) -> dict[str, Any]:
+        context = {**self.get_serializer_context(), "members": reading.members(run_set), "rule": rule}
+        return dict(SetDetailSerializer(run_set, context=context).data)

@@ -1,0 +1,42 @@
+"""What a set shows, for the API and the downloads alike: its result (stored once it ended; until then drawn from
+its members so far), its curves again under other knee thresholds, and its stored plan as a person reads it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.analysis import curves
+from jobs.models import Run, RunSet
+from jobs.sets import summary
+from jobs.tools import sweep_plan
+
+
+def members(run_set: RunSet) -> list[Run]:
+    return list(run_set.members.order_by("set_index"))
+
+
+def result_of(run_set: RunSet, members_now: list[Run] | None = None, rule: curves.Rule | None = None) -> dict[str, Any]:
+    """The set's result: the stored one once it ended, else its points so far (a point not ended has empty
+    numbers) with their curves. With a rule, the curves are drawn again under its thresholds (the points stay)."""
+    if run_set.is_final and isinstance(run_set.result, dict):
+        result = run_set.result
+    else:
+        result = summary.sweep_result(run_set, members(run_set) if members_now is None else members_now)
+    if rule is None:
+        return result
+    tool = str((run_set.base_parameters or {}).get("tool", "fio"))
+    return result | summary.curves_of(run_set.plan, result.get("points", []), tool, rule)
+
+
+def stored_plan(run_set: RunSet) -> sweep_plan.Plan | None:
+    """The plan as the set stored it (RunSet.plan, jobs/sets/requesting.py plan_json), for plan_text; None when it
+    is not a sweep's. The ramp is what the point's seconds hold beyond the base profile's runtime."""
+    plan = run_set.plan if isinstance(run_set.plan, dict) else {}
+    try:
+        axes = tuple(sweep_plan.Axis(str(a["field"]), tuple(int(v) for v in a["values"])) for a in plan["axes"])
+        each = int(plan["seconds_per_point"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    runtime = (run_set.base_parameters or {}).get("runtime_s")
+    runtime = runtime if isinstance(runtime, int) and 0 < runtime <= each else each
+    return sweep_plan.Plan(axes, each - runtime, runtime) if axes else None
