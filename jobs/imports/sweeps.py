@@ -13,9 +13,9 @@ The steps:
    outer one first: read share, then block size, then jobs, then iodepth, so that a curve along the load (the
    inner axis) is one run of points. The outputs must fill the grid of the axes, one output a point.
 3. Everything is stored in one transaction, or nothing: the set, one succeeded member a point (as the single
-   import stores a run, with run_set, set_index and set_point), and the set's result (jobs/sets/summary.py). The
-   members keep their place in time: the last point ends at the import's date, each earlier one where the next
-   one starts.
+   import stores a run, with run_set, set_index and set_point), and the set's end as a sweep that ran ends
+   (jobs/sets/advancing.py: its result, its knees recorded as the disk's series). The members keep their place
+   in time: the last point ends at the import's date, each earlier one where the next one starts.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from django.utils import timezone
 from jobs import errors
 from jobs.imports import importing
 from jobs.models import Disk, Run, RunSet
-from jobs.sets import requesting, summary
+from jobs.sets import advancing, requesting
 from jobs.tools import sweep_plan
 from jobs.tools.summary import ParseError, ParseResult
 
@@ -278,12 +278,14 @@ def _store(disk: Disk, sweep: Sweep, *, finished: datetime, user: Any) -> RunSet
         )
         for index, (output, point, end) in enumerate(zip(sweep.outputs, sweep.plan.points, ends, strict=True))
     ]  # fmt: skip
+    # Every member is final: the set ends as a sweep that ran does (its result, the knees recorded as the disk's
+    # series, what moved since the last sweep of its name), at the times its outputs ran.
+    advancing.advance(run_set.pk)
+    run_set.refresh_from_db()
     RunSet.objects.filter(pk=run_set.pk).update(
-        state=RunSet.State.SUCCEEDED,
-        explanation=f"imported: {len(members)} points from {len(members)} outputs",
         started_at=members[0].started_at,
         finished_at=members[-1].finished_at,
-        result=summary.sweep_result(run_set, members),
+        explanation=f"imported from {len(members)} outputs; {run_set.explanation}",
     )
     run_set.refresh_from_db()
     return run_set

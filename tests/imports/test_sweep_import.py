@@ -14,6 +14,7 @@ import pytest
 from jobs.imports import importing, sweeps
 from jobs.imports.forms import split_outputs
 from jobs.models import Run, RunResult, RunSet
+from jobs.sets import summary
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SWEEP = FIXTURES / "sweeps"  # real fio 3.33 on this machine: randread 4k/64k x QD 64/128 (JSON), randwrite 4k (text)
@@ -41,7 +42,8 @@ def test_six_fio_outputs_of_the_ultra_shape_are_a_randread_grid_and_a_randwrite_
     writes, reads = sweeps.import_sweeps(disk, _sources(*ULTRA_SHAPE), at=AT)  # in the order of their first output
 
     assert reads.kind == RunSet.Kind.SWEEP and reads.trigger == Run.Trigger.IMPORT
-    assert reads.state == RunSet.State.SUCCEEDED and reads.explanation == "imported: 4 points from 4 outputs"
+    assert reads.state == RunSet.State.SUCCEEDED
+    assert reads.explanation == "imported from 4 outputs; finished: 4 of 4 points succeeded"
     assert reads.plan["axes"] == [{"field": "block_size_bytes", "values": [4096, 65536]},
                                   {"field": "iodepth", "values": [64, 128]}]  # fmt: skip
     assert reads.profile_name == "randread: block size 4k,64k × iodepth 64,128"
@@ -70,7 +72,9 @@ def test_six_fio_outputs_of_the_ultra_shape_are_a_randread_grid_and_a_randwrite_
     assert [p["iops"] for p in result["points"]] == stored
     assert result["axis"] == "iodepth"
     assert [c["label"] for c in result["curves"]] == ["block size 4k", "block size 64k"]
-    assert not RunResult.objects.exists()  # members are charted in their set, not as the disk's runs
+    # Members are charted in their set, not as the disk's runs; each curve's knee is the disk's series, as a sweep's.
+    knees = summary.knee_series(reads.profile_name, result) + summary.knee_series(writes.profile_name, writes.result)
+    assert sorted(RunResult.objects.values_list("run_id", "profile_name")) == sorted(knees)
 
     assert writes.plan["axes"] == [{"field": "iodepth", "values": [64, 128]}]
     assert [m.parameters["format"] for m in writes.members.order_by("set_index")] == ["fio-text", "fio-text"]
