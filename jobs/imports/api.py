@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -17,9 +18,9 @@ from rest_framework.response import Response
 from jobs import links
 from jobs.api.base import JsonTypes, TeamScoped, TeamViewSet
 from jobs.api.parsers import JSONParser
-from jobs.imports import importing
+from jobs.imports import importing, sweeps
 from jobs.imports.forms import MAX_IMPORT_CHARS, MAX_IMPORT_FILES, normalise_newlines
-from jobs.models import Disk, Run
+from jobs.models import Disk, Run, RunSet
 from jobs.runs.api import RunSerializer
 from jobs.tools.summary import ParseError, ParseResult
 
@@ -71,6 +72,65 @@ class ImportSerializer(JsonTypes, serializers.Serializer):
             )
         attrs["sources"] = [(name, normalise_newlines(body)) for name, body in sources]
         return attrs
+
+
+class NamedOutputSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False, max_length=200, default="", help_text="Names the output.")
+    text = serializers.CharField(trim_whitespace=False, help_text="One output of the tool.")
+
+
+class SweepImportSerializer(JsonTypes, serializers.Serializer):
+    disk = TeamScoped(queryset=Disk.objects.select_related("host"))
+    tool = serializers.ChoiceField(choices=["auto", "fio", "ndisk64"], default="auto")
+    finished_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="When the last point ended; each earlier one ended when the next began. Empty: now.",
+    )
+    outputs = NamedOutputSerializer(
+        many=True, required=False, help_text="The outputs as text, one a point; unnamed ones are 'output N'."
+    )
+    files = serializers.ListField(
+        child=serializers.FileField(), required=False, max_length=MAX_IMPORT_FILES, help_text="Each file is one output."
+    )
+    dry_run = serializers.BooleanField(default=False, help_text="Read the outputs and show the sweeps; store nothing.")
+
+    validate_finished_at = ImportSerializer.validate_finished_at
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = attrs.get("outputs") or []
+        sources = [(o["name"] or f"output {n}", o["text"]) for n, o in enumerate(given, 1)]
+        for upload in attrs.get("files") or []:
+            try:
+                sources.append((upload.name[:200], upload.read(MAX_IMPORT_CHARS * 4 + 1).decode("utf-8")))
+            except UnicodeDecodeError as exc:
+                raise serializers.ValidationError({"files": f"{upload.name} is not UTF-8 text."}) from exc
+        if sum(len(body) for _, body in sources) > MAX_IMPORT_CHARS:
+            raise serializers.ValidationError(
+                {"outputs": f"Over {MAX_IMPORT_CHARS:,} characters in all: import fewer outputs at a time."}
+            )
+        attrs["sources"] = [(name, normalise_newlines(body)) for name, body in sources]
+        return attrs
+
+
+class SweepPointSerializer(serializers.Serializer):
+    point = serializers.DictField(child=serializers.IntegerField(), help_text="The fields this point sets.")
+    output = serializers.CharField(help_text="The output measured at it: 'output N (its name)'.")
+    run = serializers.IntegerField(allow_null=True, help_text="The member run that stores it; null in a dry run.")
+
+
+class ImportedSweepSerializer(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True, help_text="The set's id; null in a dry run.")
+    url = serializers.CharField(allow_null=True, help_text="The set's page; null in a dry run.")
+    name = serializers.CharField()
+    rw = serializers.CharField(help_text="The rw of its outputs (ndisk64: random or sequential): each rw is a sweep.")
+    axes = serializers.ListField(child=serializers.DictField(), help_text='[{"field", "values"}], the first outer.')
+    points = SweepPointSerializer(many=True)
+
+
+class SweepImportResultSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    sets = ImportedSweepSerializer(many=True)
 
 
 class ParsedSerializer(serializers.Serializer):
@@ -153,6 +213,50 @@ class ImportViewSet(TeamViewSet):
         answer = {"dry_run": data["dry_run"], "parsed": parsed, "runs": runs}
         code = status.HTTP_200_OK if data["dry_run"] else status.HTTP_201_CREATED
         return Response(ImportResultSerializer(answer).data, status=code)
+
+    @extend_schema(
+        request={"application/json": SweepImportSerializer, "multipart/form-data": SweepImportSerializer},
+        responses={200: SweepImportResultSerializer, 201: SweepImportResultSerializer, 409: DuplicateSerializer},
+    )
+    @action(detail=False, methods=["post"], url_path="sweep", serializer_class=SweepImportSerializer)
+    def sweep(self, request: Request) -> Response:
+        """Import several outputs (JSON `outputs`, or multipart `files`), one a point, as sweeps of the disk.
+
+        Each output's point is read from its own parameters (iodepth, jobs, block size, read share); the outputs
+        of each rw are one sweep, whose axes are the fields that differ (at most two), and must fill its grid.
+        All are stored or none: a refusal (400) names the output and its field; an output already stored on the
+        disk is refused too. With dry_run, the sweeps are shown and nothing is stored."""
+        body = self.get_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        disk, sources = data["disk"], data["sources"]
+        planned = sweeps.plan_sweeps(sweeps.read_outputs(sources, data["tool"], disk))
+        if data["dry_run"]:
+            answer = {"dry_run": True, "sets": [_sweep_answer(sweep, None, request) for sweep in planned]}
+            return Response(SweepImportResultSerializer(answer).data)
+        try:
+            made = sweeps.import_sweeps(disk, sources, at=data.get("finished_at"), user=request.user, tool=data["tool"])
+        except importing.DuplicateImport as exc:
+            url = links.absolute(reverse("api-run-detail", kwargs={"pk": exc.first.pk}), request)
+            answer = {"detail": str(exc), "duplicate_of": exc.first.pk, "run_url": url}
+            return Response(DuplicateSerializer(answer).data, status=status.HTTP_409_CONFLICT)
+        sets = [_sweep_answer(sweep, run_set, request) for sweep, run_set in zip(planned, made, strict=True)]
+        return Response(SweepImportResultSerializer({"dry_run": False, "sets": sets}).data, status=201)
+
+
+def _sweep_answer(sweep: sweeps.Sweep, run_set: RunSet | None, request: Request) -> dict[str, Any]:
+    runs = dict(run_set.members.values_list("set_index", "pk")) if run_set else {}
+    return {
+        "id": run_set.pk if run_set else None,
+        "url": links.absolute(sweeps.page_path(run_set), request) if run_set else None,
+        "name": sweep.name,
+        "rw": sweep.rw,
+        "axes": [{"field": a.field, "values": list(a.values)} for a in sweep.plan.axes],
+        "points": [
+            {"point": point, "output": output.called, "run": runs.get(index)}
+            for index, (point, output) in enumerate(zip(sweep.plan.points, sweep.outputs, strict=True))
+        ],
+    }
 
 
 def _parsed(disk: Disk, name: str, text: str, result: ParseResult) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, cast
 
 from django import forms
@@ -103,6 +104,54 @@ class ImportForm(ImportTargetForm):
                 "files" if files else "text",
                 f"That is {total:,} characters; the browser import takes up to {MAX_IMPORT_CHARS:,} at a time. "
                 "Import fewer files at once, or large outputs with `manage.py import_results FILE --disk ID`.",
+            )
+        cleaned["sources"] = [(name, normalise_newlines(body)) for name, body in sources]
+        return cleaned
+
+
+# Several outputs pasted in one box are separated by a line of four or more hyphens and nothing else, which no fio
+# or ndisk64 report prints (ndisk64's "---->" line goes on).
+OUTPUT_SEPARATOR = re.compile(r"^-{4,}[ \t]*$", re.MULTILINE)
+
+
+def split_outputs(text: str) -> list[str]:
+    """The outputs pasted in one text, in order, without the blank ones around the separators."""
+    return [part.strip("\n") for part in OUTPUT_SEPARATOR.split(normalise_newlines(text)) if part.strip()]
+
+
+class SweepImportForm(ImportTargetForm):
+    """Several outputs, one a point of the sweep: files, or texts pasted one after another with ---- between."""
+
+    files = MultipleFileField(  # type: ignore[assignment]
+        label="Files", required=False, help_text=f"Up to {MAX_IMPORT_FILES} files, one output each."
+    )
+    text = forms.CharField(
+        label="Or paste the outputs",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false"}),
+        help_text="One output after another, with a line of four hyphens (----) between two outputs.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        assert cleaned is not None  # Form.clean returns cleaned_data
+        sources = [(f"pasted output {n}", part) for n, part in enumerate(split_outputs(cleaned.get("text") or ""), 1)]
+        files = cleaned.get("files") or []
+        if len(files) > MAX_IMPORT_FILES:
+            self.add_error("files", f"Choose at most {MAX_IMPORT_FILES} files at a time.")
+        for upload in files:
+            try:
+                sources.append((upload.name[:200], upload.read(MAX_IMPORT_CHARS * 4 + 1).decode("utf-8")))
+            except UnicodeDecodeError:
+                self.add_error("files", f"{upload.name} is not text (UTF-8): upload the tool's output file itself.")
+        if len(sources) < 2 and not self.errors:
+            self.add_error("text", "Give at least two outputs, one a point: files, or texts with a ---- line between.")
+        total = sum(len(body) for _, body in sources)
+        if total > MAX_IMPORT_CHARS:
+            self.add_error(
+                "files" if files else "text",
+                f"That is {total:,} characters; the browser import takes up to {MAX_IMPORT_CHARS:,} at a time.",
             )
         cleaned["sources"] = [(name, normalise_newlines(body)) for name, body in sources]
         return cleaned

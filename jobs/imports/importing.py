@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,7 +21,7 @@ from jobs import errors, figures
 from jobs.alerts import boundary
 from jobs.alerts import evaluate as alerts
 from jobs.analysis import steady
-from jobs.models import Disk, Profile, Run, RunResult, RunSample
+from jobs.models import Disk, Profile, Run, RunResult, RunSample, RunSet
 from jobs.runs import collecting
 from jobs.tools import completion, detect
 from jobs.tools.summary import ParseError, ParseResult
@@ -137,7 +138,7 @@ def import_results(
         # One import of a disk at a time, so that the same output saved twice at once is still stored once
         # (the same NO KEY lock RunResult.record takes; SQLite's IMMEDIATE transactions are one at a time).
         list(Disk.objects.select_for_update(no_key=True).filter(pk=disk.pk).values_list("pk"))
-        return [_store(disk, text, result, name=name, finished=finished, user=user) for result in chosen]
+        return [store_result(disk, text, result, name=name, finished=finished, user=user) for result in chosen]
 
 
 def import_result(
@@ -188,7 +189,26 @@ def _same_mix(profile: Profile, stated: dict[str, Any]) -> bool:
     return read_percent is not None and float(read_percent) == float(profile.read_percent)
 
 
-def _store(disk: Disk, text: str, parsed: ParseResult, *, name: str, finished: datetime, user: Any) -> Run:
+@dataclass(frozen=True)
+class Member:
+    """Where an imported run stands in a set of runs (jobs/imports/sweeps.py): its set, place and point."""
+
+    run_set: RunSet
+    index: int
+    point: dict[str, int]
+
+
+def store_result(
+    disk: Disk,
+    text: str,
+    parsed: ParseResult,
+    *,
+    name: str,
+    finished: datetime,
+    user: Any,
+    member: Member | None = None,
+) -> Run:
+    """One result stored as a finished run of the disk; DuplicateImport when it is already stored there."""
     first = duplicate_of(disk, text, parsed.label)
     if first is not None:
         raise DuplicateImport(first, parsed.label)
@@ -199,7 +219,8 @@ def _store(disk: Disk, text: str, parsed: ParseResult, *, name: str, finished: d
     explanation = f"the imported output reports an error: {errors}" if errors else f"imported from {source}"
     if parsed.partial:
         explanation += f" (partial: {parsed.partial})"
-    joined = same_workload_profile(disk, parsed)
+    # A set's member is charted in its set, not in a profile's series (RunResult.record skips it).
+    joined = same_workload_profile(disk, parsed) if member is None else None
     if joined is not None:
         explanation += f"; charted with the runs of {joined.name}, which measured the same workload"
     run = Run.objects.create(
@@ -225,6 +246,9 @@ def _store(disk: Disk, text: str, parsed: ParseResult, *, name: str, finished: d
         summary=collecting.stored_summary(summary),
         limits_snapshot=disk.limits_snapshot(summary.get("block_size_bytes")),
         steady_state=None if errors else steady.stamp(parsed.steadystate, summary.get("samples", [])),
+        run_set=member.run_set if member else None,
+        set_index=member.index if member else None,
+        set_point=member.point if member else None,
     )
     RunSample.store(run, summary.get("samples", []))
     RunResult.record(run)

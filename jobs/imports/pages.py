@@ -11,10 +11,11 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from jobs import access, figures, limits, units
-from jobs.imports import importing
-from jobs.imports.forms import MAX_IMPORT_CHARS, ImportForm, ImportTargetForm, normalise_newlines
+from jobs import access, errors, figures, limits, units
+from jobs.imports import importing, sweeps
+from jobs.imports.forms import MAX_IMPORT_CHARS, ImportForm, ImportTargetForm, SweepImportForm, normalise_newlines
 from jobs.models import Disk, Run
+from jobs.tools import sweep_plan
 from jobs.tools.summary import PERCENTILES, ParseError, ParseResult
 
 
@@ -209,3 +210,81 @@ def _save_imports(request: HttpRequest, parsed: list[Parsed], picks: set[str], d
     named = ", ".join(dict.fromkeys(run.profile_name for run in runs))
     messages.success(request, f"Imported {len(runs)} result{'s' if len(runs) != 1 else ''} onto {disk}: {named}.")
     return redirect("run_detail", pk=runs[0].pk) if len(runs) == 1 else redirect("disk_detail", pk=disk.pk)
+
+
+@dataclass
+class PlannedPoint:
+    """One point of a sweep to import, as the check shows it."""
+
+    point: str
+    output: str
+    iops: str
+
+
+def _planned(sweep: sweeps.Sweep) -> dict[str, Any]:
+    rows = [
+        PlannedPoint(
+            sweep_plan.point_text(point, sweep.tool),
+            output.called,
+            units.format_iops((output.result.summary.get("total") or {}).get("iops")),
+        )
+        for point, output in zip(sweep.plan.points, sweep.outputs, strict=True)
+    ]
+    return {"name": sweep.name, "count": sweep.plan.count, "rows": rows}
+
+
+@login_required
+def import_sweep(request: HttpRequest) -> HttpResponse:
+    """Step 1 reads every output and shows the sweeps they make (or why they make none), storing nothing; step 2
+    stores exactly the outputs shown, all of them or none (jobs/imports/sweeps.py)."""
+    team = access.team(request)
+    planned: list[sweeps.Sweep] = []
+    refusal = ""
+    sources: list[tuple[str, str]] = []
+    confirm: dict[str, str] = {}
+    if request.method == "POST" and request.POST.get("step") == "save":
+        access.require_change(request, team)
+        target = ImportTargetForm(request.POST, team=team)
+        names, texts = request.POST.getlist("source_name"), request.POST.getlist("source_text")
+        sources = [(name[:200], normalise_newlines(text)) for name, text in zip(names, texts, strict=False)]
+        if not target.is_valid():
+            refusal = " ".join(f"{name}: {' '.join(str(e) for e in errs)}" for name, errs in target.errors.items())
+        else:
+            data = target.cleaned_data
+            try:
+                made = sweeps.import_sweeps(
+                    data["disk"], sources, at=data["finished_at"], user=request.user, tool=data["tool"]
+                )
+            except (errors.FieldRefused, importing.DuplicateImport) as exc:
+                refusal = str(exc)
+            else:
+                listed = "; ".join(f"sweep {s.pk}, {s.profile_name}" for s in made)
+                messages.success(request, f"Imported {len(made)} sweep{'s' if len(made) != 1 else ''} onto "
+                                          f"{data['disk']}: {listed}.")  # fmt: skip
+                return redirect(sweeps.page_path(made[0]))
+        form = SweepImportForm(
+            team=team, initial={name: request.POST.get(name) for name in ("disk", "finished_at", "tool")}
+        )
+    elif request.method == "POST":
+        access.require_change(request, team)
+        form = SweepImportForm(request.POST, request.FILES, team=team)
+        if form.is_valid():
+            data = form.cleaned_data
+            sources = data["sources"]
+            try:
+                planned = sweeps.plan_sweeps(sweeps.read_outputs(sources, data["tool"], data["disk"]))
+            except errors.FieldRefused as exc:
+                refusal = str(exc)
+            confirm = {name: request.POST.get(name, "") for name in ("disk", "finished_at", "tool")}
+    else:
+        form = SweepImportForm(team=team, initial={"disk": request.GET.get("disk")})
+    context = {
+        "form": form,
+        "planned": [_planned(sweep) for sweep in planned],
+        "refusal": refusal,
+        "sources": sources if planned else [],
+        "confirm": confirm,
+        "can_change": access.can_change(request, team),
+        "max_chars": MAX_IMPORT_CHARS,
+    }
+    return render(request, "jobs/imports/import_sweep.html", context)
