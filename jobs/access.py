@@ -15,7 +15,7 @@ from django.db.models import Model, Q, QuerySet
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
-from jobs.models import Disk, Host, Membership, Profile, Run, Schedule, Team
+from jobs.models import Disk, Host, Membership, Profile, Run, RunSet, Schedule, Team
 from jobs.teams import membership as teams
 
 M = TypeVar("M", bound=Model)
@@ -67,7 +67,11 @@ def disk(request: HttpRequest, pk: int) -> Disk:
 
 
 def run(request: HttpRequest, pk: int) -> Run:
-    return owned(request, Run.objects.select_related("disk__host", "profile"), pk)
+    return owned(request, Run.objects.select_related("disk__host", "profile", "run_set"), pk)
+
+
+def run_set(request: HttpRequest, pk: int) -> RunSet:
+    return owned(request, RunSet.objects.select_related("disk__host", "profile"), pk)
 
 
 def schedule(request: HttpRequest, pk: int) -> Schedule:

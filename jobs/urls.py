@@ -17,6 +17,7 @@ from jobs.profiles import pages as profiles
 from jobs.results import pages as results
 from jobs.runs import pages as runs
 from jobs.schedules import pages as schedules
+from jobs.sets import pages as sets
 from jobs.shares import pages as shares
 from jobs.shares import public
 from jobs.teams import pages as teams
@@ -32,6 +33,7 @@ urlpatterns = [
     path("logout/", teams.LogoutView.as_view(), name="logout"),
     path("team/switch", teams.switch_team, name="switch_team"),
     path("team/members/", teams.members, name="members"),
+    path("team/settings/", teams.team_settings, name="team_settings"),
     path("team/members/<int:pk>", teams.member_change, name="member_change"),
     path("team/invitations/<int:pk>/revoke", teams.invitation_revoke, name="invitation_revoke"),
     path("invitations/", teams.invitations, name="invitations"),
@@ -68,6 +70,10 @@ urlpatterns = [
     path("runs/<int:pk>/progress.json", runs.run_progress, name="run_progress"),
     path("runs/<int:pk>/cancel", runs.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/raw", runs.run_raw, name="run_raw"),
+    # sets of runs: a sweep's page, its charts' data, its cancel
+    path("sets/<int:pk>/", sets.set_detail, name="set_detail"),
+    path("sets/<int:pk>/series.json", sets.set_series, name="set_series"),
+    path("sets/<int:pk>/cancel", sets.set_cancel, name="set_cancel"),
     # exports: CSV downloads and printable reports
     path("runs/export.csv", exports.runs_csv, name="runs_csv"),
     path("runs/<int:pk>/samples.csv", exports.run_samples_csv, name="run_samples_csv"),

@@ -14,6 +14,9 @@ from django.db.models import Q
 from jobs import limits, presets
 from jobs.models import Disk, Profile, Run
 from jobs.models.names import name_taken
+from jobs.runners import Unrunnable
+from jobs.sets import facts as set_facts
+from jobs.tools import sweep_plan
 from jobs.units import parse_size, short_size
 from jobs.widgets import MomentInput
 
@@ -165,9 +168,12 @@ class ProfileSelect(forms.Select):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.refusals: dict[str, str] = {}  # profile id -> the few words why it cannot run here
+        self.plans: dict[str, str] = {}  # a sweep profile's id -> its points and time
 
     def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         option = super().create_option(name, value, *args, **kwargs)
+        if plan := self.plans.get(str(value)):
+            option["label"] = f"{option['label']} — sweep: {plan}"
         if short := self.refusals.get(str(value)):
             option["label"] = f"{option['label']} — cannot run here: {short}"
             option["attrs"]["disabled"] = True
@@ -184,9 +190,22 @@ class RunNowForm(forms.Form):
         # Disk.refusal_for is the rule queueing.create_run refuses by: a choice disabled here is refused there.
         profiles = list(profile_field.queryset)
         refusals = {profile.pk: disk.refusal_for(profile) for profile in profiles}
-        cast(ProfileSelect, profile_field.widget).refusals = {
-            str(pk): refusal.short for pk, refusal in refusals.items() if refusal
-        }
+        # A sweep the disk takes (every point: Disk.refusal_for) must also fit the team's bound, as Run now checks
+        # (jobs/sets/requesting.py); the form says what each will do before it runs.
+        self.sweeps: list[tuple[Profile, str, str]] = []
+        for profile in profiles:
+            if profile.is_sweep and refusals[profile.pk] is None:
+                plan = profile.sweep()
+                try:
+                    sweep_plan.check_bound(plan, disk.team.sweep_bound_s)
+                except sweep_plan.SweepError as exc:
+                    refusals[profile.pk] = Unrunnable("profile", "longer than the team's bound on a sweep", str(exc))
+                else:
+                    axes = set_facts.plan_axes_words(plan.axes, profile.tool)
+                    self.sweeps.append((profile, sweep_plan.plan_text(plan), axes))
+        widget = cast(ProfileSelect, profile_field.widget)
+        widget.refusals = {str(pk): refusal.short for pk, refusal in refusals.items() if refusal}
+        widget.plans = {str(profile.pk): plan for profile, plan, _ in self.sweeps}
         runnable = [pk for pk, refusal in refusals.items() if refusal is None]
         self.runnable_count = len(runnable)
         self.refused = [(p.name, refusal.message) for p in profiles if (refusal := refusals[p.pk])]

@@ -17,6 +17,8 @@ from jobs.disks.facts import disk_facts
 from jobs.disks.forms import DiskForm, PreconditionForm, RunNowForm, size_range
 from jobs.models import SPEC_FIELDS, Alert, Disk
 from jobs.runs import queueing
+from jobs.sets import facts as set_facts
+from jobs.sets import requesting
 from jobs.shares.forms import ShareForm
 
 
@@ -27,8 +29,12 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         access.require_change(request, disk.team)
         if form.is_valid():
+            profile = form.cleaned_data["profile"]
             try:
-                run = queueing.request_run(disk, form.cleaned_data["profile"], user=request.user)
+                if profile.is_sweep:
+                    run_set = requesting.request_sweep(disk, profile, user=request.user)
+                    return redirect("set_detail", pk=run_set.pk)
+                run = queueing.request_run(disk, profile, user=request.user)
             except queueing.RunRefused as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, str(exc))
             else:
@@ -43,6 +49,7 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "annotation_form": AnnotationForm(team=disk.team, disk=disk) if can_change else None,
         "share_form": ShareForm() if can_change else None,
         "unresolved_alerts": disk.alerts.filter(state__in=Alert.UNRESOLVED).count(),
+        "sweeps": set_facts.recent_sweeps(disk),
     }
     return render(request, "jobs/disks/disk_detail.html", context)
 

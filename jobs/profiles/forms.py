@@ -13,7 +13,7 @@ from jobs import nesting
 from jobs.disks.forms import SizeField
 from jobs.models import Profile, Team
 from jobs.models.names import name_taken
-from jobs.tools import options
+from jobs.tools import options, sweep_plan
 
 # What the form offers when a steady-state criterion is picked (the help texts say why), per kind of metric.
 SS_SUGGESTED = {
@@ -21,6 +21,15 @@ SS_SUGGESTED = {
     "band": {"ss_limit": "10%", "ss_dur_s": 30, "ss_ramp_s": 10},
 }
 SS_FIELDS = ("ss_metric", "ss_limit", "ss_dur_s", "ss_ramp_s")
+# A sweep's axes as rows of the form: the field each varies and its values (jobs/tools/sweep_plan.py's syntax).
+SWEEP_ROWS = tuple(range(1, sweep_plan.MAX_AXES + 1))
+SWEEP_CHOICES = [
+    ("", "—"),
+    ("iodepth", "queue depth (fio iodepth)"),
+    ("jobs", "jobs (fio numjobs) / processes (ndisk64 -M)"),
+    ("block_size_bytes", "block size"),
+    ("read_percent", "read share (%)"),
+]
 
 
 class ProfileForm(forms.ModelForm):
@@ -62,6 +71,8 @@ class ProfileForm(forms.ModelForm):
             "precondition",
             "precondition_passes",
             "pin_queue_cpus",
+            "sweep_axes",
+            "sweep_on_failure",
         ]
         labels = {
             "rw": "Access pattern (fio rw)",
@@ -80,6 +91,8 @@ class ProfileForm(forms.ModelForm):
             "precondition": "Precondition",
             "precondition_passes": "Fill passes",
             "pin_queue_cpus": "Pin fio jobs to the queue CPUs (the ESSD PL3 recipe)",
+            "sweep_axes": "Sweep axes",
+            "sweep_on_failure": "When a point fails",
         }
         help_texts = {
             "read_percent": "For mixed fio patterns (rwmixread) and for ndisk64 -r.",
@@ -107,6 +120,9 @@ class ProfileForm(forms.ModelForm):
             "ss_limit": forms.TextInput(attrs={"placeholder": "0.3%", "spellcheck": "false"}),
             "ss_dur_s": forms.NumberInput(attrs={"placeholder": "30"}),
             "ss_ramp_s": forms.NumberInput(attrs={"placeholder": "10"}),
+            # The axes are typed in the rows below (sweep_field_N, sweep_values_N); this field carries their errors.
+            "sweep_axes": forms.HiddenInput,
+            "sweep_on_failure": forms.RadioSelect,
         }
 
     # The suggestions the page's script fills in when a criterion is picked and its settings are empty.
@@ -114,6 +130,21 @@ class ProfileForm(forms.ModelForm):
 
     def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        for row in SWEEP_ROWS:
+            self.fields[f"sweep_field_{row}"] = forms.ChoiceField(
+                label=f"Axis {row}: field", choices=SWEEP_CHOICES, required=False
+            )
+            self.fields[f"sweep_values_{row}"] = forms.CharField(
+                label=f"Axis {row}: values",
+                required=False,
+                max_length=200,
+                widget=forms.TextInput(
+                    attrs={"placeholder": "1-256 x2" if row == 1 else "4k,64k", "spellcheck": "false"}
+                ),
+            )
+        self.fields["sweep_axes"].required = False
+        # A form without it (an older page, a script) keeps the default, as with the fill passes.
+        self.fields["sweep_on_failure"].required = False
         self.team = team
         self.instance.team = team
         # The passes matter only with a fill; a form without them (an older page, a script) keeps the default.
@@ -125,6 +156,13 @@ class ProfileForm(forms.ModelForm):
         if not self.is_bound:
             extras = self.instance.extra_options or {}
             self.initial["extra_options"] = "\n".join(f"{name}={value}" for name, value in extras.items())
+            axes = self.instance.sweep_axes if isinstance(self.instance.sweep_axes, dict) else {}
+            for row, (field, values) in zip(SWEEP_ROWS, axes.items(), strict=False):
+                self.initial[f"sweep_field_{row}"] = field
+                self.initial[f"sweep_values_{row}"] = values
+
+    def sweep_rows(self) -> list[tuple[forms.BoundField, forms.BoundField]]:
+        return [(self[f"sweep_field_{row}"], self[f"sweep_values_{row}"]) for row in SWEEP_ROWS]
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -134,13 +172,36 @@ class ProfileForm(forms.ModelForm):
             for name in SS_FIELDS:
                 cleaned[name] = "" if name in ("ss_metric", "ss_limit") else None
                 self.errors.pop(name, None)
+        axes = self._sweep_axes()
+        if "sweep_axes" not in self.errors:
+            cleaned["sweep_axes"] = axes
         return cleaned
+
+    def _sweep_axes(self) -> dict[str, str]:
+        """The rows as Profile.sweep_axes: field -> values, in the order of the rows (the first outer). Profile.clean
+        then plans the sweep and names what it cannot run."""
+        axes: dict[str, str] = {}
+        for row in SWEEP_ROWS:
+            field = self.cleaned_data.get(f"sweep_field_{row}") or ""
+            values = (self.cleaned_data.get(f"sweep_values_{row}") or "").strip()
+            if values and not field:
+                self.add_error("sweep_axes", f"Axis {row}: choose the field its values {values!r} are for.")
+            elif field in axes:
+                self.add_error("sweep_axes", f"Axis {row}: {field} is axis 1 already; a sweep varies a field once.")
+            elif field and not values:
+                self.add_error("sweep_axes", f"Axis {row}: give the values of {field}, e.g. 1,4,16 or 1-256 x2.")
+            elif field:
+                axes[field] = values
+        return axes
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]
         if name_taken(Profile.objects.filter(Q(team=self.team) | Q(team__isnull=True)), self.instance, name=name):
             raise ValidationError(f"A profile named {name!r} exists already (yours or a preset); choose another name.")
         return name
+
+    def clean_sweep_on_failure(self) -> str:
+        return self.cleaned_data.get("sweep_on_failure") or Profile._meta.get_field("sweep_on_failure").get_default()
 
     def clean_precondition_passes(self) -> int:
         passes = self.cleaned_data.get("precondition_passes")

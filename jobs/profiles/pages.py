@@ -17,6 +17,8 @@ from django.views.decorators.http import require_GET
 from jobs import access
 from jobs.models import Profile
 from jobs.profiles.forms import ProfileForm, unsaved_copy
+from jobs.sets import facts as set_facts
+from jobs.tools import sweep_plan
 from jobs.tools.fio import build_fio_job
 from jobs.tools.ndisk import build_ndisk_argv
 from jobs.tools.options import ToolOptionError
@@ -55,13 +57,18 @@ def command_preview(params: dict[str, Any]) -> str:
 def profile_list(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
     profiles = Profile.objects.filter(Q(team=team) | Q(team__isnull=True))
-    rows = [(profile, profile_line(profile)) for profile in profiles]
+    rows = [(profile, _listed_line(profile)) for profile in profiles]
     context = {
         "presets": [r for r in rows if r[0].builtin],
         "own": [r for r in rows if not r[0].builtin],
         "can_change": access.can_change(request, team),
     }
     return render(request, "jobs/profiles/profile_list.html", context)
+
+
+def _listed_line(profile: Profile) -> str:
+    sweep = sweep_words(profile)
+    return f"{profile_line(profile)}; a sweep of {sweep}" if sweep else profile_line(profile)
 
 
 @login_required
@@ -77,6 +84,7 @@ def profile_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "line": profile_line(profile),
         "preview": preview,
         "preview_error": preview_error,
+        "sweep": sweep_words(profile),
         "sample_target": SAMPLE_TARGET,
         "can_change": access.can_change(request, team),
     }
@@ -133,6 +141,17 @@ def profile_preview(request: HttpRequest) -> JsonResponse:
     if errors:
         return JsonResponse({"errors": errors})
     try:
-        return JsonResponse({"text": command_preview(form.instance.parameters())})
+        return JsonResponse({"text": command_preview(form.instance.parameters()), "plan": sweep_words(form.instance)})
     except ToolOptionError as exc:
         return JsonResponse({"errors": {exc.field: str(exc)}})
+
+
+def sweep_words(profile: Profile) -> str:
+    """A sweep profile's axes, points and time: 'iodepth 1-256 x2: 9 points × 1 min = 9 min'; '' for one run."""
+    if not profile.is_sweep:
+        return ""
+    try:
+        plan = profile.sweep()
+    except sweep_plan.SweepError as exc:
+        return f"This sweep cannot be planned: {exc}"
+    return f"{set_facts.plan_axes_words(plan.axes, profile.tool)}: {sweep_plan.plan_text(plan)}"

@@ -17,6 +17,7 @@ from jobs.models import Disk, Run
 from jobs.results import burst, compare, stability
 from jobs.runs import stopping
 from jobs.runs.api import RunFilter
+from jobs.sets import facts as set_facts
 
 
 @login_required
@@ -37,6 +38,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "steady": _steady(run),
         "environment": environment.facts(run.environment),
         "stability": stability.run_stability(run) if run.state == Run.State.SUCCEEDED else None,
+        "set_place": set_facts.member_place(run),
+        "set_point_text": set_facts.member_point(run),
     }
     return render(request, "jobs/runs/run_detail.html", context)
 

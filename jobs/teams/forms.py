@@ -7,8 +7,8 @@ from typing import Any
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
-from jobs import clock
-from jobs.models import Membership, Preferences
+from jobs import clock, units
+from jobs.models import Membership, Preferences, Team
 
 
 class SignupForm(UserCreationForm):
@@ -59,3 +59,34 @@ class PreferencesForm(forms.ModelForm):
                 f"{name!r} is not a time zone this server knows; pick one from the list, e.g. Europe/Berlin."
             )
         return name
+
+
+class TeamSettingsForm(forms.ModelForm):
+    """The team's own settings: the longest a sweep may take, typed in minutes and stored in seconds."""
+
+    sweep_bound_minutes = forms.IntegerField(
+        label="Longest sweep (minutes)",
+        min_value=1,
+        max_value=7 * 24 * 60,
+        help_text="A sweep whose points × (ramp + runtime) take longer is refused before it starts, saying how it "
+        "would fit. 240 minutes is 4 hours; at most 10,080 (a week).",
+        error_messages={"min_value": "Longest sweep: at least 1 minute.", "max_value": "Longest sweep: at most "
+                        "10,080 minutes (a week); split a longer sweep into several.",
+                        "invalid": "Longest sweep: a whole number of minutes, such as 240."},
+    )  # fmt: skip
+
+    class Meta:
+        model = Team
+        fields: tuple[str, ...] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["sweep_bound_minutes"].initial = self.instance.sweep_bound_s // 60
+
+    def save(self, commit: bool = True) -> Team:
+        self.instance.sweep_bound_s = self.cleaned_data["sweep_bound_minutes"] * 60
+        return super().save(commit)
+
+    @property
+    def bound_text(self) -> str:
+        return units.format_duration(self.instance.sweep_bound_s)

@@ -1,5 +1,6 @@
 """Signing in and up, your team and your access: switch team, the team's members (owners invite and change
-them), invitations to answer, personal API tokens, your preferences (time zone)."""
+them) and settings (the longest sweep), invitations to answer, personal API tokens, your preferences (time
+zone)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from jobs import access
 from jobs.api.models import ApiToken
 from jobs.models import Invitation, Membership, Preferences
 from jobs.teams import membership as teams
-from jobs.teams.forms import AddMemberForm, NewTokenForm, PreferencesForm, SignupForm
+from jobs.teams.forms import AddMemberForm, NewTokenForm, PreferencesForm, SignupForm, TeamSettingsForm
 
 
 class LoginView(auth_views.LoginView):
@@ -220,3 +221,20 @@ def preferences(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"Times are now shown in {chosen}.")
         return redirect("preferences")
     return render(request, "jobs/teams/preferences.html", {"form": form, "now": timezone.now()})
+
+
+@login_required
+def team_settings(request: HttpRequest) -> HttpResponse:
+    """The team's settings: everyone reads them, owners change them."""
+    mine = access.membership(request)
+    team, is_owner = mine.team, mine.role == Membership.Role.OWNER
+    form = TeamSettingsForm(request.POST or None, instance=team)
+    if request.method == "POST":
+        access.require_owner(request, team, "change the team's settings")
+        if form.is_valid():
+            team = form.save()
+            messages.success(request, f"Sweeps of {team.name} may now take up to {form.bound_text}.")
+            return redirect("team_settings")
+    if not is_owner:
+        form.fields["sweep_bound_minutes"].disabled = True
+    return render(request, "jobs/teams/settings.html", {"team": team, "form": form, "is_owner": is_owner})

@@ -33,6 +33,7 @@
 
   function fieldLabel(name) {
     const label = form.querySelector('label[for="id_' + name + '"]');
+    if (!label && name === "sweep_axes") return "Sweep";
     return label ? label.textContent.replace(/:$/, "") : name;
   }
 
@@ -44,12 +45,17 @@
       const result = await response.json();
       if (result.errors) {
         status.className = "error";
+        const plan = document.getElementById("sweep-plan");
+        if (plan) plan.textContent = "";
         status.textContent = "Not runnable yet: " + Object.entries(result.errors).map(([f, m]) => fieldLabel(f) + ": " + m).join(" ");
         return;
       }
       status.className = "hint";
       status.textContent = "Up to date.";
       out.textContent = result.text;
+      // A sweep's points and time (points x (ramp + runtime)), before it is saved or run.
+      const plan = document.getElementById("sweep-plan");
+      if (plan) plan.textContent = result.plan ? "This sweep: " + result.plan + "." : "";
     } catch (err) {
       status.className = "error";
       status.textContent = "The preview is unavailable right now; saving still works.";

@@ -3,6 +3,8 @@ member ended as its collection would end it, and a whole sweep run to its end wi
 
 from __future__ import annotations
 
+from django.test import TestCase
+
 from jobs.models import Run, RunSet
 from jobs.runs import states
 from jobs.sets import advancing, requesting
@@ -41,6 +43,25 @@ def run_sweep(disk, profile, curve, django_capture_on_commit_callbacks) -> RunSe
             if member.state == Run.State.PENDING:
                 states.claim(member)
             succeed(member, iops, p99)
+        advancing.advance(run_set.pk)
+    run_set.refresh_from_db()
+    return run_set
+
+
+def finished_sweep(disk, profile, numbers: list[tuple[float, float] | None]) -> RunSet:
+    """A sweep of `profile` on `disk` whose points ended with (IOPS, p99 µs) in order, None for a point that failed,
+    and the sweep ended. Its next steps are not sent in a test's transaction (captured, not run); in a test that
+    commits they go to the test's own broker (the `broker` fixture), where no worker takes them."""
+    with TestCase.captureOnCommitCallbacks(execute=False):
+        run_set = requesting.request_sweep(disk, profile)
+        for member, measured in zip(members(run_set), numbers, strict=True):
+            member.refresh_from_db()
+            if member.state == Run.State.PENDING:
+                states.claim(member)
+            if measured is None:
+                fail(member, "fio aborted: the test said so")
+            else:
+                succeed(member, *measured)
         advancing.advance(run_set.pk)
     run_set.refresh_from_db()
     return run_set
