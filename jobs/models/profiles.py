@@ -14,6 +14,23 @@ from jobs.models.teams import Team
 from jobs.tools import options, sweep_plan
 
 
+class AxesField(models.JSONField):
+    """A sweep's axes, field -> values in the order they nest, stored as a list of [field, values] pairs: PostgreSQL's
+    jsonb re-sorts an object's keys (shorter first), which would swap which axis is outer once the profile is read
+    back. Python sees the ordered dict either way; an object stored before is still read."""
+
+    def get_prep_value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            value = [[str(field), values] for field, values in value.items()]
+        return super().get_prep_value(value)
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        found = super().from_db_value(value, expression, connection)
+        if isinstance(found, list) and all(isinstance(pair, list) and len(pair) == 2 for pair in found):
+            return {str(field): values for field, values in found}
+        return found
+
+
 class Profile(models.Model):
     """A benchmark recipe. Built-in presets have no team and are shared read-only by every team."""
 
@@ -93,7 +110,7 @@ class Profile(models.Model):
     )
     # A sweep: the axes it varies on the fields above, field -> text in the order they nest (the first outer), in
     # the syntax of jobs/tools/sweep_plan.py, e.g. {"iodepth": "1-256 x2"}. Empty: one run.
-    sweep_axes = models.JSONField(default=dict, blank=True, help_text="Sweep axes: field -> values, e.g. 1-256 x2.")
+    sweep_axes = AxesField(default=dict, blank=True, help_text="Sweep axes: field -> values, e.g. 1-256 x2.")
     sweep_on_failure = models.CharField(
         max_length=8,
         choices=[("continue", "go on with the next point"), ("stop", "stop the sweep")],

@@ -8,7 +8,7 @@ import pytest
 from jobs import presets
 from jobs.models import Disk, Profile
 from jobs.tools import sweep_plan
-from tests.factories import DiskFactory
+from tests.factories import DiskFactory, ProfileFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -40,3 +40,19 @@ def test_a_built_in_sweep_is_refused_whole_by_the_disk_that_refuses_one_of_its_p
     device.refresh_from_db()
     assert device.refusal_for(ndisk) is None
     assert sweep_plan.plan_text(ndisk.sweep()) == "3 points × 1 min = 3 min"
+
+
+def test_a_sweeps_axes_keep_their_order_once_stored(team):
+    """PostgreSQL's jsonb sorts an object's keys, shorter first: stored as an object, these axes would come back
+    iodepth first, and the outer axis would change. They are stored as pairs, in their order."""
+    axes = {"block_size_bytes": "4k,64k", "iodepth": "1,4"}
+    profile = Profile.objects.create(team=team, name="bs x qd", size_bytes=2**20, sweep_axes=axes)
+
+    stored = Profile.objects.get(pk=profile.pk)
+
+    assert list(stored.sweep_axes.items()) == list(axes.items())
+    assert stored.sweep().points[:2] == [
+        {"block_size_bytes": 4096, "iodepth": 1},
+        {"block_size_bytes": 4096, "iodepth": 4},
+    ]
+    assert Profile.objects.get(pk=ProfileFactory(team=team).pk).sweep_axes == {}
