@@ -85,6 +85,7 @@ def comparison(query: Query) -> dict[str, Any]:
         "points": points,
         "curves": {side: _curves(plan[0], points, side, tool) for side in ("a", "b")},
         "knee": knee.as_dict() | {"text": f"Knee IOPS: {knee.text}"},
+        "series": _series(plan[0], points, (a.label, b.label), tool),
     }
 
 
@@ -161,3 +162,35 @@ def _curves(plan: Any, points: list[dict[str, Any]], side: str, tool: str) -> li
     median_points = [{"point": p["point"], "iops": p[side]["iops"], "p99_us": p[side]["p99_us"], "limit_iops": None,
                       "run": None, "index": i} for i, p in enumerate(points)]  # fmt: skip
     return list(summary.curves_of(plan, median_points, tool)["curves"])
+
+
+def _series(plan: Any, points: list[dict[str, Any]], labels: tuple[str, str], tool: str) -> dict[str, Any]:
+    """Both sides' median curves as a sweep page's charts take them (static/js/chart-set.js): one line per side and
+    curve along the load axis, the knee marked, p99 against IOPS."""
+    along = next((f for f in reversed(_fields(plan)) if f in summary.LOAD_FIELDS), None)
+    if along is None:
+        return {"axis": None, "axis_name": None, "points": [], "curves": []}
+    split = [field for field in _fields(plan) if field != along]
+    curves = []
+    for side, label in zip(("a", "b"), labels, strict=True):
+        knees = {curve["label"]: curve for curve in _curves(plan, points, side, tool)}
+        groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for point in points:
+            groups.setdefault(tuple(point["point"].get(f) for f in split), []).append(point)
+        for key, group in groups.items():
+            name = sweep_plan.point_text(dict(zip(split, key, strict=True)), tool) if split else ""
+            group.sort(key=lambda p: p["point"].get(along, 0))
+            curves.append({
+                "label": f"{label} — {name}" if name else label,
+                "knee": knees.get(name, {}).get("knee"),
+                "knee_text": knees.get(name, {}).get("knee_text", ""),
+                "points": [{"x": p["point"].get(along), "iops": p[side]["iops"], "p99_us": p[side]["p99_us"]}
+                           for p in group],
+                "block_size": "",
+            })  # fmt: skip
+    # Every sweep compared has ended: nothing to reload for.
+    return {"axis": along, "axis_name": summary.axis_name(along, tool), "curves": curves, "final": True}
+
+
+def _fields(plan: Any) -> list[str]:
+    return [str(axis.get("field")) for axis in (plan or {}).get("axes", []) if isinstance(axis, dict)]

@@ -4,12 +4,16 @@ charts' data, and cancelling it."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from jobs import access
-from jobs.sets import cancelling, facts, reading
+from jobs.models import Disk, RunSet, Team
+from jobs.results.stats import StatsError
+from jobs.sets import cancelling, comparing, facts, reading
 from jobs.sets.forms import KneeRuleForm
 
 
@@ -58,3 +62,43 @@ def set_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 def _rule_form(request: HttpRequest) -> KneeRuleForm:
     asked = {name for name in ("iops_growth", "p99_growth") if request.GET.get(name, "").strip()}
     return KneeRuleForm(request.GET if asked else None)
+
+
+@login_required
+def set_compare(request: HttpRequest) -> HttpResponse:
+    """Sweeps compared curve on curve: two disks' sweeps of one profile, or one disk's before and after a date."""
+    team = access.team(request)
+    found, problem = _comparison(request)
+    context = {
+        "title": "Compare sweeps",
+        "found": found,
+        "problem": problem,
+        "disks": Disk.objects.filter(team=team).select_related("host").order_by("host__name", "label"),
+        "profiles": sorted(set(_finished(team).values_list("profile_name", flat=True))),
+        "asked": request.GET,
+        "query": request.GET.urlencode(),
+    }
+    return render(request, "jobs/sets/set_compare.html", context, status=400 if problem else 200)
+
+
+@login_required
+def set_compare_series(request: HttpRequest) -> JsonResponse:
+    found, problem = _comparison(request)
+    if found is None:
+        return JsonResponse({"error": problem}, status=400)
+    return JsonResponse(found["series"])
+
+
+def _finished(team: Team) -> QuerySet[RunSet]:
+    return RunSet.objects.filter(team=team, finished_at__isnull=False)
+
+
+def _comparison(request: HttpRequest) -> tuple[dict | None, dict | None]:
+    """The comparison the address asks for, or the problem (its field and message); nothing asked: neither."""
+    if not request.GET:
+        return None, None
+    try:
+        query = comparing.parse(request.GET, access.team(request), timezone.get_current_timezone())
+        return comparing.comparison(query), None
+    except StatsError as exc:
+        return None, {"field": exc.field, "message": str(exc)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser import UNLABELLED_CONTROLS, assert_fits, log_in, settle, wait_until
+from tests.factories import DiskFactory
 from tests.sets.sweeps import finished_sweep, sweep_profile
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -86,3 +87,27 @@ def _looks_right(page, name: str) -> None:
     assert page.evaluate(UNLABELLED_CONTROLS) == [], name
     assert_fits(page, name)
     assert page.js_errors == [], name
+
+
+@pytest.mark.parametrize("screen", ["page", "phone_page"])
+def test_compare_sweeps_draws_both_sides_curve_on_curve(request, screen, disk, host, broker, owner, live_server,
+                                                         screenshot):  # fmt: skip
+    other = DiskFactory(host=host, label="new")
+    profile = sweep_profile(disk.team, name="QD sweep")
+    for i in range(5):
+        finished_sweep(disk, profile, [(1000 + i, 100), (1900 + i, 150), (2000 + i, 400)])
+        finished_sweep(other, profile, [(1000 + i, 100), (1520 + i, 150), (1600 + i, 400)])
+    page = request.getfixturevalue(screen)
+    log_in(page, live_server.url, "olga", "a-long-test-password-1")
+
+    page.goto(f"{live_server.url}/sets/compare/?a_disk={disk.pk}&b_disk={other.pk}")
+    wait_until(page, "window.Chart && Chart.getChart('set-iops-chart') && Chart.getChart('set-latency-chart')")
+
+    labels = page.evaluate("Chart.getChart('set-iops-chart').data.datasets.map((d) => d.label)")
+    assert [label for label in labels if label.endswith("— IOPS")] == [f"A: {disk.label} — IOPS", "B: new — IOPS"]
+    assert f"A: {disk.label} — knee at QD 4" in labels and "B: new — knee at QD 4" in labels
+    assert "Knee IOPS: B: new is 20 % slower" in page.locator("#sweep-compare-knee-text").inner_text()
+    assert page.evaluate(UNLABELLED_CONTROLS) == []
+    assert_fits(page, screen)
+    assert page.js_errors == []
+    screenshot("compare-sweeps", page)
