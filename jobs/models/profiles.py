@@ -263,12 +263,10 @@ class Profile(models.Model):
         if self.tool != self.Tool.FIO:
             return {"sla_target_us": f"A latency-target search steps fio's rate_iops; {self.tool} has no rate cap. "
                     "Empty the target, or make it a fio profile."}  # fmt: skip
-        if set(self.extra_options or {}) & options.RATE_OPTIONS:
-            taken = ", ".join(sorted(set(self.extra_options) & options.RATE_OPTIONS))
-            return {"extra_options": f"A latency-target search sets the rate itself, run by run; remove {taken} from "
-                    "the extra options."}  # fmt: skip
-        if self.sla_lowest_iops is not None and self.sla_lowest_iops < 1:
-            return {"sla_lowest_iops": "The lowest rate is at least 1 IOPS."}
+        extras = self.extra_options if isinstance(self.extra_options, dict) else {}
+        if taken := sorted(set(extras) & options.RATE_OPTIONS):
+            return {"extra_options": f"A latency-target search sets the rate itself, run by run; remove "
+                    f"{', '.join(taken)} from the extra options."}  # fmt: skip
         return {}
 
     def _nrfiles(self) -> int:

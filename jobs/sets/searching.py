@@ -64,7 +64,7 @@ def search_of(plan: dict[str, Any], first: sla_search.Measurement) -> sla_search
     hold, e.g. a lowest rate at or above what the disk delivered."""
     highest = first.rate
     lowest = plan.get("lowest_iops") or max(1, round(highest * LOWEST_SHARE))
-    if round(highest) <= round(lowest):
+    if highest <= lowest:
         raise ValueError(
             f"the unthrottled run measured {format_iops_exact(first.iops)}, not above the lowest rate of "
             f"{format_iops_exact(lowest)}: lower the profile's lowest rate, or leave it empty"
