@@ -54,6 +54,13 @@ def request_sweep(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MA
     return _start(create_sweep(disk, profile, trigger=trigger, user=user))
 
 
+def create_set(disk: Disk, profile: Profile, **when: Unpack[When]) -> RunSet:
+    """A set profile (Profile.is_set) made as its kind of set, none of its members claimed: a schedule's fire."""
+    if profile.is_sla:
+        return create_sla(disk, profile, **when)
+    return create_sweep(disk, profile, **when)
+
+
 def request_set(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None) -> RunSet:
     """Start a set profile (Profile.is_set) as its kind of set: a sweep, or a latency-target search."""
     if profile.is_sla:

@@ -5,14 +5,18 @@ would measure (p99 = base / (1 - rate / capacity)); the search with real fio is 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
-from jobs.models import Run, RunSet
+from jobs.models import Run, RunResult, RunSet
 from jobs.runs import queueing, states
 from jobs.runs.queueing import RunRefused
+from jobs.schedules import dispatcher
 from jobs.sets import advancing, cancelling, requesting
-from tests.factories import DiskFactory, ProfileFactory, fio_summary
+from tests.factories import DiskFactory, ProfileFactory, ScheduleFactory, fio_summary
 
 pytestmark = pytest.mark.django_db
 
@@ -93,6 +97,9 @@ def test_the_search_steps_from_an_unthrottled_run_and_ends_within_one_step_of_th
     assert run_set.result["answer_text"] == f"{answer['iops']:,.0f} IOPS at p99 ≤ 400 µs"
     assert run_set.explanation == f"finished in {len(steps)} steps: {run_set.result['answer_text']}"
     assert [s["index"] for s in steps] == list(range(len(steps)))
+    # The answer's run stands for the search on the disk's charts, under a series of its own; no other step does.
+    recorded = RunResult.objects.get(run__run_set=run_set)
+    assert (recorded.run_id, recorded.profile_name) == (answer["run"], "p99 under 400 µs · p99 ≤ 400 µs")
 
 
 def test_the_search_stops_at_its_most_runs_with_the_best_rate_that_met(django_capture_on_commit_callbacks):
@@ -229,3 +236,21 @@ def test_a_search_is_refused_as_a_single_run_and_beyond_the_teams_bound():
     with pytest.raises(RunRefused, match=r"takes up to 4 min \(8 runs × 30 s\), .* it fits with at most 2 runs"):
         requesting.request_sla(disk, sla_profile(disk.team, name="long", runtime_s=30))
     assert not Run.objects.exists() and not RunSet.objects.exists()
+
+
+def test_a_fire_of_a_search_profile_makes_one_search_once_with_its_first_run_at_its_slot(team, host):
+    disk = DiskFactory(host=host)
+    profile = sla_profile(team, runtime_s=10)
+    start = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
+    schedule = ScheduleFactory(team=team, targets=[disk], profiles=[profile], kind="interval", interval_minutes=60,
+                               starts_at=start)  # fmt: skip
+
+    dispatcher.materialise(start + timedelta(seconds=1))
+    dispatcher.fire(schedule, start, start + timedelta(seconds=2))  # offered again: nothing twice
+
+    run_set = RunSet.objects.get(schedule=schedule)
+    assert (run_set.kind, run_set.trigger, run_set.fire_time) == (RunSet.Kind.SLA, "schedule", start)
+    assert [(m.set_point, m.not_before) for m in run_set.members.all()] == [({}, start)]
+    assert not Run.objects.filter(schedule=schedule, run_set__isnull=True).exists()
+    # The schedule's plan counts the search's most runs.
+    assert dispatcher.sequence_seconds([profile]) == 8 * dispatcher.sequence_seconds([ProfileFactory(runtime_s=10)])
