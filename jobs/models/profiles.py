@@ -18,7 +18,7 @@ from jobs.tools import options, sweep_plan
 SLA_PERCENTILES = [("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("p99.9", "p99.9")]
 MAX_SLA_RUNS = 20
 # The one field a latency-target search's points set: the total IOPS a step is capped at.
-RATE_POINT = "rate_iops"
+RATE_POINT = sweep_plan.RATE_FIELD
 
 
 class Profile(models.Model):

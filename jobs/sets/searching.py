@@ -136,7 +136,10 @@ def result(
             "within_iops": reply.within,
             "why": reply.why,
         }
-    return {"percentile": percentile, "target_us": target, "steps": steps, "answer": answer, "answer_text": text}
+    # Beside the steps, each member as a sweep's point (its rate the point's field), as the set's page reads a set.
+    points = [summary.point_numbers(member) for member in members]
+    return {"percentile": percentile, "target_us": target, "steps": steps, "answer": answer, "answer_text": text,
+            "points": points, "axis": None, "curves": []}  # fmt: skip
 
 
 def answer_series(profile_name: str, result: dict[str, Any]) -> list[tuple[int, str]]:

@@ -16,7 +16,8 @@ from jobs.runs import queueing, states
 from jobs.runs.queueing import RunRefused
 from jobs.schedules import dispatcher
 from jobs.sets import advancing, cancelling, requesting
-from tests.factories import DiskFactory, ProfileFactory, ScheduleFactory, fio_summary
+from tests.factories import DiskFactory, ProfileFactory, ScheduleFactory
+from tests.sets.sweeps import succeed
 
 pytestmark = pytest.mark.django_db
 
@@ -34,14 +35,6 @@ def queue_measures(rate: int | None) -> tuple[float, float]:
     if rate is None or rate >= CAPACITY:
         return CAPACITY * 0.99, 50 * BASE_US
     return float(rate), BASE_US / (1 - rate / CAPACITY)
-
-
-def succeed(run: Run, iops: float, p99_us: float) -> None:
-    summary = fio_summary(read_iops=iops)
-    summary["read"]["clat_us"] |= {"p50": p99_us / 3, "p99": p99_us, "p99_9": p99_us * 2}
-    Run.objects.filter(pk=run.pk).update(summary=summary)
-    run.refresh_from_db()
-    assert states.finish(run, Run.State.SUCCEEDED, "finished", from_states=Run.ACTIVE_STATES)
 
 
 def current(run_set: RunSet) -> Run:
@@ -254,3 +247,22 @@ def test_a_fire_of_a_search_profile_makes_one_search_once_with_its_first_run_at_
     assert not Run.objects.filter(schedule=schedule, run_set__isnull=True).exists()
     # The schedule's plan counts the search's most runs.
     assert dispatcher.sequence_seconds([profile]) == 8 * dispatcher.sequence_seconds([ProfileFactory(runtime_s=10)])
+
+
+def test_the_pages_of_a_search_and_of_its_steps_open_while_it_runs_and_once_it_ended(
+    owner_client, disk, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks():
+        run_set = requesting.request_sla(disk, sla_profile(disk.team, sla_max_runs=3))
+    run_step(run_set, django_capture_on_commit_callbacks)
+    step = current(run_set)
+    rate = step.set_point["rate_iops"]
+
+    for address in (f"/sets/{run_set.pk}/", f"/sets/{run_set.pk}/series.json", f"/runs/{step.pk}/"):
+        assert owner_client.get(address).status_code == 200, address
+    assert f"rate_iops {rate}" in owner_client.get(f"/runs/{step.pk}/").content.decode()
+
+    run_to_the_end(run_set, django_capture_on_commit_callbacks)
+    page = owner_client.get(f"/sets/{run_set.pk}/")
+    assert page.status_code == 200 and run_set.explanation in page.content.decode()
+    assert owner_client.get(f"/sets/{run_set.pk}/series.json").status_code == 200
