@@ -66,6 +66,10 @@ def format_iops_exact(value: float | None) -> str:
     return f"{value:,.0f} IOPS" if value == round(value) else f"{value:,.1f} IOPS"
 
 
+_LATENCY = re.compile(r"([0-9]{1,9}(?:\.[0-9]{1,6})?)\s*(|us|µs|μs|ms|s)", re.IGNORECASE)
+_LATENCY_FACTORS = {"": 1, "us": 1, "µs": 1, "μs": 1, "ms": 1000, "s": 1_000_000}
+
+
 def format_duration(seconds: int) -> str:
     """Exact, in the largest units that add up: 45 s, 9 min, 1 min 30 s, 1 h 20 min."""
     hours, rest = divmod(seconds, 3600)
@@ -80,6 +84,19 @@ def parse_size(text: str) -> int:
     if not match:
         raise ValueError(f"{text.strip()!r} is not a byte count such as 4096, 4k, 64k, 256M or 4G")
     return int(match[1]) * _SIZE_FACTORS[match[2].lower()]
+
+
+def parse_micros(text: str) -> int:
+    """Whole µs from 800, 800us, 800 µs, 1.5ms or 2 s (a bare number is µs); ValueError when it is not a latency."""
+    match = _LATENCY.fullmatch(text.strip())
+    if not match or not float(match[1]) > 0:
+        raise ValueError(f"{text.strip()!r} is not a latency such as 800us, 1ms or 1.5 ms")
+    return max(1, round(float(match[1]) * _LATENCY_FACTORS[match[2].lower()]))
+
+
+def short_micros(value: int) -> str:
+    """1000 -> 1ms, 800 -> 800us: a latency as it is typed back into a form."""
+    return f"{value // 1000}ms" if value and value % 1000 == 0 else f"{value}us"
 
 
 def short_size(value: int) -> str:

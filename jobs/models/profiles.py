@@ -10,8 +10,15 @@ from django.db import models
 from django.db.models import Q
 
 from jobs import units
+from jobs.analysis import sla_search
 from jobs.models.teams import Team
 from jobs.tools import options, sweep_plan
+
+# The percentiles a summary carries (jobs/tools/summary.py PERCENTILES), as a search names them.
+SLA_PERCENTILES = [("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("p99.9", "p99.9")]
+MAX_SLA_RUNS = 20
+# The one field a latency-target search's points set: the total IOPS a step is capped at.
+RATE_POINT = sweep_plan.RATE_FIELD
 
 
 class AxesField(models.JSONField):
@@ -117,6 +124,31 @@ class Profile(models.Model):
         default="continue",
         help_text="What a sweep does when a point fails.",
     )
+    # A latency-target (SLA) search: the most IOPS whose percentile stays at most the target, found by a bounded
+    # search over fio's rate_iops (jobs/analysis/sla_search.py), one run a step. Empty target: no search.
+    sla_percentile = models.CharField(
+        max_length=6,
+        choices=SLA_PERCENTILES,
+        default="p99",
+        help_text="The completion-latency percentile held to the target (the worse direction of a mixed job).",
+    )
+    sla_target_us = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="The latency target in µs; empty: the profile is not a latency-target search.",
+    )
+    sla_max_runs = models.PositiveSmallIntegerField(
+        default=8,
+        validators=[MinValueValidator(sla_search.MIN_RUNS), MaxValueValidator(MAX_SLA_RUNS)],
+        help_text="The most runs a search makes, the first (unthrottled) one included.",
+    )
+    sla_lowest_iops = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="The lowest rate tried; empty: a twentieth of the first, unthrottled run's IOPS.",
+    )
     # ndisk64 only.
     pattern = models.CharField(max_length=10, choices=Pattern.choices, default=Pattern.RANDOM)
 
@@ -157,6 +189,8 @@ class Profile(models.Model):
             errors["precondition"] = "Only fio profiles can fill the target first; leave this empty for ndisk64."
         if self.sweep_axes and not errors:
             errors |= self._sweep_errors()
+        if self.is_sla:
+            errors |= self._sla_errors()
         if errors:
             raise ValidationError(errors)
 
@@ -201,12 +235,20 @@ class Profile(models.Model):
         return sweep_plan.make_plan(self.parameters(), {str(k): str(v) for k, v in self.sweep_axes.items()})
 
     def at_point(self, point: dict[str, Any]) -> Profile:
-        """This profile with a sweep point's fields set: an unsaved copy, for its parameters and its checks."""
+        """This profile with a set point's fields set: an unsaved copy, for its parameters and its checks. A
+        latency-target search's point is {"rate_iops": total IOPS}, fio's rate cap shared out among the jobs
+        (options.rate_iops_value); no point ({}) is its unthrottled run."""
         copy = Profile(**{field.attname: getattr(self, field.attname) for field in self._meta.concrete_fields})
         copy.pk = None
         copy.sweep_axes = {}
+        copy.sla_target_us = None
         for field, value in point.items():
-            setattr(copy, field, value)
+            if field == RATE_POINT:
+                mixed = self.read_percent if self.rw in {self.RW.RW, self.RW.RANDRW} else None
+                rate = options.rate_iops_value(value, self.jobs, mixed)
+                copy.extra_options = {**(self.extra_options or {}), "rate_iops": rate}
+            else:
+                setattr(copy, field, value)
         return copy
 
     def _sweep_errors(self) -> dict[str, str]:
@@ -219,6 +261,29 @@ class Profile(models.Model):
             if problems := self.at_point(point)._size_errors():
                 where = sweep_plan.point_text(point, self.tool)
                 return {"sweep_axes": f"Point {number} ({where}): {next(iter(problems.values()))}"}
+        return {}
+
+    @property
+    def is_sla(self) -> bool:
+        return self.sla_target_us is not None
+
+    @property
+    def is_set(self) -> bool:
+        """Started as a set of runs (jobs/sets/requesting.py request_set), not as one run."""
+        return self.is_sweep or self.is_sla
+
+    def _sla_errors(self) -> dict[str, str]:
+        """A search needs fio's rate cap, and no rate of the profile's own; a profile is one kind of thing."""
+        if self.sweep_axes:
+            return {"sla_target_us": "A profile is a sweep, a latency-target search or a single run, never two: "
+                    "empty the sweep axes or the latency target."}  # fmt: skip
+        if self.tool != self.Tool.FIO:
+            return {"sla_target_us": f"A latency-target search steps fio's rate_iops; {self.tool} has no rate cap. "
+                    "Empty the target, or make it a fio profile."}  # fmt: skip
+        extras = self.extra_options if isinstance(self.extra_options, dict) else {}
+        if taken := sorted(set(extras) & options.RATE_OPTIONS):
+            return {"extra_options": f"A latency-target search sets the rate itself, run by run; remove "
+                    f"{', '.join(taken)} from the extra options."}  # fmt: skip
         return {}
 
     def _nrfiles(self) -> int:

@@ -14,6 +14,7 @@ from jobs.disks.forms import SizeField
 from jobs.models import Profile, Team
 from jobs.models.names import name_taken
 from jobs.tools import options, sweep_plan
+from jobs.units import parse_micros, short_micros
 
 # What the form offers when a steady-state criterion is picked (the help texts say why), per kind of metric.
 SS_SUGGESTED = {
@@ -30,6 +31,24 @@ SWEEP_CHOICES = [
     ("block_size_bytes", "block size"),
     ("read_percent", "read share (%)"),
 ]
+SLA_FIELDS = ("sla_percentile", "sla_target_us", "sla_max_runs", "sla_lowest_iops")
+
+
+class LatencyField(forms.CharField):
+    """A latency typed as 800us, 1ms or 1.5 ms (a bare number is µs), cleaned to whole µs."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return short_micros(value) if isinstance(value, int) else value
+
+    # Typed as text and cleaned to µs, unlike CharField's str.
+    def to_python(self, value: Any) -> int | None:  # type: ignore[override]
+        text = (super().to_python(value) or "").strip()
+        if not text:
+            return None
+        try:
+            return parse_micros(text)
+        except ValueError as exc:
+            raise ValidationError(f"Give a latency such as 800us, 1ms or 1.5ms, not {text!r}.") from exc
 
 
 class ProfileForm(forms.ModelForm):
@@ -38,6 +57,12 @@ class ProfileForm(forms.ModelForm):
         label="File size per job",
         required=False,
         help_text="fio size / ndisk64 -s, e.g. 4G. Needed for a directory; empty on a device means all of it.",
+    )
+    sla_target_us = LatencyField(
+        label="Latency target",
+        required=False,
+        help_text="e.g. 1ms or 500us. Set, the profile is a latency-target search: the most IOPS whose percentile "
+        "stays at most this, found by capping fio's rate run after run. Empty: not a search.",
     )
     ioengine = forms.ChoiceField(label="I/O engine", choices=[(name, name) for name in sorted(options.IOENGINES)])
     extra_options = forms.CharField(
@@ -73,6 +98,7 @@ class ProfileForm(forms.ModelForm):
             "pin_queue_cpus",
             "sweep_axes",
             "sweep_on_failure",
+            *SLA_FIELDS,
         ]
         labels = {
             "rw": "Access pattern (fio rw)",
@@ -93,6 +119,9 @@ class ProfileForm(forms.ModelForm):
             "pin_queue_cpus": "Pin fio jobs to the queue CPUs (the ESSD PL3 recipe)",
             "sweep_axes": "Sweep axes",
             "sweep_on_failure": "When a point fails",
+            "sla_percentile": "Percentile held to the target",
+            "sla_max_runs": "Most runs",
+            "sla_lowest_iops": "Lowest rate (IOPS)",
         }
         help_texts = {
             "read_percent": "For mixed fio patterns (rwmixread) and for ndisk64 -r.",
@@ -149,6 +178,8 @@ class ProfileForm(forms.ModelForm):
         self.instance.team = team
         # The passes matter only with a fill; a form without them (an older page, a script) keeps the default.
         self.fields["precondition_passes"].required = False
+        self.fields["sla_max_runs"].required = False
+        self.fields["sla_percentile"].required = False
         cast(forms.ChoiceField, self.fields["precondition"]).choices = [
             ("", "none: measure the target as it is"),
             ("fill", "fill: write the whole target first"),
@@ -172,9 +203,14 @@ class ProfileForm(forms.ModelForm):
             for name in SS_FIELDS:
                 cleaned[name] = "" if name in ("ss_metric", "ss_limit") else None
                 self.errors.pop(name, None)
+            cleaned["sla_target_us"] = None  # a search is fio's (its rate cap); the field is hidden for ndisk64
+            self.errors.pop("sla_target_us", None)
         axes = self._sweep_axes()
         if "sweep_axes" not in self.errors:
             cleaned["sweep_axes"] = axes
+        for name in ("sla_max_runs", "sla_percentile"):
+            if not cleaned.get(name):
+                cleaned[name] = Profile._meta.get_field(name).get_default()
         return cleaned
 
     def _sweep_axes(self) -> dict[str, str]:

@@ -42,10 +42,11 @@ def create_run(
     """A pending run of `profile` on `disk`; a set's member runs the profile at its `point` (its set_index is
     the number of members made before it)."""
     check_team(disk, profile)
-    if profile.is_sweep and point is None:
+    if profile.is_set and point is None:
+        kind = "a sweep" if profile.is_sweep else "a latency-target search"
         raise RunRefused(
             "profile",
-            f"{profile.name} is a sweep: start it as one (Run now on the disk page does; the API: POST /api/v1/sets/).",
+            f"{profile.name} is {kind}: start it as one (Run now on the disk page does; the API: POST /api/v1/sets/).",
         )
     shaped = profile.at_point(point) if point is not None else profile
     if refusal := refusal_text(disk, shaped):

@@ -162,12 +162,14 @@ def _hold_set(run: Run, now: Any) -> None:
     if run.run_set_id is None:
         return
     total = RunSet.objects.filter(pk=run.run_set_id).values_list("plan", flat=True).first() or {}
-    points = len(total.get("points") or []) if isinstance(total, dict) else 0
-    of = f" of {points}" if points else ""
+    total = total if isinstance(total, dict) else {}
+    points = len(total.get("points") or [])
+    # A latency-target search knows only its most runs: each step is decided when the one before it ends.
+    where = f"point {(run.set_index or 0) + 1}{f' of {points}' if points else ''}"
+    if total.get("max_runs"):
+        where = f"step {(run.set_index or 0) + 1} of at most {total['max_runs']}"
     RunSet.objects.filter(pk=run.run_set_id, state__in=RunSet.UNFINISHED_STATES).update(
-        state=RunSet.State.RUNNING,
-        started_at=Coalesce("started_at", Value(now)),
-        explanation=f"running point {(run.set_index or 0) + 1}{of}",
+        state=RunSet.State.RUNNING, started_at=Coalesce("started_at", Value(now)), explanation=f"running {where}"
     )
 
 

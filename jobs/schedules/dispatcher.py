@@ -49,9 +49,11 @@ def _durations(profiles: list[Any]) -> list[float]:
 
 
 def _duration(profile: Any) -> float:
-    """How long one profile takes on one target: a sweep, every point with its overhead."""
+    """How long one profile takes on one target: a sweep, every point with its overhead; a latency-target search,
+    its most runs."""
     shaped = [profile.at_point(point) for point in profile.sweep().points] if profile.is_sweep else [profile]
-    return sum(runners.expected_seconds(p.parameters()) + RUN_OVERHEAD_S for p in shaped)
+    runs = profile.sla_max_runs if profile.is_sla else 1
+    return runs * sum(runners.expected_seconds(p.parameters()) + RUN_OVERHEAD_S for p in shaped)
 
 
 def sequence_seconds(profiles: list[Any]) -> float:
@@ -111,8 +113,8 @@ def fire_rows(
 ) -> tuple[list[Run], list[tuple[PlannedRun, datetime]]]:
     """The unsaved runs of one fire: pending with their stagger slot, or skipped when the fire was missed.
     Their limits snapshot is taken when they launch (launching.launch), not here in the beat tick.
-    A sweep's fire is its set, made by make_sweeps: those come back apart, with their start, unless the fire
-    was missed or refused (then one run of the sweep's profile says so, as for any profile)."""
+    A sweep's (or a latency-target search's) fire is its set, made by make_sweeps: those come back apart, with
+    their start, unless the fire was missed or refused (then one run of its profile says so, as for any profile)."""
     missed = scheduling.misfired(fire_time, now, schedule.misfire_grace_s)
     rows = []
     sweeps = []
@@ -130,7 +132,7 @@ def fire_rows(
         elif refusal := queueing.refusal_text(planned.disk, planned.profile):
             # The disk or profile changed since the schedule was saved: say why, as Run now would, not at launch.
             state, explanation = Run.State.FAILED, f"not started: {refusal}"
-        elif planned.profile.is_sweep:
+        elif planned.profile.is_set:
             sweeps.append((planned, not_before))
             continue
         else:
@@ -152,14 +154,14 @@ def fire_rows(
 def make_sweeps(
     sweeps: list[tuple[PlannedRun, datetime]], schedule: Schedule, fire_time: datetime, now: datetime, trigger: str
 ) -> list[Run]:
-    """Make the sets of a fire's sweeps (each once: a fire made again finds its set and makes nothing); a sweep
-    refused whole now (longer than the team's bound) comes back as one failed run saying why."""
+    """Make the sets of a fire's sweeps and latency-target searches (each once: a fire made again finds its set and
+    makes nothing); a set refused whole now (longer than the team's bound) comes back as one failed run saying why."""
     failed = []
     for planned, not_before in sweeps:
         try:
             with transaction.atomic():
-                requesting.create_sweep(planned.disk, planned.profile, trigger=trigger, schedule=schedule,
-                                        fire_time=fire_time, not_before=not_before)  # fmt: skip
+                requesting.create_set(planned.disk, planned.profile, trigger=trigger, schedule=schedule,
+                                      fire_time=fire_time, not_before=not_before)  # fmt: skip
         except IntegrityError:
             continue  # this fire's set was made before
         except queueing.RunRefused as refused:

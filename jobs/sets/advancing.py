@@ -1,8 +1,9 @@
 """A set's next step, after each member ends (task jobs.advance_set) and from the beat tick for any set left
 unadvanced: while members are unfinished, nothing; when all have ended, the set ends, with its own result beside
-its members' (a sweep: every point's numbers, its curves and their knees; jobs/sets/summary.py).
+its members' (a sweep: every point's numbers, its curves and their knees; jobs/sets/summary.py), or, for a
+latency-target search, its next member is made unless the search has its answer (jobs/sets/searching.py).
 
-The set's state is the members' account: cancelled when a cancel was asked, succeeded when every member
+A sweep's state is the members' account: cancelled when a cancel was asked, succeeded when every member
 succeeded, failed otherwise (the members that succeeded keep their results, and the set's result is drawn from
 them)."""
 
@@ -14,7 +15,7 @@ from django.utils import timezone
 from jobs.alerts import boundary, evaluate
 from jobs.models import Run, RunResult, RunSet
 from jobs.runs import states
-from jobs.sets import summary
+from jobs.sets import searching, summary
 
 
 def advance(run_set_id: int) -> str:
@@ -28,16 +29,23 @@ def advance(run_set_id: int) -> str:
         members = list(run_set.members.order_by("set_index"))
         if any(not member.is_final for member in members):
             return run_set.state
-        state, explanation = _ending(run_set, members)
-        result = summary.sweep_result(run_set, members)
-        tool = str(run_set.base_parameters.get("tool", "fio"))
-        result["moved"] = summary.knee_moved(_last_result(run_set), result, tool)
-        explanation = "; ".join([explanation, *result["moved"]])
+        if run_set.kind == RunSet.Kind.SLA:
+            ending = searching.advance(run_set, members)
+            if ending is None:
+                return run_set.state  # its next step was made: the set goes on holding the disk
+            state, explanation, result = ending
+            series = searching.answer_series(run_set.profile_name, result)
+        else:
+            state, explanation = _ending(run_set, members)
+            result = summary.sweep_result(run_set, members)
+            tool = str(run_set.base_parameters.get("tool", "fio"))
+            result["moved"] = summary.knee_moved(_last_result(run_set), result, tool)
+            explanation = "; ".join([explanation, *result["moved"]])
+            series = summary.knee_series(run_set.profile_name, result)
         RunSet.objects.filter(pk=run_set.pk).update(
             state=state, explanation=explanation, finished_at=timezone.now(), result=result
         )
         by_pk = {member.pk: member for member in members}
-        series = summary.knee_series(run_set.profile_name, result)
         for run_id, name in series:
             RunResult.record(by_pk[run_id], series=name)
         if series:

@@ -1,18 +1,22 @@
 """A set of runs requested: a sweep's plan checked whole (its time against the team's bound, every point against
-the safety rules) before anything is written, then the set and its members made at once and the first claimed.
+the safety rules) before anything is written, then the set and its members made at once and the first claimed; a
+latency-target search checked the same way (its most runs against the bound), then made with its first member only.
 
 A point refused refuses the sweep: nothing is stored, and the message names the point and the fix."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from jobs.models import Disk, Profile, Run, RunSet
 from jobs.runs import queueing, states
 from jobs.runs.queueing import RunRefused
+from jobs.sets import searching
 from jobs.tools import sweep_plan
+from jobs.units import format_duration
 
 
 def sweep_plan_of(disk: Disk, profile: Profile) -> sweep_plan.Plan:
@@ -28,43 +32,110 @@ def sweep_plan_of(disk: Disk, profile: Profile) -> sweep_plan.Plan:
     return plan
 
 
-def create_sweep(
-    disk: Disk,
-    profile: Profile,
-    *,
-    trigger: str = Run.Trigger.MANUAL,
-    user: Any = None,
-    not_before: Any = None,
-    schedule: Any = None,
-    fire_time: Any = None,
-) -> RunSet:
+class When(TypedDict, total=False):
+    """Who asked for a set and when it runs, as queueing.create_run takes them for each member."""
+
+    trigger: str
+    user: Any
+    not_before: Any
+    schedule: Any
+    fire_time: Any
+
+
+def create_sweep(disk: Disk, profile: Profile, **when: Unpack[When]) -> RunSet:
     """A pending sweep and its members, one pending run a point in the plan's order; none claimed yet."""
     queueing.check_team(disk, profile)
     plan = sweep_plan_of(disk, profile)
-    with transaction.atomic():
-        run_set = RunSet.objects.create(
-            kind=RunSet.Kind.SWEEP,
-            disk=disk,
-            profile=profile,
-            profile_name=profile.name,
-            base_parameters=profile.parameters(),
-            plan=plan_json(plan),
-            on_failure=profile.sweep_on_failure,
-            trigger=trigger,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
-            schedule=schedule,
-            fire_time=fire_time,
-            explanation="waiting to start",
-        )
-        for point in plan.points:
-            queueing.create_run(disk, profile, trigger=trigger, user=user, not_before=not_before, schedule=schedule,
-                                fire_time=fire_time, run_set=run_set, point=point)  # fmt: skip
-    return run_set
+    return _create(RunSet.Kind.SWEEP, disk, profile, plan_json(plan), profile.sweep_on_failure, plan.points, when)
 
 
 def request_sweep(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None) -> RunSet:
     """Make a sweep and start its first point now if the disk is free; otherwise it waits and says why."""
-    run_set = create_sweep(disk, profile, trigger=trigger, user=user)
+    return _start(create_sweep(disk, profile, trigger=trigger, user=user))
+
+
+def create_set(disk: Disk, profile: Profile, **when: Unpack[When]) -> RunSet:
+    """A set profile (Profile.is_set) made as its kind of set, none of its members claimed: a schedule's fire."""
+    if profile.is_sla:
+        return create_sla(disk, profile, **when)
+    return create_sweep(disk, profile, **when)
+
+
+def request_set(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None) -> RunSet:
+    """Start a set profile (Profile.is_set) as its kind of set: a sweep, or a latency-target search."""
+    if profile.is_sla:
+        return request_sla(disk, profile, trigger=trigger, user=user)
+    if profile.is_sweep:
+        return request_sweep(disk, profile, trigger=trigger, user=user)
+    raise RunRefused("profile", f"{profile.name} is a single run, not a set: start it with Run now as any run.")
+
+
+def sla_plan_of(disk: Disk, profile: Profile) -> dict[str, Any]:
+    """A latency-target search's plan on this disk, refused (RunRefused on `profile`) when it cannot run: its
+    settings do not hold, its most runs take longer than the team's bound, or the safety rules refuse the profile
+    (a rate cap changes nothing they judge, so its unthrottled first run stands for every step)."""
+    try:
+        profile.full_clean(exclude=["team", "name"], validate_unique=False, validate_constraints=False)
+    except ValidationError as exc:
+        problems = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items())
+        raise RunRefused("profile", f"{profile.name} cannot run on disk {disk.label}: {problems}") from exc
+    plan = searching.plan_json(profile)
+    bound = disk.team.sweep_bound_s
+    if plan["total_s"] > bound:
+        fewer = bound // max(1, plan["seconds_per_step"])
+        fit = f"at most {fewer} runs" if fewer >= 2 else "a shorter runtime a step"
+        raise RunRefused(
+            "profile",
+            f"{profile.name} cannot run on disk {disk.label}: its search takes up to "
+            f"{format_duration(plan['total_s'])} ({profile.sla_max_runs} runs × "
+            f"{format_duration(plan['seconds_per_step'])}), longer than the team's bound of "
+            f"{format_duration(bound)}: it fits with {fit}.",
+        )
+    if refusal := queueing.refusal_text(disk, profile.at_point({})):
+        raise RunRefused("profile", refusal)
+    return plan
+
+
+def create_sla(disk: Disk, profile: Profile, **when: Unpack[When]) -> RunSet:
+    """A pending latency-target search and its first member, the unthrottled run; each later member is made when
+    the one before it ends (jobs/sets/searching.py)."""
+    queueing.check_team(disk, profile)
+    plan = sla_plan_of(disk, profile)
+    return _create(RunSet.Kind.SLA, disk, profile, plan, RunSet.OnFailure.STOP, [{}], when)
+
+
+def _create(
+    kind: str, disk: Disk, profile: Profile, plan: dict[str, Any], on_failure: str, points: list[Any], when: When
+) -> RunSet:
+    """The set and a pending member at each of `points`, in one transaction; none claimed yet."""
+    user = when.get("user")
+    with transaction.atomic():
+        run_set = RunSet.objects.create(
+            kind=kind,
+            disk=disk,
+            profile=profile,
+            profile_name=profile.name,
+            base_parameters=profile.parameters(),
+            plan=plan,
+            on_failure=on_failure,
+            trigger=when.get("trigger", Run.Trigger.MANUAL),
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            schedule=when.get("schedule"),
+            fire_time=when.get("fire_time"),
+            explanation="waiting to start",
+        )
+        for point in points:
+            queueing.create_run(disk, profile, run_set=run_set, point=point, **when)
+    return run_set
+
+
+def request_sla(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None) -> RunSet:
+    """Make a latency-target search and start its first run now if the disk is free; otherwise it waits."""
+    return _start(create_sla(disk, profile, trigger=trigger, user=user))
+
+
+def _start(run_set: RunSet) -> RunSet:
+    """Claim the set's first member; when the disk is busy the set says why, as its first member does."""
     first = run_set.members.select_related("disk__host").order_by("set_index").first()
     if first is not None and not states.claim(first):
         first.refresh_from_db()

@@ -7,6 +7,7 @@ are chosen by benchweb, never by a profile.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -38,7 +39,8 @@ EXTRA_OPTIONS: dict[str, str] = {
     "iodepth_batch_complete_min": NUMBER,
     "iodepth_batch_complete_max": NUMBER,
     "iodepth_low": NUMBER,
-    "rate_iops": NUMBER,
+    # One cap for reads and writes alike, or reads,writes (a latency-target search sets a mixed job's so).
+    "rate_iops": r"[0-9]+(?:,[0-9]+)?",
     "rate": SIZE,
     "thinktime": NUMBER,
     "offset": SIZE,
@@ -87,6 +89,22 @@ FORBIDDEN_OPTIONS: dict[str, str] = {
 }
 FORBIDDEN_SUFFIXES = ("_log", "_log_compression")  # write_bw_log, write_lat_log, ... take file paths
 OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+# The options that cap or steer a job's rate: a latency-target search sets the rate itself, step by step.
+RATE_OPTIONS = frozenset({"rate", "rate_iops", "rate_min", "rate_iops_min", "latency_target", "latency_window",
+                          "latency_percentile"})  # fmt: skip
+
+
+def rate_iops_value(total: int, jobs: int, read_percent: int | None) -> str:
+    """fio's rate_iops for `total` IOPS over a whole run: fio caps each of the numjobs clones, and caps each
+    direction by one number, so the total is shared out among the jobs and, for a mixed job (read_percent not
+    None), written reads,writes in its mix. Rounded up: a run asked for `total` is never capped below it."""
+    per_job = total / jobs
+    if read_percent is None:
+        return str(max(1, math.ceil(per_job)))
+    reads = math.ceil(per_job * read_percent / 100)
+    return f"{reads},{math.ceil(per_job * (100 - read_percent) / 100)}"
 
 
 class ToolOptionError(ValueError):

@@ -66,6 +66,10 @@ KINDS = {
 }
 
 
+# A latency-target search's points set fio's rate cap (total IOPS), which no sweep varies; named as fio names it.
+RATE_FIELD = "rate_iops"
+
+
 class SweepError(ValueError):
     """A sweep that cannot be planned; `field` names the axis (a profile field) to fix, None the whole sweep."""
 
@@ -186,6 +190,9 @@ def point_text(point: Mapping[str, int], tool: str = "fio") -> str:
     """A point as a person reads it, its fields by their tool's names: 'iodepth 16, block size 64k'."""
     parts = []
     for field, value in point.items():
+        if field == RATE_FIELD:
+            parts.append(f"{RATE_FIELD} {value}")
+            continue
         kind = _kind(field)
         shown = short_size(value) if kind.size else f"{value} %" if field == "read_percent" else str(value)
         parts.append(f"{kind.name(tool)} {shown}")

@@ -223,6 +223,25 @@ def test_a_forbidden_extra_option_is_refused_on_its_field(owner_client, team):
     assert not Profile.objects.filter(team=team).exists()
 
 
+def test_a_latency_target_typed_in_ms_makes_the_profile_a_search_and_a_rate_option_beside_it_is_refused(
+    owner_client, team
+):
+    saved = owner_client.post("/profiles/new/", _profile_data(sla_target_us="1.5ms", sla_percentile="p99.9"))
+    assert saved.status_code == 302, saved.context["form"].errors
+    profile = Profile.objects.get(team=team)
+    assert (profile.is_sla, profile.sla_target_us, profile.sla_percentile, profile.sla_max_runs) == (
+        True, 1500, "p99.9", 8)  # fmt: skip
+    assert 'value="1500us"' in owner_client.get(f"/profiles/{profile.pk}/edit/").content.decode()
+
+    refused = owner_client.post("/profiles/new/", _profile_data(name="capped", sla_target_us="800",
+                                                                extra_options="rate_iops=500"))  # fmt: skip
+    assert "remove rate_iops" in " ".join(refused.context["form"].errors["extra_options"])
+    unreadable = owner_client.post("/profiles/new/", _profile_data(name="x", sla_target_us="soon"))
+    assert unreadable.context["form"].errors["sla_target_us"] == [
+        "Give a latency such as 800us, 1ms or 1.5ms, not 'soon'."
+    ]
+
+
 BLOCK_OVER_FILE = "The block size (3 GiB) is larger than the file size per job (128 MiB)"
 
 
