@@ -126,10 +126,12 @@ class Profile(models.Model):
     )
     # A latency-target (SLA) search: the most IOPS whose percentile stays at most the target, found by a bounded
     # search over fio's rate_iops (jobs/analysis/sla_search.py), one run a step. Empty target: no search.
+    SLA_PERCENTILE_DEFAULT = "p99"
+    SLA_MAX_RUNS_DEFAULT = 8
     sla_percentile = models.CharField(
         max_length=6,
         choices=SLA_PERCENTILES,
-        default="p99",
+        default=SLA_PERCENTILE_DEFAULT,
         help_text="The completion-latency percentile held to the target (the worse direction of a mixed job).",
     )
     sla_target_us = models.PositiveIntegerField(
@@ -139,7 +141,7 @@ class Profile(models.Model):
         help_text="The latency target in µs; empty: the profile is not a latency-target search.",
     )
     sla_max_runs = models.PositiveSmallIntegerField(
-        default=8,
+        default=SLA_MAX_RUNS_DEFAULT,
         validators=[MinValueValidator(sla_search.MIN_RUNS), MaxValueValidator(MAX_SLA_RUNS)],
         help_text="The most runs a search makes, the first (unthrottled) one included.",
     )

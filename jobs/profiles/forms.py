@@ -208,9 +208,12 @@ class ProfileForm(forms.ModelForm):
         axes = self._sweep_axes()
         if "sweep_axes" not in self.errors:
             cleaned["sweep_axes"] = axes
-        for name in ("sla_max_runs", "sla_percentile"):
+        for name, default in (
+            ("sla_max_runs", Profile.SLA_MAX_RUNS_DEFAULT),
+            ("sla_percentile", Profile.SLA_PERCENTILE_DEFAULT),
+        ):
             if not cleaned.get(name):
-                cleaned[name] = Profile._meta.get_field(name).get_default()
+                cleaned[name] = default
         return cleaned
 
     def _sweep_axes(self) -> dict[str, str]:

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0025_run_sets'),
+        ('jobs', '0026_sweep_axes_in_order'),
     ]
 
     operations = [
