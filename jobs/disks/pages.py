@@ -31,8 +31,8 @@ def disk_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             profile = form.cleaned_data["profile"]
             try:
-                if profile.is_sweep:
-                    run_set = requesting.request_sweep(disk, profile, user=request.user)
+                if profile.is_set:
+                    run_set = requesting.request_set(disk, profile, user=request.user)
                     return redirect("set_detail", pk=run_set.pk)
                 run = queueing.request_run(disk, profile, user=request.user)
             except queueing.RunRefused as exc:

@@ -282,10 +282,13 @@ class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
         body = SetRequestSerializer(data=request.data, context=self.get_serializer_context())
         body.is_valid(raise_exception=True)
         disk, profile = body.validated_data["disk"], body.validated_data["profile"]
-        if not profile.is_sweep:
-            why = f"{profile.name} is not a sweep (it has no sweep_axes): POST it to /api/v1/runs/ to run it once."
+        if not profile.is_set:
+            why = (
+                f"{profile.name} is neither a sweep (sweep_axes) nor a latency-target search (sla_target_us): "
+                "POST it to /api/v1/runs/ to run it once."
+            )
             raise ValidationError({"profile": [why]})
-        run_set = requesting.request_sweep(disk, profile, trigger=Run.Trigger.API, user=request.user)
+        run_set = requesting.request_set(disk, profile, trigger=Run.Trigger.API, user=request.user)
         return Response(self._detail(run_set), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: SetDetailSerializer})

@@ -26,7 +26,7 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "run_set": run_set,
         "form": form,
-        "title": f"Sweep {run_set.pk} · {run_set.profile_name} on {run_set.disk.label}",
+        "title": f"{run_set.label.capitalize()} · {run_set.profile_name} on {run_set.disk.label}",
         "progress": facts.progress(run_set, members),
         "plan_words": facts.plan_words(run_set),
         "axes_words": facts.axes_words(run_set),

@@ -87,7 +87,10 @@ def test_a_profile_that_is_not_a_sweep_is_refused_naming_the_runs_endpoint(ours,
     response = post(api, "/api/v1/sets/", {"disk": world.disk.pk, "profile": world.profile.pk})
     assert response.status_code == 400
     assert response.json() == {
-        "profile": ["mine is not a sweep (it has no sweep_axes): POST it to /api/v1/runs/ to run it once."]
+        "profile": [
+            "mine is neither a sweep (sweep_axes) nor a latency-target search (sla_target_us): POST it to "
+            "/api/v1/runs/ to run it once."
+        ]
     }
     assert not RunSet.objects.exists()
 

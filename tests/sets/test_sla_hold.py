@@ -265,4 +265,6 @@ def test_the_pages_of_a_search_and_of_its_steps_open_while_it_runs_and_once_it_e
     run_to_the_end(run_set, django_capture_on_commit_callbacks)
     page = owner_client.get(f"/sets/{run_set.pk}/")
     assert page.status_code == 200 and run_set.explanation in page.content.decode()
+    assert f'<p id="set-answer"><strong>{run_set.result["answer_text"]}</strong>' in page.content.decode()
+    assert f"<h1>Latency-target search {run_set.pk} " in page.content.decode()
     assert owner_client.get(f"/sets/{run_set.pk}/series.json").status_code == 200
