@@ -83,7 +83,8 @@ class ProfileSerializer(ModelSerializer):
             "id", "name", "description", "builtin", "tool", "rw", "pattern", "read_percent", "block_size_bytes",
             "iodepth", "jobs", "runtime_s", "ramp_time_s", "time_based", "direct", "size_bytes", "ioengine",
             "extra_options", "ss_metric", "ss_limit", "ss_dur_s", "ss_ramp_s", "precondition", "precondition_passes",
-            "pin_queue_cpus", "sweep_axes", "sweep_on_failure", "sweep_plan", "writes", "expected_seconds",
+            "pin_queue_cpus", "sweep_axes", "sweep_on_failure", "sweep_plan", "sla_percentile", "sla_target_us",
+            "sla_max_runs", "sla_lowest_iops", "writes", "expected_seconds",
         ]  # fmt: skip
         read_only_fields = ["builtin"]
         extra_kwargs = {

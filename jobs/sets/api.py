@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import QueryDict
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
@@ -20,11 +21,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs import links
-from jobs.analysis import curves
+from jobs.analysis import curves, stats
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
 from jobs.api.pagination import ALWAYS_ALLOWED, NewestFirst
 from jobs.models import Disk, Profile, Run, RunSet
-from jobs.sets import cancelling, reading, requesting
+from jobs.results.stats import StatsError
+from jobs.sets import cancelling, comparing, reading, requesting
 from jobs.tools import sweep_plan
 
 AXIS_FIELDS = list(sweep_plan.KINDS)
@@ -218,6 +220,14 @@ KNEE_PARAMETERS = [
     )
     for name, default in KNEE_THRESHOLDS.items()
 ]
+COMPARE_PARAMETERS = [
+    OpenApiParameter("a_disk", int, description="Disk A's id (with b_disk)."),
+    OpenApiParameter("b_disk", int, description="Disk B's id (with a_disk)."),
+    OpenApiParameter("disk", int, description="One disk's id, its sweeps before against after split."),
+    OpenApiParameter("split", str, description="With disk: an ISO date (its midnight in UTC) or date-time."),
+    OpenApiParameter("profile", str, description="The sweep profile's name; default: the one the disks share."),
+    OpenApiParameter("test", str, enum=list(stats.TESTS), description="mann-whitney (default) or welch."),
+]
 _NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+\.")
 
 
@@ -290,6 +300,24 @@ class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
             raise ValidationError({"profile": [why]})
         run_set = requesting.request_set(disk, profile, trigger=Run.Trigger.API, user=request.user)
         return Response(self._detail(run_set), status=status.HTTP_201_CREATED)
+
+    @extend_schema(parameters=COMPARE_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["get"])
+    def compare(self, request: Request) -> Response:
+        """Sweeps compared curve on curve (jobs/sets/comparing.py): a sweep profile's sweeps on a_disk against
+        b_disk, or on disk before against after split; each side's median curve and knee, and every point's IOPS
+        and the knees' compared with the statistics of /api/v1/compare/stats/."""
+        allowed = tuple(parameter.name for parameter in COMPARE_PARAMETERS)
+        unknown = sorted(set(request.query_params) - {*allowed, *ALWAYS_ALLOWED})
+        if unknown:
+            raise ValidationError(
+                {name: [f"This takes no {name!r} parameter; it takes: {', '.join(allowed)}."] for name in unknown}
+            )
+        try:
+            found = comparing.comparison(comparing.parse(request.query_params, self.team))
+        except StatsError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from exc
+        return Response(found)
 
     @extend_schema(request=None, responses={200: SetDetailSerializer})
     @action(detail=True, methods=["post"])

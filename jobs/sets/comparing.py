@@ -64,6 +64,9 @@ def comparison(query: Query) -> dict[str, Any]:
     """Both sides' median curves, every point's comparison and the knees'; what the page and the API show."""
     a, b = _sides(query)
     names = (a.label, b.label)
+    if not a.sweeps and not b.sweeps:
+        raise StatsError("profile", f"No finished sweep of {query.profile!r} on either side: give the name of a sweep "
+                                    "profile these disks have run.")  # fmt: skip
     latest = a.sweeps[0] if a.sweeps else b.sweeps[0]
     plan = RunSet.objects.filter(pk=latest[0]).values_list("plan", "base_parameters").first() or ({}, {})
     tool = str((plan[1] or {}).get("tool", "fio"))

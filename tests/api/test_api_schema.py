@@ -73,6 +73,7 @@ POSITIVE_DATA_NOT_CHECKED = dict.fromkeys(NAMES_OTHER_OBJECTS, "names other obje
     "PATCH /api/v1/profiles/{id}/": "a name must be new, and an ndisk64 profile takes no extra_options",
     "GET /api/v1/disks/{id}/series/": "from and to go only with range=custom, and 2024-02-30 fits the pattern",
     "GET /api/v1/compare/stats/": "a_disk with b_disk or disk with split, naming disks of the caller's team",
+    "GET /api/v1/sets/compare/": "a_disk with b_disk or disk with split, naming disks of the caller's team",
     "GET /api/v1/distributions/": "runs or disks, one of them, naming runs or disks of the caller's team",
     "GET /api/v1/disks/{id}/compliance/": "period goes without since/until, until after since, 2024-02-30 fits",
     "GET /api/v1/disks/{id}/stability/": "period goes without since/until, until after since, 2024-02-30 fits",

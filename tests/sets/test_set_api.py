@@ -360,3 +360,41 @@ def test_every_set_endpoint_is_in_the_openapi_schema(ours):
     assert "run_set" in schema["components"]["schemas"]["RunDetail"]["properties"]
     profile = schema["components"]["schemas"]["Profile"]["properties"]
     assert {"sweep_axes", "sweep_on_failure", "sweep_plan"} <= set(profile)
+
+
+def test_a_latency_target_search_is_made_through_the_profiles_api_and_refused_with_the_models_message(ours, api):
+    response = post(api, "/api/v1/profiles/", {
+        "name": "p99 under 1 ms", "rw": "randread", "runtime_s": 10, "size_bytes": 2**20,
+        "sla_percentile": "p99", "sla_target_us": 1000, "sla_max_runs": 6,
+    })  # fmt: skip
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["sla_percentile"], body["sla_target_us"], body["sla_max_runs"]) == ("p99", 1000, 6)
+    assert body["sweep_plan"] is None
+
+    both = post(api, "/api/v1/profiles/", {"name": "both", "rw": "randread", "size_bytes": 2**20,
+                                           "sweep_axes": {"iodepth": "1,2"}, "sla_target_us": 1000})  # fmt: skip
+    assert both.status_code == 400
+    assert "never two" in both.json()["sla_target_us"][0]
+
+
+def test_sweeps_compare_through_the_api_and_a_bad_parameter_is_named(ours, api, django_capture_on_commit_callbacks):
+    world, _ = ours
+    profile = sweep_profile(world.team, name="QD sweep")
+    other = world.disk.host.disks.create(label="new", target_path="/data/new", disk_type="custom")
+    for i in range(5):
+        run_sweep(world.disk, profile, [(1000 + i, 100), (1900 + i, 150), (2000 + i, 400)],
+                  django_capture_on_commit_callbacks)  # fmt: skip
+        run_sweep(
+            other, profile, [(1000 + i, 100), (1520 + i, 150), (1600 + i, 400)], django_capture_on_commit_callbacks
+        )
+
+    found = api.get(f"/api/v1/sets/compare/?a_disk={world.disk.pk}&b_disk={other.pk}").json()
+
+    assert found["profile"] == "QD sweep" and found["knee"]["verdict"] == "significant"
+    assert [p["b"]["iops"] for p in found["points"]] == [1002, 1522, 1602]
+    assert api.get(f"/api/v1/sets/compare/?a_disk={world.disk.pk}&b_disk=x").json() == {
+        "b_disk": ["b_disk takes a disk's id, a whole number such as 3; got 'x'."]}  # fmt: skip
+    assert "colour" in api.get("/api/v1/sets/compare/?colour=red").json()
+    none = api.get(f"/api/v1/sets/compare/?a_disk={world.disk.pk}&b_disk={other.pk}&profile=other")
+    assert none.status_code == 400 and "No finished sweep of 'other'" in none.json()["profile"][0]
