@@ -136,5 +136,6 @@ def test_the_token_reaches_neither_another_sweep_nor_another_teams(api, ours, sw
     assert refused.status_code == 400 and list(refused.json()) == ["run_set"]
     mixed = post(api, URL, {"kind": "disk", "disk": world.disk.pk, "run_set": sweep.pk})
     assert mixed.status_code == 400 and "disk" in mixed.json()
-    assert post(api, URL, {"kind": "sweep"}).json()["run_set"] == ['A sweep link names its sweep, e.g. {"run_set": 12}.']
+    nameless = post(api, URL, {"kind": "sweep"}).json()
+    assert nameless["run_set"] == ['A sweep link names its sweep, e.g. {"run_set": 12}.']
     assert ShareLink.objects.count() == 1
