@@ -81,6 +81,8 @@ urlpatterns = [
     path("runs/<int:pk>/samples.csv", exports.run_samples_csv, name="run_samples_csv"),
     path("disks/<int:pk>/report/", exports.disk_report, name="disk_report"),
     path("compare/report/", exports.compare_report, name="compare_report"),
+    path("sets/<int:pk>/report/", exports.set_report, name="set_report"),
+    path("sets/<int:pk>/points.csv", exports.set_points_csv, name="set_points_csv"),
     # schedules
     path("schedules/", schedules.schedule_list, name="schedule_list"),
     path("schedules/new/", schedules.schedule_edit, name="schedule_new"),

@@ -1,5 +1,6 @@
-"""The pages' downloads and printable reports: runs and a run's samples as CSV, a disk's compliance and a
-comparison as a report that prints cleanly to PDF (the evidence pack a user sends to the vendor)."""
+"""The pages' downloads and printable reports: runs, a run's samples and a sweep's points as CSV, a disk's
+compliance, a comparison and a sweep as a report that prints cleanly to PDF (the evidence pack a user sends to the
+vendor)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from jobs import access, clock, limits, links
 from jobs.exports import downloads, drawing, report
 from jobs.results import compare, compliance
 from jobs.runs.api import RunFilter
+from jobs.sets import facts as set_facts
+from jobs.sets.forms import rule_form
 
 
 @login_required
@@ -38,6 +41,38 @@ def runs_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
 @require_GET
 def run_samples_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
     return downloads.samples(access.run(request, pk))
+
+
+@login_required
+@require_GET
+def set_points_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    return downloads.set_points(request, access.run_set(request, pk))
+
+
+@login_required
+@require_GET
+def set_report(request: HttpRequest, pk: int) -> HttpResponse:
+    """A sweep's plan, knees, limits, rule, points and its two curves, ready to print, under the knee rule its
+    page's address asks for (?iops_growth=&p99_growth=)."""
+    run_set = access.run_set(request, pk)
+    form = rule_form(request.GET)
+    if form.is_bound and not form.is_valid():
+        return _refused(form.problems())
+    context = {**_made(request, timezone.now()), **set_facts.page(run_set, form.rule())}
+    series = set_facts.series(run_set, context["result"])
+    curves = series.get("curves") or []
+    context |= {
+        "along": drawing.along_axis(curves, series.get("axis_name") or ""),
+        "latency": drawing.latency_against_iops(curves),
+        "bars": None if series.get("axis") else drawing.bars(
+            [(p["label"], "", p.get("iops"), p.get("limit_iops")) for p in series.get("points", [])]
+        ),
+        "report_zone": timezone.get_current_timezone_name(),
+        "csv_url": reverse("set_points_csv", args=[run_set.pk]),
+        "page_url": f"{reverse('set_detail', args=[run_set.pk])}{'?' if request.GET else ''}{request.GET.urlencode()}",
+    }  # fmt: skip
+    context["csv_address"] = links.absolute(context["csv_url"], request)
+    return render(request, "jobs/exports/sweep.html", context)
 
 
 @login_required

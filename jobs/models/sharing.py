@@ -1,5 +1,5 @@
-"""Share links: a read-only, expiring, revocable address of one disk page or one comparison, for people without
-an account. Only a SHA-256 digest of the link's secret is stored, as for API tokens (jobs/api/models.py): the
+"""Share links: a read-only, expiring, revocable address of one disk page, one comparison or one sweep, for people
+without an account. Only a SHA-256 digest of the link's secret is stored, as for API tokens (jobs/api/models.py): the
 full address is shown once, when the link is made, and a copy of the database opens nothing. A lost address is
 revoked and made again, which costs nothing; keeping it encrypted to show it again would keep a way to read it."""
 
@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from jobs.models.disks import Disk
+from jobs.models.sets import RunSet
 from jobs.models.teams import Team
 
 DEFAULT_DAYS, MAX_DAYS = 7, 90
@@ -34,6 +35,7 @@ class ShareLink(models.Model):
     class Kind(models.TextChoices):
         DISK = "disk", "Disk page"
         COMPARE = "compare", "Comparison"
+        SWEEP = "sweep", "Sweep"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="share_links", editable=False)
     kind = models.CharField(max_length=8, choices=Kind.choices)
@@ -41,6 +43,8 @@ class ShareLink(models.Model):
     # The Compare page's query, validated when the link was made (jobs/shares/sharing.py compare_query):
     # {"disks": [ids]} or {"runs": [ids]}, and the Statistics card's choices.
     compare = models.JSONField(null=True, blank=True)
+    # With kind sweep: the sweep whose page the link shows (its members' numbers, never their run pages).
+    run_set = models.ForeignKey(RunSet, on_delete=models.CASCADE, null=True, blank=True, related_name="share_links")
     token_digest = models.CharField(max_length=64, unique=True, editable=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -56,8 +60,9 @@ class ShareLink(models.Model):
         ordering = ["-created_at", "-pk"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(kind="disk", disk__isnull=False, compare__isnull=True)
-                | models.Q(kind="compare", disk__isnull=True, compare__isnull=False),
+                condition=models.Q(kind="disk", disk__isnull=False, compare__isnull=True, run_set__isnull=True)
+                | models.Q(kind="compare", disk__isnull=True, compare__isnull=False, run_set__isnull=True)
+                | models.Q(kind="sweep", disk__isnull=True, compare__isnull=True, run_set__isnull=False),
                 name="share_link_has_its_target",
             )
         ]
@@ -67,14 +72,16 @@ class ShareLink(models.Model):
 
     @classmethod
     def issue(cls, *, team: Team, user: Any, days: int, disk: Disk | None = None,
-              compare: dict[str, Any] | None = None, time_zone: str = "UTC") -> tuple[ShareLink, str]:  # fmt: skip
+              compare: dict[str, Any] | None = None, run_set: RunSet | None = None,
+              time_zone: str = "UTC") -> tuple[ShareLink, str]:  # fmt: skip
         """A new link and the only copy of its token, to be shown once."""
         token = secrets.token_urlsafe(32)
         link = cls.objects.create(
             team=team,
-            kind=cls.Kind.DISK if disk else cls.Kind.COMPARE,
+            kind=cls.Kind.DISK if disk else cls.Kind.SWEEP if run_set else cls.Kind.COMPARE,
             disk=disk,
             compare=compare,
+            run_set=run_set,
             token_digest=digest(token),
             created_by=user,
             expires_at=timezone.now() + timedelta(days=days),
@@ -88,7 +95,7 @@ class ShareLink(models.Model):
         if not TOKEN_PATTERN.fullmatch(token):
             return None
         wanted = digest(token)
-        link = cls.objects.select_related("disk__host").filter(token_digest=wanted).first()
+        link = cls.objects.select_related("disk__host", "run_set__disk__host").filter(token_digest=wanted).first()
         # The lookup is by an index on the digest; the comparison is constant-time all the same.
         return link if link and hmac.compare_digest(link.token_digest, wanted) else None
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from jobs import units
+from jobs.analysis import curves
 from jobs.models import Disk, Run, RunSet
 from jobs.sets import reading, summary
 from jobs.tools import sweep_plan
@@ -17,6 +18,23 @@ from jobs.tools import sweep_plan
 LATENCY_LABELS = {"p50_us": "p50", "p99_us": "p99", "p99_9_us": "p99.9"}
 # What the charts read of a point of a curve.
 CHARTED = ("iops", "limit_iops", "burst_iops", "run", "state", *LATENCY_LABELS)
+
+
+def page(run_set: RunSet, rule: curves.Rule | None = None) -> dict[str, Any]:
+    """What the sweep's page shows under the knee rule (None: the default one), for the team's page and its share
+    link's alike."""
+    members = reading.members(run_set)
+    result = reading.result_of(run_set, members, rule)
+    return {
+        "run_set": run_set,
+        "title": f"{run_set.label.capitalize()} · {run_set.profile_name} on {run_set.disk.label}",
+        "progress": progress(run_set, members),
+        "plan_words": plan_words(run_set),
+        "axes_words": axes_words(run_set),
+        "result": result,
+        "rows": rows(run_set, result),
+        "fields": field_names(run_set),
+    }
 
 
 def tool_of(run_set: RunSet) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -66,3 +67,9 @@ class KneeRuleForm(forms.Form):
 
     def problems(self) -> str:
         return " ".join(str(error) for errors in self.errors.values() for error in errors)
+
+
+def rule_form(query: Mapping[str, str]) -> KneeRuleForm:
+    """The form bound to the address's thresholds, unbound (the default rule) when it asks for none."""
+    asked = {name for name in ("iops_growth", "p99_growth") if str(query.get(name, "")).strip()}
+    return KneeRuleForm(query if asked else None)

@@ -14,26 +14,19 @@ from jobs import access
 from jobs.models import Disk, RunSet, Team
 from jobs.results.stats import StatsError
 from jobs.sets import cancelling, comparing, facts, reading
-from jobs.sets.forms import KneeRuleForm
+from jobs.sets.forms import rule_form
+from jobs.shares.forms import ShareForm
 
 
 @login_required
 def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run_set = access.run_set(request, pk)
-    form = _rule_form(request)
-    members = reading.members(run_set)
-    result = reading.result_of(run_set, members, form.rule())
-    context = {
-        "run_set": run_set,
+    form = rule_form(request.GET)
+    can_change = access.can_change(request, run_set.team)
+    context = facts.page(run_set, form.rule()) | {
         "form": form,
-        "title": f"{run_set.label.capitalize()} · {run_set.profile_name} on {run_set.disk.label}",
-        "progress": facts.progress(run_set, members),
-        "plan_words": facts.plan_words(run_set),
-        "axes_words": facts.axes_words(run_set),
-        "result": result,
-        "rows": facts.rows(run_set, result),
-        "fields": facts.field_names(run_set),
-        "can_change": access.can_change(request, run_set.team),
+        "can_change": can_change,
+        "share_form": ShareForm() if can_change else None,
         "query": request.GET.urlencode(),
     }
     return render(request, "jobs/sets/set_detail.html", context)
@@ -43,7 +36,7 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def set_series(request: HttpRequest, pk: int) -> JsonResponse:
     """The set page's charts, under the knee rule the page's address asks for."""
     run_set = access.run_set(request, pk)
-    form = _rule_form(request)
+    form = rule_form(request.GET)
     if form.is_bound and not form.is_valid():
         return JsonResponse({"error": form.problems()}, status=400)
     result = reading.result_of(run_set, rule=form.rule())
@@ -57,11 +50,6 @@ def set_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     access.require_change(request, run_set.team)
     cancelling.cancel(run_set)
     return redirect("set_detail", pk=run_set.pk)
-
-
-def _rule_form(request: HttpRequest) -> KneeRuleForm:
-    asked = {name for name in ("iops_growth", "p99_growth") if request.GET.get(name, "").strip()}
-    return KneeRuleForm(request.GET if asked else None)
 
 
 @login_required

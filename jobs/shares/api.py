@@ -1,5 +1,6 @@
-"""The API's share links: POST /api/v1/share-links/ makes one (its address is in the answer, once), GET lists
-the team's, DELETE revokes one (the row stays, answering 410 to its address, for the list and the audit log)."""
+"""The API's share links: POST /api/v1/share-links/ makes one of a disk page, a comparison or a sweep (its address
+is in the answer, once), GET lists the team's, DELETE revokes one (the row stays, answering 410 to its address, for
+the list and the audit log)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rest_framework.response import Response
 
 from jobs import links
 from jobs.api.base import JsonTypes, TeamScoped, TeamViewSet, team_of
-from jobs.models import Disk, ShareLink
+from jobs.models import Disk, RunSet, ShareLink
 from jobs.models.sharing import DEFAULT_DAYS, MAX_DAYS
 from jobs.shares import sharing
 
@@ -37,10 +38,13 @@ class CompareQuerySerializer(JsonTypes, serializers.Serializer):
 
 
 class ShareLinkSerializer(JsonTypes, serializers.ModelSerializer):
-    """A read-only link to a disk page (kind disk, with disk) or a comparison (kind compare, with compare)."""
+    """A read-only link to a disk page (kind disk, with disk), a comparison (kind compare, with compare) or a
+    sweep's page (kind sweep, with run_set)."""
 
     disk = TeamScoped(queryset=Disk.objects.all(), required=False, allow_null=True,
                       help_text="With kind disk: the disk whose page the link shows.")  # fmt: skip
+    run_set = TeamScoped(queryset=RunSet.objects.filter(kind=RunSet.Kind.SWEEP), required=False, allow_null=True,
+                         help_text="With kind sweep: the sweep (a set of runs) whose page the link shows.")  # fmt: skip
     compare = CompareQuerySerializer(required=False, allow_null=True, help_text="With kind compare.")
     expires_in_days = serializers.IntegerField(
         write_only=True, required=False, default=DEFAULT_DAYS, min_value=1, max_value=MAX_DAYS,
@@ -52,17 +56,21 @@ class ShareLinkSerializer(JsonTypes, serializers.ModelSerializer):
 
     class Meta:
         model = ShareLink
-        fields = ["id", "kind", "disk", "compare", "expires_in_days", "expires_at", "created_at", "created_by",
-                  "revoked_at", "last_viewed_at", "view_count", "state"]  # fmt: skip
+        fields = ["id", "kind", "disk", "compare", "run_set", "expires_in_days", "expires_at", "created_at",
+                  "created_by", "revoked_at", "last_viewed_at", "view_count", "state"]  # fmt: skip
         read_only_fields = ["expires_at", "created_at", "revoked_at", "last_viewed_at", "view_count"]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        kind, disk, compare = attrs["kind"], attrs.get("disk"), attrs.get("compare")
+        kind, disk, compare, run_set = attrs["kind"], attrs.get("disk"), attrs.get("compare"), attrs.get("run_set")
         if kind == ShareLink.Kind.DISK:
-            if disk is None or compare:
-                raise serializers.ValidationError({"disk": ["A disk link names its disk (and no compare)."]})
+            if disk is None or compare or run_set is not None:
+                raise serializers.ValidationError({"disk": ["A disk link names its disk (and no compare or run_set)."]})
             return attrs
-        if disk is not None or not compare:
+        if kind == ShareLink.Kind.SWEEP:
+            if run_set is None or compare or disk is not None:
+                raise serializers.ValidationError({"run_set": ['A sweep link names its sweep, e.g. {"run_set": 12}.']})
+            return attrs
+        if disk is not None or run_set is not None or not compare:
             raise serializers.ValidationError({"compare": ['A comparison link gives compare, e.g. {"disks": [3, 7]}.']})
         try:
             attrs["compare"] = sharing.compare_query(compare, team_of(self))
@@ -89,7 +97,7 @@ class NewShareLinkSerializer(ShareLinkSerializer):
 class ShareLinkViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, TeamViewSet
 ):
-    """Read-only links to a disk page or a comparison for people without an account. Every member sees the
+    """Read-only links to a disk page, a comparison or a sweep for people without an account. Every member sees the
     team's links; members and owners make and revoke them."""
 
     serializer_class = ShareLinkSerializer
@@ -104,7 +112,7 @@ class ShareLinkViewSet(
         body.is_valid(raise_exception=True)
         data = body.validated_data
         link, token = sharing.create(self.team, request.user, days=data["expires_in_days"], disk=data.get("disk"),
-                                     compare=data.get("compare"))  # fmt: skip
+                                     compare=data.get("compare"), run_set=data.get("run_set"))  # fmt: skip
         link.url = links.absolute(reverse("shared", args=[token]), request)  # type: ignore[attr-defined]  # shown once
         return Response(NewShareLinkSerializer(link, context=self.get_serializer_context()).data,
                         status=status.HTTP_201_CREATED)  # fmt: skip

@@ -1,4 +1,4 @@
-"""The team's Share links page: the links made from the disk and Compare pages ("Share…"), who made each, how
+"""The team's Share links page: the links made from the disk, sweep and Compare pages ("Share…"), who made each, how
 often it was opened, and Revoke. A new link's address is shown on this page once, in the answer to the POST
 that made it; only its digest is kept (jobs/models/sharing.py)."""
 
@@ -28,7 +28,7 @@ def share_list(request: HttpRequest) -> HttpResponse:
             shown_once = _create(request, team)
         except sharing.ShareRefused as exc:
             problem = f"No link was made. {exc}"
-    links = ShareLink.objects.filter(team=team).select_related("disk__host", "created_by")
+    links = ShareLink.objects.filter(team=team).select_related("disk__host", "run_set__disk", "created_by")
     for link in links:
         link.describe = sharing.describe(link)  # type: ignore[attr-defined]  # for the table only
         link.page_url = _page_of(link)  # type: ignore[attr-defined]
@@ -44,9 +44,11 @@ def share_list(request: HttpRequest) -> HttpResponse:
 
 
 def _page_of(link: ShareLink) -> str:
-    """The team's own page the link shows read-only: the disk page, or the Compare page with its query."""
+    """The team's own page the link shows read-only: the disk page, the sweep's, or the Compare page with its query."""
     if link.disk is not None:
         return reverse("disk_detail", args=[link.disk.pk])
+    if link.run_set is not None:
+        return reverse("set_detail", args=[link.run_set.pk])
     query = {key: ",".join(map(str, value)) if isinstance(value, list) else value
              for key, value in (link.compare or {}).items()}  # fmt: skip
     return f"{reverse('compare')}?{urlencode(query)}"
@@ -64,6 +66,13 @@ def _create(request: HttpRequest, team: Team) -> str:
         if disk is None:
             raise sharing.ShareRefused("disk", "Say which disk to share: open its page and use Share… there.")
         link, token = sharing.create(team, request.user, days=days, disk=disk, via="page", page_zone=_zone(request))
+    elif request.POST.get("kind") == ShareLink.Kind.SWEEP:
+        set_id = request.POST.get("run_set", "")
+        run_set = access.run_set(request, int(set_id)) if set_id.isdigit() else None
+        if run_set is None:
+            raise sharing.ShareRefused("run_set", "Say which sweep to share: open its page and use Share… there.")
+        link, token = sharing.create(team, request.user, days=days, run_set=run_set, via="page",
+                                     page_zone=_zone(request))  # fmt: skip
     else:
         query = sharing.compare_query(QueryDict(request.POST.get("query", "")), team)
         link, token = sharing.create(team, request.user, days=days, compare=query, via="page", page_zone=_zone(request))

@@ -1,6 +1,6 @@
 """The pages a share link opens, for anyone holding it and no account: /s/<token>/ and the two JSON endpoints its
 charts read. Each answers only from the link's own target, through the same code as the team's pages
-(jobs.disks.facts.disk_facts, jobs.results.compare.comparison, jobs.results.responses), while
+(jobs.disks.facts.disk_facts, jobs.results.compare.comparison, jobs.results.responses, jobs.sets.facts), while
 the team's pages and /api/ keep requiring a sign-in.
 
 Every answer here carries Referrer-Policy: no-referrer (the token is in the address and must not travel to the
@@ -26,6 +26,8 @@ from jobs import clock
 from jobs.disks.facts import disk_facts
 from jobs.models import ShareLink
 from jobs.results import compare, responses
+from jobs.sets import facts as set_facts
+from jobs.sets import reading
 
 # Unknown tokens one address may ask for in GUESS_WINDOW seconds before it gets 429s until the window ends.
 GUESS_LIMIT, GUESS_WINDOW = 20, 600
@@ -95,11 +97,15 @@ def _answer(request: HttpRequest, template: str, status: int, reason: str) -> Ht
 @require_GET
 @public
 def shared(request: HttpRequest, link: ShareLink, token: str) -> HttpResponse:
-    """The disk page or the comparison, read-only."""
+    """The disk page, the sweep's page or the comparison, read-only."""
     context: dict[str, Any] = {"share_link": link, "share_token": token}
     if link.disk is not None:
         context |= disk_facts(link.disk, request.GET)
         template = "jobs/shares/disk.html"
+    elif link.run_set is not None:
+        # The default knee rule: the link shows the sweep as it was shared, with no form to ask for another.
+        context |= set_facts.page(link.run_set)
+        template = "jobs/shares/sweep.html"
     else:
         context |= compare.comparison(link.team, *_chosen(link), link.compare or {})
         context["distributions_url"] = f"distributions.json?{context['distributions']}"
@@ -112,7 +118,10 @@ def shared(request: HttpRequest, link: ShareLink, token: str) -> HttpResponse:
 @require_GET
 @public
 def shared_series(request: HttpRequest, link: ShareLink, token: str) -> HttpResponse:
-    """The shared disk's chart data, as /disks/<pk>/series.json gives it to the team."""
+    """The shared disk's or sweep's chart data, as /disks/<pk>/series.json and /sets/<pk>/series.json give it to
+    the team (a sweep's under the default knee rule, as its shared page shows it)."""
+    if link.run_set is not None:
+        return JsonResponse(set_facts.series(link.run_set, reading.result_of(link.run_set)))
     if link.disk is None:
         return JsonResponse({"error": "This link shows a comparison; it has no disk chart."}, status=404)
     return responses.disk_series(link.disk, request.GET)
@@ -124,7 +133,8 @@ def shared_distributions(request: HttpRequest, link: ShareLink, token: str) -> H
     """The shared comparison's latency distributions: its own disks or runs, whatever the query names; only
     the profile (which of the disks' runs) may be chosen."""
     if link.compare is None:
-        return JsonResponse({"error": "This link shows a disk page; it has no distributions."}, status=404)
+        return JsonResponse({"error": f"This link shows a {link.get_kind_display().lower()}; it has no distributions."},
+                            status=404)  # fmt: skip
     disk_ids, run_ids = _chosen(link)
     params = {"disks": ",".join(map(str, disk_ids)), "runs": ",".join(map(str, run_ids)),
               "profile": request.GET.get("profile", "")}  # fmt: skip

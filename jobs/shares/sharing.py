@@ -1,6 +1,6 @@
-"""Making and revoking share links, and the checks on what a link may show: a disk of the team, or a comparison
-of 2 to 8 of the team's disks or runs. The pages and the API both come here, so they refuse the same things
-with the same words, naming the field."""
+"""Making and revoking share links, and the checks on what a link may show: a disk of the team, a comparison
+of 2 to 8 of the team's disks or runs, or a sweep of the team. The pages and the API both come here, so they refuse
+the same things with the same words, naming the field."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from audit import log as audit
 from audit.models import AuditEvent
 from jobs import clock
 from jobs.analysis import stats as analysis
-from jobs.models import Disk, Run, ShareLink, Team
+from jobs.models import Disk, Run, RunSet, ShareLink, Team
 from jobs.models.sharing import DEFAULT_DAYS, MAX_DAYS
 from jobs.results import stats
 
@@ -102,15 +102,20 @@ def _stats_choices(params: Mapping[str, Any], disks: list[int]) -> dict[str, str
 
 
 def create(team: Team, user: Any, *, days: int, disk: Disk | None = None, compare: dict[str, Any] | None = None,
-           via: str = "api", page_zone: str = "") -> tuple[ShareLink, str]:  # fmt: skip
-    """A link to the disk's page or to the comparison (already checked), and its token, shown this once. Its
-    pages write times in the creator's zone: their Preferences, else the page's they made it from, else UTC."""
+           run_set: RunSet | None = None, via: str = "api", page_zone: str = "") -> tuple[ShareLink, str]:  # fmt: skip
+    """A link to the disk's page, the comparison (already checked) or the sweep's page, and its token, shown this
+    once. Its pages write times in the creator's zone: their Preferences, else the page's they made it from, else
+    UTC."""
     if disk is not None and disk.team_id != team.pk:
         raise ShareRefused("disk", "No such disk in your team.")
+    if run_set is not None and (run_set.team_id != team.pk or run_set.kind != RunSet.Kind.SWEEP):
+        raise ShareRefused("run_set", "No such sweep in your team: open the sweep's page and use Share… there.")
     zone = clock.choose(_preference(user), page_zone).name
-    link, token = ShareLink.issue(team=team, user=user, days=days, disk=disk, compare=compare, time_zone=zone)
+    link, token = ShareLink.issue(team=team, user=user, days=days, disk=disk, compare=compare, run_set=run_set,
+                                  time_zone=zone)  # fmt: skip
     audit.record(team, user, AuditEvent.Action.SHARE_CREATED, link, kind=link.kind, disk=disk and disk.pk,
-                 compare=compare, expires_at=link.expires_at.isoformat(), via=via)  # fmt: skip
+                 compare=compare, run_set=run_set and run_set.pk, expires_at=link.expires_at.isoformat(),
+                 via=via)  # fmt: skip
     return link, token
 
 
@@ -130,9 +135,12 @@ def revoke(link: ShareLink, user: Any, via: str = "api") -> bool:
 
 
 def describe(link: ShareLink) -> str:
-    """What the link shows, for the team's list: "disk vm1:data" or "comparison of disks 3, 7"."""
+    """What the link shows, for the team's list: "disk vm1:data", "sweep 12 (qd sweep on data)" or "comparison of
+    disks 3, 7"."""
     if link.disk is not None:
         return f"disk {link.disk}"
+    if link.run_set is not None:
+        return f"{link.run_set.label} ({link.run_set.profile_name} on {link.run_set.disk.label})"
     query = link.compare or {}
     key = "disks" if "disks" in query else "runs"
     return f"comparison of {key} {', '.join(str(pk) for pk in query.get(key, []))}"
