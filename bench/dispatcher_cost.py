@@ -353,7 +353,9 @@ def one_tick(probe: Probe, now: datetime) -> Tick:
         result = dispatcher.tick(now)
         c2, t2 = time.process_time(), time.perf_counter()
     close_old_connections()  # ... and after it
-    created, claimed = (int(part.split()[1]) for part in result.split(", ")[::2])
+    # "created 3, skipped 0, claimed 3, re-polled 0, sets ended 0": each count by its name.
+    counts = {name: int(count) for name, count in (part.rsplit(" ", 1) for part in result.split(", "))}
+    created, claimed = counts["created"], counts["claimed"]
     return Tick(
         now=now.isoformat(timespec="seconds"),
         total_ms=(t2 - t0) * 1000,
