@@ -527,8 +527,10 @@ def test_the_days_and_the_results_draw_the_same_flags_when_no_day_has_two_runs(o
 
 
 def test_a_day_row_keeps_the_flags_of_the_runs_it_draws_when_a_run_is_recorded(disk):
-    (first, second) = _runs_at(disk, [timezone.now() - timedelta(hours=2), timezone.now() - timedelta(hours=1)],
-                               [3000.0, 1000.0])  # fmt: skip
+    # Both on one UTC day whatever the hour the test runs at (yesterday's noon and an hour later): now-2h and
+    # now-1h were two days between midnight and 02:00 UTC.
+    noon = (timezone.now() - timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
+    (first, second) = _runs_at(disk, [noon, noon + timedelta(hours=1)], [3000.0, 1000.0])
     second.steady_state, second.warnings = {"state": "not_steady"}, ["fresh device"]
     second.save()
     RunResult.record(second)
