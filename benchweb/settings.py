@@ -272,6 +272,8 @@ SPECTACULAR_SETTINGS = {
         "RunSetKindEnum": "jobs.models.RunSet.Kind",
         "RunSetStateEnum": "jobs.models.RunSet.State",
         "SweepOnFailureEnum": "jobs.models.RunSet.OnFailure",
+        "ProfileToolEnum": "jobs.models.Profile.Tool",
+        "ImportToolEnum": ["auto", "fio", "ndisk64"],
     },
 }
 

@@ -113,7 +113,7 @@ class SweepImportSerializer(JsonTypes, serializers.Serializer):
         return attrs
 
 
-class SweepPointSerializer(serializers.Serializer):
+class ImportedSweepPointSerializer(serializers.Serializer):
     point = serializers.DictField(child=serializers.IntegerField(), help_text="The fields this point sets.")
     output = serializers.CharField(help_text="The output measured at it: 'output N (its name)'.")
     run = serializers.IntegerField(allow_null=True, help_text="The member run that stores it; null in a dry run.")
@@ -125,7 +125,7 @@ class ImportedSweepSerializer(serializers.Serializer):
     name = serializers.CharField()
     rw = serializers.CharField(help_text="The rw of its outputs (ndisk64: random or sequential): each rw is a sweep.")
     axes = serializers.ListField(child=serializers.DictField(), help_text='[{"field", "values"}], the first outer.')
-    points = SweepPointSerializer(many=True)
+    points = ImportedSweepPointSerializer(many=True)
 
 
 class SweepImportResultSerializer(serializers.Serializer):
