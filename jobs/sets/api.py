@@ -32,9 +32,10 @@ from jobs.tools import sweep_plan
 AXIS_FIELDS = list(sweep_plan.KINDS)
 POINT_SCHEMA = {
     "type": "object",
-    "properties": {field: {"type": "integer"} for field in AXIS_FIELDS},
+    "properties": {field: {"type": "integer"} for field in [*AXIS_FIELDS, "rate_iops"]},
     "additionalProperties": False,
-    "description": "The fields this point sets on the base profile: iodepth, jobs, block_size_bytes, read_percent.",
+    "description": "The fields this point sets on the base profile: a sweep's iodepth, jobs, block_size_bytes, "
+    "read_percent; a latency-target search's step, rate_iops (fio's cap).",
 }
 
 
@@ -104,14 +105,42 @@ class KneeRuleSerializer(serializers.Serializer):
     p99_growth = serializers.FloatField(help_text="As a fraction: 0.5 is 50 %.")
 
 
+class SearchStepSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The step's place in the search, from 0.")
+    run = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=Run.State.choices)
+    rate_iops = serializers.IntegerField(allow_null=True, help_text="fio's rate_iops cap; null: unthrottled.")
+    iops = serializers.FloatField(allow_null=True)
+    latency_us = serializers.FloatField(allow_null=True, help_text="The chosen percentile, worse direction, in µs.")
+    verdict = serializers.CharField(allow_null=True)
+
+
+class SearchAnswerSerializer(serializers.Serializer):
+    iops = serializers.FloatField(allow_null=True)
+    rate_iops = serializers.IntegerField(allow_null=True)
+    run = serializers.IntegerField(allow_null=True)
+    latency_us = serializers.FloatField(allow_null=True)
+    percentile = serializers.CharField()
+    target_us = serializers.IntegerField()
+    within_iops = serializers.FloatField(allow_null=True)
+    why = serializers.CharField(allow_blank=True, allow_null=True)
+
+
 class SweepResultSerializer(serializers.Serializer):
+    """A sweep's result; a latency-target search's has no knee rule, and its steps and answer besides."""
+
     points = SweepPointSerializer(many=True)
     axis = serializers.ChoiceField(
         choices=["iodepth", "jobs"], allow_null=True, help_text="The load axis the curves run along; null: no curve."
     )
-    rule = KneeRuleSerializer(help_text="The knee's thresholds applied.")
-    rule_text = serializers.CharField(help_text="The knee's rule in words.")
+    rule = KneeRuleSerializer(required=False, help_text="A sweep: the knee's thresholds applied.")
+    rule_text = serializers.CharField(required=False, help_text="A sweep: the knee's rule in words.")
     curves = SweepCurveSerializer(many=True, help_text="One per value of the other axis.")
+    percentile = serializers.CharField(required=False, help_text="A search: the percentile held to its target.")
+    target_us = serializers.IntegerField(required=False, help_text="A search: the target, in µs.")
+    steps = SearchStepSerializer(many=True, required=False, help_text="A search: every step so far.")
+    answer = SearchAnswerSerializer(required=False, allow_null=True, help_text="A search: its answer once found.")
+    answer_text = serializers.CharField(required=False, allow_blank=True, help_text="'14,150 IOPS at p99 ≤ 1 ms'.")
 
 
 class SetMemberSerializer(serializers.Serializer):

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 
 from jobs.api.models import ApiToken
 from jobs.models import Membership, Run, RunSet
+from jobs.runs import states
 from jobs.sets import advancing, requesting
 from tests.factories import ProfileFactory
 from tests.sets.sweeps import fail, members, run_sweep, succeed, sweep_profile
@@ -398,3 +399,41 @@ def test_sweeps_compare_through_the_api_and_a_bad_parameter_is_named(ours, api, 
     assert "colour" in api.get("/api/v1/sets/compare/?colour=red").json()
     none = api.get(f"/api/v1/sets/compare/?a_disk={world.disk.pk}&b_disk={other.pk}&profile=other")
     assert none.status_code == 400 and "No finished sweep of 'other'" in none.json()["profile"][0]
+
+
+def test_a_latency_target_searchs_detail_is_what_the_schema_says(ours, api, django_capture_on_commit_callbacks):
+    """The detail of a search, its steps and its answer, validated against the OpenAPI schema's SetDetail."""
+    import jsonschema
+    from drf_spectacular.generators import SchemaGenerator
+
+    world, _ = ours
+    profile = ProfileFactory(team=world.team, name="p99 search", size_bytes=2**20, sla_target_us=1000, sla_max_runs=2)
+    with django_capture_on_commit_callbacks():
+        run_set = requesting.request_set(world.disk, profile)
+    for iops, p99 in ((4000, 1500), (2000, 600)):  # over the target unthrottled, then under it when capped
+        with django_capture_on_commit_callbacks():
+            step = members(run_set)[-1]
+            step.refresh_from_db()
+            if step.state == Run.State.PENDING:
+                states.claim(step)
+            succeed(step, iops, p99)
+            advancing.advance(run_set.pk)
+    body = api.get(f"/api/v1/sets/{run_set.pk}/").json()
+    assert body["kind"] == "sla" and body["state"] == "succeeded", body["explanation"]
+    assert [s["iops"] for s in body["result"]["steps"]] == [4000, 2000] and body["result"]["answer"]["iops"] == 2000
+    assert body["members"][1]["point"]["rate_iops"] < 4000
+
+    schema = _json_schema(SchemaGenerator().get_schema(request=None, public=True))
+    jsonschema.validate(body, {"$ref": "#/components/schemas/SetDetail", "components": schema["components"]})
+
+
+def _json_schema(node):
+    """OpenAPI 3.0's `nullable` as JSON Schema says it (null among the types), for jsonschema to validate with."""
+    if isinstance(node, list):
+        return [_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    found = {key: _json_schema(value) for key, value in node.items() if key != "nullable"}
+    if not node.get("nullable"):
+        return found
+    return {"anyOf": [found, {"type": "null"}]}
