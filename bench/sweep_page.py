@@ -27,7 +27,6 @@ from typing import Any
 
 from benchkit import (
     PG_SERVER,
-    BenchError,
     Stack,
     add_database_options,
     add_smoke_option,
@@ -37,6 +36,7 @@ from benchkit import (
     parse_args,
     say,
     server_version,
+    time_gets,
 )
 
 DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_sweepbench"
@@ -123,21 +123,8 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     say(f"[{args.db}] stored in {time.monotonic() - began:.1f} s")
     client = Client(HTTP_HOST="localhost")
     client.force_login(user)
-    times = {url: _ask(client, url.format(pk=pk), args) for url in args.urls}
+    times = {url: time_gets(client, url.format(pk=pk), 2, args.requests)[0] for url in args.urls}
     return {"server": server_version(), "sweeps": args.sweeps, "times": times}
-
-
-def _ask(client: Any, url: str, args: argparse.Namespace) -> list[float]:
-    def ask() -> float:
-        began = time.perf_counter()
-        response = client.get(url)
-        if response.status_code != 200:
-            raise BenchError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
-        return (time.perf_counter() - began) * 1000
-
-    for _ in range(2):
-        ask()
-    return [ask() for _ in range(args.requests)]
 
 
 def report(results: list[dict[str, Any]]) -> bool:
