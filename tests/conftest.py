@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -67,31 +68,59 @@ DATABASE_FIXTURES = {
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Share tests between the sessions `./bw test` runs at once, one per database.
-
-    BENCHWEB_TEST_SHARE="first-last/n" names this session's share: of every n shared tests in collection order, it
-    runs those numbered first to last (0-based; "i/n" is "i-i/n"). A quick test that uses the database checks what
-    benchweb does with it, so every session runs every one. The others are shared, each running in one session:
-    a slow test checks benchweb's processes (a real sshd, fio, Celery workers, Chromium, the run command) and
-    reads the database as the quick ones do, so each database carries its share of them and the suite's wall time
-    is not spent twice; a test that uses no database at all (a parser, a command line, a migrate in a directory of
-    its own) would prove nothing more in a second session. `every_database` keeps a slow test in every session
-    (the bench scripts that write their own SQL)."""
-    share = os.environ.get("BENCHWEB_TEST_SHARE")
-    if not share:
+    """BENCHWEB_TEST_ONLY_SHARED=1: this session runs shared tests only (see pytest_runtestloop)."""
+    if os.environ.get("BENCHWEB_TEST_ONLY_SHARED") != "1":
         return
-    mine, count = _share(share)
-    kept, elsewhere = [], []
-    shared_seen = 0
-    for item in items:
-        if _shared(item):
-            (kept if shared_seen % count in mine else elsewhere).append(item)
-            shared_seen += 1
-        else:
-            kept.append(item)
+    elsewhere = [item for item in items if not _shared(item)]
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
-        items[:] = kept
+        items[:] = [item for item in items if _shared(item)]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """Share tests between the sessions `./bw test` runs at once (one per database, and more that run shared tests
+    only) by claiming them as they come.
+
+    BENCHWEB_TEST_CLAIMS names a directory the sessions share. A quick test that uses the database checks what
+    benchweb does with it, so every full session runs every one. The others are shared: a slow test checks
+    benchweb's processes (a real sshd, fio, Celery workers, Chromium, the run command) and reads the database as
+    the quick ones do, so whichever session is free runs it; a test that uses no database at all (a parser, a
+    command line, a migrate in a directory of its own) would prove nothing more in a second session. Each session
+    walks the tests in collection order and runs a shared one only if it claims it first (a file made with
+    O_EXCL), so the sessions end together whatever each test costs, where a fixed share left one session minutes
+    behind the other. A test is claimed just before the one before it starts: pytest must know which test comes
+    next to keep the fixtures they share. `every_database` keeps a slow test in every session (the bench
+    scripts that write their own SQL)."""
+    claims = os.environ.get("BENCHWEB_TEST_CLAIMS")
+    if not claims or session.config.option.collectonly or session.testsfailed:
+        return None  # pytest's own loop
+    claimed = Path(claims)
+    mine = (item for item in session.items if not _shared(item) or _claim(claimed, item))
+    item = next(mine, None)
+    ran = 0
+    while item is not None:
+        following = next(mine, None)
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
+        ran += 1
+        if session.shouldfail:
+            raise session.Failed(session.shouldfail)
+        if session.shouldstop:
+            raise session.Interrupted(session.shouldstop)
+        item = following
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"{len(session.items) - ran} shared tests ran in the other sessions of ./bw test")
+    return True
+
+
+def _claim(claimed: Path, item: pytest.Item) -> bool:
+    name = hashlib.sha256(item.nodeid.encode()).hexdigest()
+    try:
+        os.close(os.open(claimed / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
 
 
 def _shared(item: pytest.Item) -> bool:
@@ -101,13 +130,6 @@ def _shared(item: pytest.Item) -> bool:
         return True
     uses_database = item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
     return not uses_database
-
-
-def _share(text: str) -> tuple[range, int]:
-    """ "first-last/n" (or "i/n") -> (the residues this session runs, n)."""
-    numbers, count = text.split("/")
-    first, _, last = numbers.partition("-")
-    return range(int(first), int(last or first) + 1), int(count)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -24,7 +25,9 @@ from django.db import connection
 from benchweb.celery import app
 from benchweb.stack import redis_answers
 
-__all__ = ["beat_factory", "broker", "redis_server", "worker", "worker_factory"]
+__all__ = [
+    "beat_factory", "broker", "kept_worker", "pytest_runtest_protocol", "redis_server", "worker", "worker_factory",
+]  # fmt: skip
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -149,13 +152,12 @@ class Worker:
 
 @pytest.fixture
 def worker_factory(broker: str, transactional_db: None, tmp_path: Path) -> Iterator[Callable[..., Worker]]:
+    _KEPT.stop()  # the test's own workers alone take its tasks
     started: list[Worker] = []
 
     def start(*, queues: str | None = None, env: dict[str, str] | None = None) -> Worker:
         """`env` is laid over the test environment (e.g. keys read from a file of the test's own)."""
-        argv = [sys.executable, "-m", "celery", "-A", "benchweb", "worker", "-l", "INFO", "--pool", "threads",
-                "--concurrency", "4", "--without-mingle", "--without-gossip",
-                "--hostname", f"test{len(started)}-{os.getpid()}@%h"]  # fmt: skip
+        argv = _worker_argv(f"test{len(started)}")
         if queues:
             argv += ["-Q", queues]
         worker = _start(argv, _env(broker) | (env or {}), tmp_path / f"worker-{len(started)}.log", b" ready.")
@@ -167,9 +169,100 @@ def worker_factory(broker: str, transactional_db: None, tmp_path: Path) -> Itera
         worker.stop()
 
 
+def _worker_argv(name: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "benchweb", "worker", "-l", "INFO", "--pool", "threads",
+            "--concurrency", "4", "--without-mingle", "--without-gossip",
+            "--hostname", f"{name}-{os.getpid()}@%h"]  # fmt: skip
+
+
+class KeptWorker:
+    """The worker of the `worker` fixture, kept from one test to the next one of this session that asks for it.
+
+    Starting a Celery worker costs some 2 s of CPU (Django, Celery and benchweb imported), and some 70 tests ask
+    for one: a worker started for each made up minutes of ./bw test. The worker a test used is kept only when
+    the next test of the session asks for one too, with the same environment, and only once it is idle (no task
+    running, waiting for its time or fetched, within IDLE_WAIT_S), as a stopped one would be: a warm shutdown
+    waits for the running tasks. Anything else stops it, as before, so a test that wants no worker, or its own
+    (worker_factory), never has this one taking its tasks. Between two tests it takes what the queue holds, as a
+    new worker would."""
+
+    IDLE_WAIT_S = 5.0
+
+    def __init__(self) -> None:
+        self.worker: Worker | None = None
+        self.env: dict[str, str] = {}
+        self.next_wants_it = False
+        self.started = 0
+        self.log_dir = Path()
+
+    def take(self, env: dict[str, str], log_dir: Path) -> Worker:
+        env = {name: value for name, value in env.items() if name != "PYTEST_CURRENT_TEST"}
+        if self.worker is not None and (self.worker.process.poll() is not None or env != self.env):
+            self.stop()
+        if self.worker is None:
+            log = log_dir / f"kept-worker-{self.started}.log"
+            self.worker = _start(_worker_argv("test0"), env, log, b" ready.")
+            self.env = env
+            self.started += 1
+        return self.worker
+
+    def give_back(self) -> None:
+        if self.worker is None:
+            return
+        if not self.next_wants_it or not self._idle():
+            self.stop()
+
+    def _idle(self) -> bool:
+        assert self.worker is not None
+        name = f"test0-{os.getpid()}@{socket.gethostname()}"
+        deadline = time.monotonic() + self.IDLE_WAIT_S
+        # A connection of its own: a test that restarted Redis leaves the app's pooled ones broken.
+        with app.connection_for_write() as connection:
+            inspect = app.control.inspect(destination=[name], timeout=2.0, connection=connection)
+            while self.worker.process.poll() is None:
+                try:
+                    answers = [inspect.active(), inspect.reserved(), inspect.scheduled()]
+                except Exception:  # the broker unreachable: the worker is stopped, as before
+                    return False
+                if all(answer and not answer.get(name) for answer in answers):
+                    return True
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.1)
+        return False
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+
+_KEPT = KeptWorker()
+
+
+@pytest.fixture(scope="session")
+def kept_worker(django_db_setup: None, broker: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeptWorker]:
+    """Stopped before the test database is dropped (PostgreSQL refuses to drop a database in use)."""
+    _KEPT.log_dir = tmp_path_factory.mktemp("kept-worker")
+    yield _KEPT
+    _KEPT.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Tells the kept worker whether the test after this one asks for it (see KeptWorker)."""
+    _KEPT.next_wants_it = nextitem is not None and _wants_kept_worker(nextitem)
+
+
+def _wants_kept_worker(item: pytest.Item) -> bool:
+    names = set(getattr(item, "fixturenames", ()))
+    return "worker" in names and "worker_factory" not in names
+
+
 @pytest.fixture
-def worker(worker_factory: Callable[..., Worker]) -> Worker:
-    return worker_factory()
+def worker(kept_worker: KeptWorker, broker: str, transactional_db: None) -> Iterator[Worker]:
+    yield kept_worker.take(_env(broker), kept_worker.log_dir)
+    kept_worker.give_back()
 
 
 @pytest.fixture

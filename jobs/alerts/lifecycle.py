@@ -59,6 +59,8 @@ def raise_alert(found: Found, now: datetime | None = None) -> Alert | None:
     try:
         with transaction.atomic():
             alert, event = _open_or_reopen(found, now)
+            if alert is not None and event is not None and found.run_ids:
+                alert.runs.add(*found.run_ids)  # an alert is never seen without the runs that opened it
     except IntegrityError:
         # Another worker opened it between our look and our write: it is open, so this is a sighting.
         alert, event = _unresolved(found.team_id, found.condition), None
@@ -66,8 +68,8 @@ def raise_alert(found: Found, now: datetime | None = None) -> Alert | None:
         return None
     if event is None:
         Alert.objects.filter(pk=alert.pk).update(last_seen_at=now, **found.fields())
-    if found.run_ids:
-        alert.runs.add(*found.run_ids)
+        if found.run_ids:
+            alert.runs.add(*found.run_ids)
     if event:
         announce(alert, event)
     return alert
