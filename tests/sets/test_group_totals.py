@@ -1,7 +1,8 @@
-"""A synchronised group's numbers (jobs/sets/group_totals.py) on synthetic members whose answer is known: clock
-offsets behind asymmetric round trips, starts apart by known amounts, per-second samples laid out on a millisecond
-grid (so the test can say exactly, in whole milliseconds, which second falls in which window), latencies bucketed as
-fio buckets them, and group-size curves with a known saturation. Pure functions: no database."""
+"""A synchronised group's numbers (jobs/sets/group_clocks.py, group_totals.py, group_latency.py) on synthetic
+members whose answer is known: clock offsets behind asymmetric round trips, starts apart by known amounts,
+per-second samples laid out on a millisecond grid (so the test can say exactly, in whole milliseconds, which second
+falls in which window), latencies bucketed as fio buckets them, and group-size curves with a known saturation. Pure
+functions: no database."""
 
 from __future__ import annotations
 
@@ -12,25 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.sets.group_totals import (
+from jobs.sets.group_clocks import ClockOffset, Probe, StartSpread, clock_offset, start_spread
+from jobs.sets.group_latency import (
     GROUP_PERCENTILES,
-    ClockOffset,
-    Member,
     MemberLatency,
-    Probe,
     SizePoint,
-    StartSpread,
-    Window,
-    clock_offset,
     compare_members,
     group_latency,
     member_latency,
-    per_second,
     saturation,
-    start_spread,
-    totals,
-    windows,
 )
+from jobs.sets.group_totals import Member, Window, per_second, totals, windows
 from jobs.tools.summary import percentiles_from_bins
 
 FAST = settings(max_examples=150, deadline=None, database=None)
