@@ -1,0 +1,266 @@
+"""A synchronised group's windows and totals (pure: no Django, no database).
+
+A group runs one profile on several disks at one instant. Each member reports on its own host's clock, starts and
+ends a little apart from the others, and brings its own per-second samples. This module turns them into:
+
+- windows: when every member was running at once, and the whole span from the first start to the last end;
+- totals: the per-second total series, and the group's IOPS and bytes/s over the all-running window, over each
+  member's whole run, and over the whole span.
+
+The clocks (each host's offset, the start spread) are jobs/sets/group_clocks.py's; latency, the members against one
+another and the group-size sweep are jobs/sets/group_latency.py's. Nothing here guesses: a number the members'
+data cannot give is None, and the result says why.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from jobs.sets.group_clocks import ClockOffset
+
+# A sample: (t, iops, bytes_per_s), t the instant on the member's own clock that ends the second it measured.
+Sample = tuple[float, float, float | None]
+# How much float rounding may move an instant across a window's edge.
+EDGE_S = 1e-6
+
+# ----------------------------------------------------------------------------- 2. windows
+
+
+@dataclass(frozen=True)
+class Window:
+    """From start to end, in seconds of the common clock."""
+
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    def holds(self, begin: float, end: float) -> bool:
+        """Whether the interval from begin to end lies within the window (give or take EDGE_S)."""
+        return begin >= self.start - EDGE_S and end <= self.end + EDGE_S
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The group's windows on the common clock.
+
+    all_running: from the last start to the first end, while every member ran; None when some member ended before
+    another started. elbencho calls the figures of this window (from a common start) "first done": the members
+    measured at the moment the first of them is done. span: from the first start to the last end, the time
+    elbencho's "last done" figures are divided by. The names say who started last and who ended first and last."""
+
+    all_running: Window | None
+    span: Window
+    last_started: str
+    first_done: str
+    last_done: str
+
+
+def windows(spans: Mapping[str, Window]) -> Windows:
+    """The group's windows from each member's run (start to end on the common clock); ValueError names a run that
+    ends before it starts."""
+    if not spans:
+        raise ValueError("spans: the group has no member run")
+    for name, span in spans.items():
+        if not (math.isfinite(span.start) and math.isfinite(span.end) and span.end >= span.start):
+            raise ValueError(f"{name}: a run goes from its start to a later end, not {span.start!r} to {span.end!r}")
+    last_started = max(spans, key=lambda name: spans[name].start)
+    first_done = min(spans, key=lambda name: spans[name].end)
+    last_done = max(spans, key=lambda name: spans[name].end)
+    together = Window(spans[last_started].start, spans[first_done].end)
+    return Windows(
+        all_running=together if together.seconds > EDGE_S else None,
+        span=Window(min(span.start for span in spans.values()), spans[last_done].end),
+        last_started=last_started,
+        first_done=first_done,
+        last_done=last_done,
+    )
+
+
+# ----------------------------------------------------------------------------- 3. totals
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member's run as its host reported it, on the host's own clock, with the host's clock offset.
+
+    samples are (t, iops, bytes_per_s), one a second, t ending the second measured, bytes_per_s None when the
+    tool gave none; iops and bytes_per_s are the whole run's, as the member's summary has them (None: not
+    reported)."""
+
+    name: str
+    start: float
+    end: float
+    offset: ClockOffset
+    samples: Sequence[Sample] = ()
+    iops: float | None = None
+    bytes_per_s: float | None = None
+
+    @property
+    def span(self) -> Window:
+        """The run on the common clock."""
+        return Window(self.offset.to_common(self.start), self.offset.to_common(self.end))
+
+
+@dataclass(frozen=True)
+class Second:
+    """One second of the group's per-second series: t, the whole second of the common clock nearest the end of
+    the samples in it; iops and bytes_per_s summed over the members with a sample there (bytes_per_s None when one
+    of those samples has none); every, whether every member has one."""
+
+    t: int
+    iops: float
+    bytes_per_s: float | None
+    members: int
+    every: bool
+
+
+def per_second(members: Sequence[Member]) -> list[Second]:
+    """The group's per-second total series, on the common clock, in time order.
+
+    Each sample is moved onto the common clock by its host's offset and counted in the nearest whole second; two
+    samples of one member that land in one second (a host's timer jitter) count as their mean. A second counts
+    as every member's only when each member has a sample in it: the rest are the ramps at either end, where some
+    members had not started or had ended."""
+    _check_members(members)
+    series = [_by_second(member) for member in members]
+    seconds = sorted(set().union(*series))
+    found = []
+    for t in seconds:
+        present = [samples[t] for samples in series if t in samples]
+        iops = sum(iops for iops, _ in present)
+        found.append(
+            Second(t, iops, _sum_or_none([bw for _, bw in present]), len(present), len(present) == len(members))
+        )
+    return found
+
+
+def _by_second(member: Member) -> dict[int, tuple[float, float | None]]:
+    grouped: dict[int, list[Sample]] = {}
+    for sample in member.samples:
+        grouped.setdefault(round(member.offset.to_common(sample[0])), []).append(sample)
+    return {t: _mean_rates(samples) for t, samples in grouped.items()}
+
+
+def _mean_rates(samples: Sequence[Sample]) -> tuple[float, float | None]:
+    bandwidths = [bw for _, _, bw in samples]
+    mean_bw = None if None in bandwidths else statistics.fmean(bw for bw in bandwidths if bw is not None)
+    return statistics.fmean(iops for _, iops, _ in samples), mean_bw
+
+
+def _sum_or_none(values: Sequence[float | None]) -> float | None:
+    return None if None in values else sum(value for value in values if value is not None)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """One member's IOPS and bytes/s over a window (None: not measured there)."""
+
+    iops: float | None
+    bytes_per_s: float | None
+
+
+@dataclass(frozen=True)
+class Total:
+    """The group's IOPS and bytes/s over one window, summed over its members (members: each one's figures).
+
+    what says which window, in words; window is it on the common clock (None for the members' whole runs, each its
+    own). A sum is None when some member's figure is missing, and why then names them."""
+
+    what: str
+    window: Window | None
+    iops: float | None
+    bytes_per_s: float | None
+    members: Mapping[str, Rates]
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The group's three totals and the windows they were taken over."""
+
+    all_running: Total
+    whole_runs: Total
+    span: Total
+    windows: Windows
+
+
+ALL_RUNNING = "while every member ran (from the last start to the first end)"
+WHOLE_RUNS = "each member's whole run, summed"
+SPAN = "all the members' I/O from the first start to the last end"
+
+
+def totals(members: Sequence[Member]) -> Totals:
+    """The group's totals, three ways:
+
+    - all_running: each member's mean over the seconds it measured wholly within the all-running window, summed:
+      what the backend gave while every member was running (elbencho's "first done", the "hero number");
+    - whole_runs: each member's whole-run IOPS and bytes/s (its summary's), summed; members that ran at other times
+      are added as if they ran at once, so this is at least the span's figure and can flatter a staggered group;
+    - span: each member's whole-run rate times its run's length (its I/O), summed and divided by the time from the
+      first start to the last end (elbencho's "last done": the group is done when its slowest member is)."""
+    _check_members(members)
+    found = windows({member.name: member.span for member in members})
+    return Totals(
+        all_running=_all_running_total(members, found.all_running),
+        whole_runs=_summed(WHOLE_RUNS, None, {m.name: Rates(m.iops, m.bytes_per_s) for m in members}),
+        span=_span_total(members, found.span),
+        windows=found,
+    )
+
+
+def _all_running_total(members: Sequence[Member], window: Window | None) -> Total:
+    if window is None:
+        return Total(ALL_RUNNING, None, None, None, {}, "the members never all ran at once")
+    return _summed(ALL_RUNNING, window, {member.name: _rates_within(member, window) for member in members})
+
+
+def _rates_within(member: Member, window: Window) -> Rates:
+    """The member's mean over its samples whose second lies wholly within the window."""
+    inside = [
+        sample
+        for sample in member.samples
+        if window.holds(member.offset.to_common(sample[0]) - 1, member.offset.to_common(sample[0]))
+    ]
+    if not inside:
+        return Rates(None, None)
+    return Rates(*_mean_rates(inside))
+
+
+def _span_total(members: Sequence[Member], span: Window) -> Total:
+    if span.seconds <= 0:
+        return Total(SPAN, span, None, None, {}, "the group's runs last no time")
+    rates = {m.name: Rates(_over_span(m.iops, m, span), _over_span(m.bytes_per_s, m, span)) for m in members}
+    return _summed(SPAN, span, rates)
+
+
+def _over_span(rate: float | None, member: Member, span: Window) -> float | None:
+    """What the member did (its whole-run rate times its run's length), spread over the span."""
+    return None if rate is None else rate * (member.end - member.start) / span.seconds
+
+
+def _summed(what: str, window: Window | None, rates: Mapping[str, Rates]) -> Total:
+    no_iops = [name for name, r in rates.items() if r.iops is None]
+    no_bw = [name for name, r in rates.items() if r.bytes_per_s is None]
+    why = "; ".join(
+        f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} no {figure}"
+        for names, figure in ((no_iops, "IOPS"), (no_bw, "bandwidth"))
+        if names
+    )
+    iops = _sum_or_none([r.iops for r in rates.values()])
+    return Total(what, window, iops, _sum_or_none([r.bytes_per_s for r in rates.values()]), rates, why)
+
+
+def _check_members(members: Sequence[Member]) -> None:
+    if not members:
+        raise ValueError("members: the group has no member")
+    names = [member.name for member in members]
+    twice = sorted(name for name, count in Counter(names).items() if count > 1)
+    if twice:
+        raise ValueError(f"members: each member needs its own name; {', '.join(twice)} is given more than once")
