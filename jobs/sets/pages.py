@@ -80,7 +80,7 @@ def set_compare_series(request: HttpRequest) -> JsonResponse:
 
 
 def _finished(team: Team) -> QuerySet[RunSet]:
-    return RunSet.objects.filter(team=team, finished_at__isnull=False)
+    return comparing.compared().filter(team=team, finished_at__isnull=False)
 
 
 def _comparison(request: HttpRequest) -> tuple[dict | None, dict | None]:

@@ -41,3 +41,18 @@ def test_another_teams_group_is_a_404(owner_client):
     second = DiskFactory(host=first.host)
     run_set = requesting.create_group([first, second], ProfileFactory(team=first.team))
     assert owner_client.get(f"/sets/{run_set.pk}/").status_code == 404
+
+
+def test_a_finished_group_is_not_offered_for_comparing_sweeps(owner_client, disk, django_capture_on_commit_callbacks):
+    other = Disk.objects.create(host=disk.host, label="other", target_path="/data/other", disk_type="custom")
+    with django_capture_on_commit_callbacks():
+        run_set = requesting.request_group([disk, other], ProfileFactory(team=disk.team, name="together"))
+        for member in members(run_set):
+            succeed(member, 1000, 100)
+        advancing.advance(run_set.pk)
+
+    assert "together" not in owner_client.get("/sets/compare/").content.decode()
+    page = owner_client.get(f"/sets/compare/?a_disk={disk.pk}&b_disk={other.pk}&profile=together")
+    assert (
+        page.status_code == 400 and "No finished sweep of &#x27;together&#x27; on either side" in page.content.decode()
+    )
