@@ -2,8 +2,9 @@
 members' (docs/architecture.md, "Sets of runs").
 
 A sweep is a set of runs of one profile at the points of its axes, one after another on one disk; an SLA search is
-a set whose next point the last ones decide. A synchronised group (many disks at one instant) is meant to be one
-more kind, not a second machinery: the hold, the cancel and the states below are the set's, whatever its members.
+a set whose next point the last ones decide; a synchronised group is one profile on several disks started at one
+instant (jobs/sets/requesting.py request_group). Each kind is the same machinery: the hold, the cancel and the states
+below are the set's, whatever its members.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class RunSet(models.Model):
     class Kind(models.TextChoices):
         SWEEP = "sweep", "Sweep"
         SLA = "sla", "Latency-target search"
+        GROUP = "group", "Synchronised group"
 
     class State(models.TextChoices):
         PENDING = "pending", "Pending"  # made; no member has started, and the set holds nothing yet
@@ -43,13 +45,15 @@ class RunSet(models.Model):
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="run_sets", editable=False)
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.SWEEP)
+    # A group's first member's disk: the hold's unique index below is on one disk (plan["disks"] has them all).
     disk = models.ForeignKey(Disk, on_delete=models.CASCADE, related_name="run_sets")
     profile = models.ForeignKey(Profile, on_delete=models.SET_NULL, null=True, blank=True, related_name="run_sets")
     profile_name = models.CharField(max_length=100, blank=True)
     base_parameters = models.JSONField(default=dict, help_text="The base profile's parameters when the set was made.")
     plan = models.JSONField(
         default=dict,
-        help_text='A sweep: {"axes": [{"field", "values"}], "points": [{field: value}]}; an SLA search: its target.',
+        help_text='A sweep: {"axes": [{"field", "values"}], "points": [{field: value}]}; an SLA search: its target; '
+        'a group: {"disks": [disk id, ...]}, its members\' disks in order.',
     )
     on_failure = models.CharField(max_length=8, choices=OnFailure.choices, default=OnFailure.CONTINUE)
     schedule = models.ForeignKey(Schedule, on_delete=models.SET_NULL, null=True, blank=True, related_name="run_sets")
@@ -101,7 +105,14 @@ class RunSet(models.Model):
 
     @classmethod
     def label_of(cls, kind: str, pk: int | None) -> str:
-        return f"{'sweep' if kind == cls.Kind.SWEEP else 'latency-target search'} {pk}"
+        names: dict[str, str] = {cls.Kind.SWEEP: "sweep", cls.Kind.GROUP: "group"}
+        return f"{names.get(kind, 'latency-target search')} {pk}"
+
+    @classmethod
+    def holding_text(cls, kind: str, pk: int | None) -> str:
+        """Why a run waits for the disk a set holds: 'waiting: disk held by sweep 12 until its last point ends'."""
+        last = "member" if kind == cls.Kind.GROUP else "point"
+        return f"waiting: disk held by {cls.label_of(kind, pk)} until its last {last} ends"
 
     @property
     def is_final(self) -> bool:

@@ -130,10 +130,21 @@ def dispatch_due(now: Any = None) -> int:
             Run.objects.filter(pk__in=[row[0] for row in due], run_set__isnull=False).values_list("pk", flat=True)
         )
         running_sets = RunSet.objects.filter(state=RunSet.State.RUNNING).order_by()
-        held = {disk: RunSet.label_of(kind, pk) for disk, kind, pk in running_sets.values_list("disk_id", "kind", "pk")}
+        held = {
+            disk: RunSet.holding_text(kind, pk) for disk, kind, pk in running_sets.values_list("disk_id", "kind", "pk")
+        }
         claimed_members = 0
         if members:
-            for run in Run.objects.filter(pk__in=members).select_related("disk__host").order_by("set_index", "pk"):
+            groups: set[int] = set()
+            for run in (
+                Run.objects.filter(pk__in=members).select_related("disk__host", "run_set").order_by("set_index", "pk")
+            ):
+                # A group's members are claimed together, by its first due one.
+                if run.run_set is not None and run.run_set.kind == RunSet.Kind.GROUP:
+                    if run.run_set.pk not in groups:
+                        groups.add(run.run_set.pk)
+                        claimed_members += states.claim_group(run.run_set.pk, now)
+                    continue
                 claimed_members += states.claim(run, now)
             due = [row for row in due if row[0] not in members]
         exclusive = {host_id for _, _, _, host_id, _, is_exclusive, _ in due if is_exclusive}
@@ -150,7 +161,7 @@ def dispatch_due(now: Any = None) -> int:
         reasons: dict[int, str] = {}
         for run_pk, disk_id, explanation, host_id, host_name, is_exclusive, site in due:
             if disk_id in held:
-                reason = f"waiting: disk held by {held[disk_id]} until its last point ends"
+                reason = held[disk_id]
             elif disk_id in busy_disks:
                 reason = f"waiting: disk busy with run {busy_disks[disk_id]}"
             elif is_exclusive and host_id in busy_hosts:

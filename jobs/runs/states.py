@@ -9,7 +9,7 @@ waiting for it in the same transaction. docs/architecture.md has the states and 
 from __future__ import annotations
 
 import os
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -143,7 +143,7 @@ def _set_holding(run: Run) -> str | None:
     if run.run_set_id is not None:
         holder = holder.exclude(pk=run.run_set_id)
     if held := holder.order_by().first():
-        return f"waiting: disk held by {held.label} until its last point ends"
+        return RunSet.holding_text(held.kind, held.pk)
     if run.run_set_id is None:
         return None
     if RunSet.objects.filter(pk=run.run_set_id, cancel_requested=True).exists():
@@ -183,6 +183,8 @@ def claim(run: Run, now: Any = None) -> bool:
         move_all(Run.objects.filter(pk=run.pk), (State.PENDING,), State.CANCELLED,
                  finished_at=now, explanation=paused_explanation(paused))  # fmt: skip
         return False
+    if run.run_set_id is not None and run.run_set is not None and run.run_set.kind == RunSet.Kind.GROUP:
+        return claim_group(run.run_set_id, now) > 0
     host = run.disk.host
     try:
         with transaction.atomic():
@@ -217,6 +219,78 @@ def claim(run: Run, now: Any = None) -> bool:
     if changed:
         transaction.on_commit(lambda: steps.send_launch(run, host.site))
     return bool(changed)
+
+
+def group_start_lead(members: int) -> timedelta:
+    """How far ahead a group's members are told to start: 5 s, and 0.2 s a member, for their launches over SSH
+    (connect, preflight, upload) to be done before the instant: one worker's 8 threads launch some 5 runs a second
+    (bench/fanout.py: 50 in ~10 s, within the 15 s this gives 50 members). A member launched late starts at once,
+    and its late start shows in the group's spread."""
+    return timedelta(seconds=5 + 0.2 * members)
+
+
+def claim_group(run_set_id: int, now: Any = None) -> int:
+    """pending -> queued for every pending member of a group at once, only when every member's disk is free (no
+    active run on it, no exclusive host busy, no other set holding it); each is told to start at the same instant
+    (`not_before`, group_start_lead ahead), which its host's wrapper waits for. Otherwise none is claimed, and the
+    group and its members say which disk waits and why. How many members were claimed."""
+    now = now or timezone.now()
+    try:
+        with transaction.atomic():
+            run_set = (
+                RunSet.objects.select_for_update()
+                .filter(pk=run_set_id, state=RunSet.State.PENDING, cancel_requested=False)
+                .first()
+            )
+            if run_set is None:
+                return 0
+            pending = run_set.members.filter(state=State.PENDING)
+            members = list(pending.select_related("disk__host").order_by("set_index"))
+            if not members:
+                return 0
+            if waiting := _group_busy(run_set, members):
+                pending.exclude(explanation=waiting).update(explanation=waiting)
+                RunSet.objects.filter(pk=run_set.pk).exclude(explanation=waiting).update(explanation=waiting)
+                return 0
+            start = now + group_start_lead(len(members))
+            claimed = move_all(pending, (State.PENDING,), State.QUEUED, queued_at=now, heartbeat_at=now,
+                               not_before=start, explanation=steps.QUEUED_TEXT)  # fmt: skip
+            at = start.astimezone(UTC).strftime("%H:%M:%S UTC")
+            RunSet.objects.filter(pk=run_set.pk).update(
+                state=RunSet.State.RUNNING, started_at=now, explanation=f"running: {claimed} members start at {at}"
+            )
+    except IntegrityError:
+        # A run took one of the disks (or a set the first one) between our look and our update.
+        return 0
+    if claimed:
+        sites = {member.pk: member.disk.host.site for member in members}
+        transaction.on_commit(lambda: steps.send_launches(sites))
+    return claimed
+
+
+def _group_busy(run_set: RunSet, members: list[Run]) -> str | None:
+    """Why a group cannot start now, naming the first member whose disk (or exclusive host) is taken; None when
+    every one is free. Exclusive hosts are locked as claim() locks them."""
+    exclusive = sorted({m.disk.host_id for m in members if m.disk.host.exclusive})
+    if exclusive:
+        list(Host.objects.select_for_update().filter(pk__in=exclusive).order_by("pk").values_list("pk"))
+    disks = {m.disk_id: m for m in members}
+    active = Run.objects.filter(state__in=Run.ACTIVE_STATES).order_by("pk")
+    on_disks = dict(active.filter(disk_id__in=disks).values_list("disk_id", "pk"))
+    on_hosts = dict(active.filter(disk__host_id__in=exclusive).values_list("disk__host_id", "pk"))
+    holders = RunSet.objects.filter(disk_id__in=disks, state=RunSet.State.RUNNING).exclude(pk=run_set.pk).order_by()
+    held = {disk_id: (kind, pk) for disk_id, kind, pk in holders.values_list("disk_id", "kind", "pk")}
+    for member in members:
+        where = f"member {(member.set_index or 0) + 1} (disk {member.disk.label} on host {member.disk.host.name})"
+        if member.disk_id in on_disks:
+            return f"waiting: {where} is busy with run {on_disks[member.disk_id]}; the members start together"
+        if member.disk.host_id in on_hosts:
+            return (f"waiting: {where}: its host runs one benchmark at a time and is busy with run "
+                    f"{on_hosts[member.disk.host_id]}; the members start together")  # fmt: skip
+        if member.disk_id in held:
+            reason = RunSet.holding_text(*held[member.disk_id]).removeprefix("waiting: ")
+            return f"waiting: {where}: {reason}; the members start together"
+    return None
 
 
 def _explain_if_changed(run: Run, explanation: str) -> None:

@@ -1,11 +1,13 @@
 """A set's next step, after each member ends (task jobs.advance_set) and from the beat tick for any set left
 unadvanced: while members are unfinished, nothing; when all have ended, the set ends, with its own result beside
 its members' (a sweep: every point's numbers, its curves and their knees; jobs/sets/summary.py), or, for a
-latency-target search, its next member is made unless the search has its answer (jobs/sets/searching.py).
+latency-target search, its next member is made unless the search has its answer (jobs/sets/searching.py); a
+synchronised group: its start spread, windows, totals and latency (jobs/sets/group_result.py).
 
 A sweep's state is the members' account: cancelled when a cancel was asked, succeeded when every member
 succeeded, failed otherwise (the members that succeeded keep their results, and the set's result is drawn from
-them)."""
+them). A group that ended with some member not succeeded is *failed*, its explanation "partial: ..." naming
+each such member, its host and why."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from django.utils import timezone
 from jobs.alerts import boundary, evaluate
 from jobs.models import Run, RunResult, RunSet
 from jobs.runs import states
-from jobs.sets import searching, summary
+from jobs.sets import group_result, searching, summary
 
 
 def advance(run_set_id: int) -> str:
@@ -26,7 +28,7 @@ def advance(run_set_id: int) -> str:
             return "gone"
         if run_set.is_final:
             return run_set.state
-        members = list(run_set.members.order_by("set_index"))
+        members = list(run_set.members.select_related("disk__host").order_by("set_index"))
         if any(not member.is_final for member in members):
             return run_set.state
         if run_set.kind == RunSet.Kind.SLA:
@@ -35,6 +37,10 @@ def advance(run_set_id: int) -> str:
                 return run_set.state  # its next step was made: the set goes on holding the disk
             state, explanation, result = ending
             series = searching.answer_series(run_set.profile_name, result)
+        elif run_set.kind == RunSet.Kind.GROUP:
+            state, explanation = group_ending(run_set, members)
+            result = group_result.group_result(members)
+            series = []
         else:
             state, explanation = _ending(run_set, members)
             result = summary.sweep_result(run_set, members)
@@ -50,7 +56,8 @@ def advance(run_set_id: int) -> str:
             RunResult.record(by_pk[run_id], series=name)
         if series:
             boundary.after_commit(evaluate.series_recorded, run_set.disk_id, [name for _, name in series])
-        # The disk is free now: the runs that waited for the set take it, as after any run.
+        # The disk is free now: the runs that waited for the set take it, as after any run (a group's other
+        # disks were handed on as their members ended).
         states.hand_on(run_set.disk)
     return state
 
@@ -71,13 +78,41 @@ def _last_result(run_set: RunSet) -> dict | None:
     return found if isinstance(found, dict) else None
 
 
+# A failed group's explanation names at most this many of the members that did not succeed.
+NAMED_FAILURES = 5
+
+
+def group_ending(run_set: RunSet, members: list[Run]) -> tuple[str, str]:
+    """A group's state and explanation once its members have ended: "partial: 2 of 3 members succeeded; member 3
+    on host X failed: why" when some did not succeed."""
+    state, counted = _counted(run_set, members, "members")
+    if state != RunSet.State.FAILED:
+        return state, counted
+    others = [member for member in members if member.state != Run.State.SUCCEEDED]
+    named = [
+        f"{group_result.member_name(m)} on host {m.disk.host.name} {m.state}: {m.explanation}"
+        for m in others[:NAMED_FAILURES]
+    ]
+    more = f"; and {len(others) - NAMED_FAILURES} more" if len(others) > NAMED_FAILURES else ""
+    return state, f"partial: {counted}; {'; '.join(named)}{more}"
+
+
 def _ending(run_set: RunSet, members: list[Run]) -> tuple[str, str]:
-    succeeded = sum(member.state == Run.State.SUCCEEDED for member in members)
-    points = f"{succeeded} of {len(members)} points succeeded"
-    if run_set.cancel_requested:
-        return RunSet.State.CANCELLED, f"cancelled: {points}"
-    if members and succeeded == len(members):
-        return RunSet.State.SUCCEEDED, f"finished: {points}"
+    state, counted = _counted(run_set, members, "points")
+    if state != RunSet.State.FAILED:
+        return state, counted
     failed = next((m for m in members if m.state != Run.State.SUCCEEDED), None)
     first = f"; point {(failed.set_index or 0) + 1} {failed.state}: {failed.explanation}" if failed else ""
-    return RunSet.State.FAILED, f"finished: {points}{first}"
+    return state, f"finished: {counted}{first}"
+
+
+def _counted(run_set: RunSet, members: list[Run], noun: str) -> tuple[str, str]:
+    """A set's state by its members' account, and its explanation when cancelled or succeeded; when failed, the
+    count alone ("2 of 3 points succeeded"), for the kind of set to say which did not."""
+    succeeded = sum(member.state == Run.State.SUCCEEDED for member in members)
+    count = f"{succeeded} of {len(members)} {noun} succeeded"
+    if run_set.cancel_requested:
+        return RunSet.State.CANCELLED, f"cancelled: {count}"
+    if members and succeeded == len(members):
+        return RunSet.State.SUCCEEDED, f"finished: {count}"
+    return RunSet.State.FAILED, count

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+from django.db.models import QuerySet
+
 from jobs import clock
 from jobs.analysis import stats
 from jobs.models import Disk, RunSet, Team
@@ -92,11 +94,16 @@ def comparison(query: Query) -> dict[str, Any]:
     }
 
 
+def compared() -> QuerySet[RunSet]:
+    """The sets compared curve on curve: not groups, whose result has no points (a group's page shows its own)."""
+    return RunSet.objects.exclude(kind=RunSet.Kind.GROUP)
+
+
 def _profile(disks: list[Disk], given: str) -> str:
     """The sweep profile given, else the one every disk has sweeps of; an error naming the choices otherwise."""
     if given:
         return given
-    names = [set(RunSet.objects.filter(disk=disk, finished_at__isnull=False).values_list("profile_name", flat=True))
+    names = [set(compared().filter(disk=disk, finished_at__isnull=False).values_list("profile_name", flat=True))
              for disk in disks]  # fmt: skip
     shared = sorted(set.intersection(*names)) or sorted(set.union(*names))
     if len(shared) == 1:
@@ -120,7 +127,7 @@ def _sides(query: Query) -> tuple[Side, Side]:
 
 
 def _side(query: Query, disk: Disk, label: str, start: datetime | None, end: datetime | None) -> Side:
-    found = RunSet.objects.filter(disk=disk, profile_name=query.profile, result__isnull=False,
+    found = compared().filter(disk=disk, profile_name=query.profile, result__isnull=False,
                                   finished_at__isnull=False)  # fmt: skip
     if start is not None:
         found = found.filter(finished_at__gte=start)

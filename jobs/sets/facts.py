@@ -37,6 +37,19 @@ def page(run_set: RunSet, rule: curves.Rule | None = None) -> dict[str, Any]:
     }
 
 
+def group_page(run_set: RunSet) -> dict[str, Any]:
+    """What a group's draft page shows: its members in order and its result as stored once it ended."""
+    result = run_set.result if run_set.is_final and isinstance(run_set.result, dict) else {}
+    totals = result.get("totals") or {}
+    return {
+        "run_set": run_set,
+        "title": f"{run_set.label.capitalize()} · {run_set.profile_name}",
+        "members": list(run_set.members.select_related("disk__host").order_by("set_index")),
+        "result": result,
+        "totals": [totals[name] for name in ("all_running", "whole_runs", "span") if name in totals],
+    }
+
+
 def tool_of(run_set: RunSet) -> str:
     return str(run_set.base_parameters.get("tool", "fio"))
 
@@ -114,11 +127,13 @@ def recent_sweeps(disk: Disk) -> list[dict[str, Any]]:
 
 
 def member_place(run: Run) -> str:
-    """'point 3 of 6 of sweep 12' for a member of a set; '' for any other run."""
+    """'point 3 of 6 of sweep 12' ('member 2 of 3 of group 14') for a member of a set; '' for any other run."""
     if run.run_set_id is None or run.run_set is None:
         return ""
-    count = len((run.run_set.plan or {}).get("points") or []) or run.run_set.members.count()
-    return f"point {(run.set_index or 0) + 1} of {count} of {run.run_set.label}"
+    plan = run.run_set.plan or {}
+    count = len(plan.get("points") or plan.get("disks") or []) or run.run_set.members.count()
+    noun = "member" if run.run_set.kind == RunSet.Kind.GROUP else "point"
+    return f"{noun} {(run.set_index or 0) + 1} of {count} of {run.run_set.label}"
 
 
 def in_plan_order(plan: Any, point: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""A set's page (a sweep: its progress, its points, its curves and their knees under the rule asked for), its
-charts' data, and cancelling it."""
+"""A set's page (a sweep: its progress, its points, its curves and their knees under the rule asked for; a group: a
+first draft, its members and its numbers), its charts' data, and cancelling it."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ from jobs.shares.forms import ShareForm
 @login_required
 def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run_set = access.run_set(request, pk)
-    form = rule_form(request.GET)
     can_change = access.can_change(request, run_set.team)
+    if run_set.kind == RunSet.Kind.GROUP:
+        return render(request, "jobs/sets/group_detail.html", facts.group_page(run_set) | {"can_change": can_change})
+    form = rule_form(request.GET)
     context = facts.page(run_set, form.rule()) | {
         "form": form,
         "can_change": can_change,
@@ -78,7 +80,7 @@ def set_compare_series(request: HttpRequest) -> JsonResponse:
 
 
 def _finished(team: Team) -> QuerySet[RunSet]:
-    return RunSet.objects.filter(team=team, finished_at__isnull=False)
+    return comparing.compared().filter(team=team, finished_at__isnull=False)
 
 
 def _comparison(request: HttpRequest) -> tuple[dict | None, dict | None]:

@@ -1,11 +1,15 @@
 """A set of runs requested: a sweep's plan checked whole (its time against the team's bound, every point against
 the safety rules) before anything is written, then the set and its members made at once and the first claimed; a
-latency-target search checked the same way (its most runs against the bound), then made with its first member only.
+latency-target search checked the same way (its most runs against the bound), then made with its first member only;
+a synchronised group checked member by member, then made with one member a disk, all claimed together.
 
-A point refused refuses the sweep: nothing is stored, and the message names the point and the fix."""
+A point refused refuses the sweep, a member refused the group: nothing is stored, and the message names the point
+or the member and the fix."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any, TypedDict, Unpack
 
 from django.core.exceptions import ValidationError
@@ -102,6 +106,77 @@ def create_sla(disk: Disk, profile: Profile, **when: Unpack[When]) -> RunSet:
     queueing.check_team(disk, profile)
     plan = sla_plan_of(disk, profile)
     return _create(RunSet.Kind.SLA, disk, profile, plan, RunSet.OnFailure.STOP, [{}], when)
+
+
+# A group's members: at least two (one disk is a run), at most this many (the launches of one instant).
+GROUP_MIN_MEMBERS = 2
+
+
+GROUP_MAX_MEMBERS = 100
+
+
+def group_refusal(disks: Sequence[Disk], profile: Profile) -> str | None:
+    """Why `profile` cannot run as a group on `disks` (in member order), or None: the number of members, a disk
+    given twice, a disk of another team, two members on a host that runs one benchmark at a time, a set profile,
+    or the first member the safety rules refuse, named with its disk, host and fix."""
+    if not GROUP_MIN_MEMBERS <= len(disks) <= GROUP_MAX_MEMBERS:
+        given = f"{len(disks)} {'was' if len(disks) == 1 else 'were'} given"
+        bounds = f"{GROUP_MIN_MEMBERS} to {GROUP_MAX_MEMBERS}"
+        return f"A group has {bounds} members, one a disk; {given}: choose {bounds} disks."
+    if twice := sorted(str(disk) for disk, count in Counter(disks).items() if count > 1):
+        return f"Disk {', '.join(twice)} is given more than once; each member of a group runs on a disk of its own."
+    team = disks[0].team_id
+    if any(disk.team_id != team for disk in disks):
+        return "A group's disks all belong to one team; choose disks of yours."
+    if profile.is_set:
+        return (f"{profile.name} is a set profile (a sweep or a latency-target search): a group runs one profile "
+                f"that is a single run; choose one.")  # fmt: skip
+    hosts = Counter(disk.host_id for disk in disks if disk.host.exclusive)
+    if crowded := next((disk.host for disk in disks if hosts[disk.host_id] > 1), None):
+        return (f"Host {crowded.name} runs one benchmark at a time, so its disks cannot start together: keep one of "
+                f"them in the group, or clear “one benchmark at a time” on the host.")  # fmt: skip
+    for number, disk in enumerate(disks, 1):
+        if refusal := queueing.refusal_text(disk, profile):
+            return (f"Member {number} (disk {disk.label} on host {disk.host.name}) is refused, so the whole group is, "
+                    f"and nothing was started: {refusal}")  # fmt: skip
+    return None
+
+
+def create_group(disks: Sequence[Disk], profile: Profile, **when: Unpack[When]) -> RunSet:
+    """A pending group and its members, one pending run a disk in the order given; none claimed yet. Every member
+    is checked before anything is written: one refused refuses the group (RunRefused on `profile`)."""
+    for disk in disks:
+        queueing.check_team(disk, profile)
+    if refusal := group_refusal(disks, profile):
+        raise RunRefused("profile", refusal)
+    user = when.get("user")
+    with transaction.atomic():
+        run_set = RunSet.objects.create(
+            kind=RunSet.Kind.GROUP,
+            disk=disks[0],
+            profile=profile,
+            profile_name=profile.name,
+            base_parameters=profile.parameters(),
+            plan={"disks": [disk.pk for disk in disks]},
+            on_failure=RunSet.OnFailure.CONTINUE,
+            trigger=when.get("trigger", Run.Trigger.MANUAL),
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            explanation="waiting to start",
+        )
+        for disk in disks:
+            queueing.create_run(disk, profile, run_set=run_set, point={}, **when)
+    return run_set
+
+
+def request_group(
+    disks: Sequence[Disk], profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None
+) -> RunSet:
+    """Make a group and start its members together now if every disk is free; otherwise it waits and says which
+    disk it waits for."""
+    run_set = create_group(disks, profile, trigger=trigger, user=user)
+    states.claim_group(run_set.pk)
+    run_set.refresh_from_db()
+    return run_set
 
 
 def _create(
