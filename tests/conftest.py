@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from django.test import Client
 
 from jobs.models import Credential, Disk, Host, Membership, Team
 from jobs.teams import membership as teams
+from tests import sharing
 from tests.loops import Lab, require_loop_devices
 from tests.stacks import free_port, running_stack, stack_env
 
@@ -57,24 +57,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
             test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{os.getpid()}"
 
 
-# A test that asks for none of these (and has no django_db mark) cannot touch a database: pytest-django refuses it.
-DATABASE_FIXTURES = {
-    "db",
-    "transactional_db",
-    "live_server",
-    "django_db_reset_sequences",
-    "django_db_serialized_rollback",
-}
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """BENCHWEB_TEST_ONLY_SHARED=1: this session runs shared tests only (see pytest_runtestloop)."""
     if os.environ.get("BENCHWEB_TEST_ONLY_SHARED") != "1":
         return
-    elsewhere = [item for item in items if not _shared(item)]
+    elsewhere = [item for item in items if not sharing.shared(item)]
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
-        items[:] = [item for item in items if _shared(item)]
+        items[:] = [item for item in items if sharing.shared(item)]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -92,11 +82,9 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     behind the other. A test is claimed just before the one before it starts: pytest must know which test comes
     next to keep the fixtures they share. `every_database` keeps a slow test in every session (the bench
     scripts that write their own SQL)."""
-    claims = os.environ.get("BENCHWEB_TEST_CLAIMS")
-    if not claims or session.config.option.collectonly or session.testsfailed:
+    if sharing.claims_dir() is None or session.config.option.collectonly or session.testsfailed:
         return None  # pytest's own loop
-    claimed = Path(claims)
-    mine = (item for item in session.items if not _shared(item) or _claim(claimed, item))
+    mine = (item for item in session.items if sharing.claim(item))
     item = next(mine, None)
     ran = 0
     while item is not None:
@@ -112,24 +100,6 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     if reporter is not None:
         reporter.write_line(f"{len(session.items) - ran} shared tests ran in the other sessions of ./bw test")
     return True
-
-
-def _claim(claimed: Path, item: pytest.Item) -> bool:
-    name = hashlib.sha256(item.nodeid.encode()).hexdigest()
-    try:
-        os.close(os.open(claimed / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return False
-    return True
-
-
-def _shared(item: pytest.Item) -> bool:
-    if item.get_closest_marker("every_database"):
-        return False
-    if item.get_closest_marker("slow"):
-        return True
-    uses_database = item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
-    return not uses_database
 
 
 @pytest.fixture

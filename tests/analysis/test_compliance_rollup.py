@@ -188,6 +188,7 @@ def test_the_days_a_run_keeps_as_it_is_recorded_are_the_days_a_rebuild_makes(dis
     assert days() == recorded
 
 
+@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
 @pytest.mark.django_db(transaction=True)
 def test_migration_0016_gives_the_stored_days_what_compliance_reads_of_them():
     before, after = [("jobs", "0015_changepoints")], [("jobs", "0016_compliance_days")]

@@ -384,6 +384,7 @@ def test_the_edit_form_keeps_a_masked_password_and_asks_for_it_again_when_the_ur
     assert (hook.name, hook.reveal_url()) == ("ops renamed", url)
 
 
+@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
 @pytest.mark.django_db(transaction=True)
 def test_migration_0020_encrypts_the_stored_webhook_urls_and_masks_what_is_shown():
     before, after = [("jobs", "0019_alert_channels")], [("jobs", "0020_channel_url_token")]

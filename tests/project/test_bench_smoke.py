@@ -19,6 +19,7 @@ import pytest
 from django.db import connection
 
 from jobs import sshd_local
+from tests import sharing
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BENCH = ROOT / "bench"
@@ -109,9 +110,11 @@ def smoke_runs(request, tmp_path_factory):
                    env=env | {"DATABASE_URL": url, "BENCHWEB_VAR_DIR": str(template)}, timeout=300)  # fmt: skip
     pool = ThreadPoolExecutor(max_workers=SMOKE_AT_ONCE)
     runs = {}
-    # Only the scripts whose test this session runs (-k may have left some out).
+    # Only the scripts whose test this session runs: -k may have left some out, and a shared one (a script that
+    # takes no database) is claimed here, ahead of its test, so that no other session of ./bw test runs it too.
     chosen = {item.callspec.params["script"] for item in request.session.items
-              if item.originalname == "test_the_bench_script_runs_at_smoke_size_and_prints_its_figures"}  # fmt: skip
+              if item.originalname == "test_the_bench_script_runs_at_smoke_size_and_prints_its_figures"
+              and sharing.claim(item)}  # fmt: skip
     for script in sorted(chosen, key=lambda name: name not in SLOWEST):
         if not _missing(script):
             tmp = tmp_path_factory.mktemp(Path(script).stem)

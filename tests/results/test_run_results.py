@@ -216,6 +216,7 @@ def test_a_collected_fio_run_is_recorded_with_its_samples_apart(fio_installed, s
 BEFORE, AFTER = [("jobs", "0004_run_snapshot_at_launch")], [("jobs", "0005_run_results")]
 
 
+@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
 @pytest.mark.django_db(transaction=True)
 def test_migration_0005_fills_the_results_of_stored_runs_and_moves_their_samples_out_of_the_summaries():
     summary = importing.parse_import((FIXTURES / "fio-3.33-randrw-status-interval.json").read_text()).summary
@@ -287,6 +288,7 @@ def test_admin_edits_and_deletes_keep_the_chart_tables_in_step(disk, rf, owner):
     assert not RunResultDay.objects.filter(disk=disk).exists() and not RunResult.objects.exists()
 
 
+@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
 @pytest.mark.django_db(transaction=True)
 def test_migration_0024_packs_the_chart_fields_of_the_stored_days_as_a_recorded_day_packs_them():
     before, after = [("jobs", "0023_day_point_flags")], [("jobs", "0024_day_points_packed")]
@@ -318,6 +320,7 @@ def test_migration_0024_packs_the_chart_fields_of_the_stored_days_as_a_recorded_
         MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
 
+@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
 @pytest.mark.django_db(transaction=True)
 def test_migration_0023_gives_the_stored_days_the_flags_of_the_runs_they_draw():
     before, after = [("jobs", "0022_share_link_time_zone")], [("jobs", "0023_day_point_flags")]
