@@ -19,8 +19,9 @@ from django.utils import timezone
 from audit import log as audit
 from audit.models import AuditEvent
 from jobs import errors
-from jobs.models import Disk, Host, Profile, Run, RunSet
+from jobs.models import Disk, Profile, Run, RunSet
 from jobs.runs import states, steps
+from jobs.runs.occupancy import Occupancy, Place
 
 
 class RunRefused(errors.FieldRefused):
@@ -97,7 +98,8 @@ def refusal_text(disk: Disk, profile: Profile) -> str | None:
 def dispatch_due(now: Any = None) -> int:
     """Claim every pending run whose time has come, oldest first, in one transaction. Called by the beat tick.
 
-    One query reads the due runs, one the busy disks and hosts; the free ones move to *queued* with one
+    One query reads the due runs, three what holds their disks (jobs/runs/occupancy.py); the free ones move to
+    *queued* with one
     UPDATE and the waiting ones get their reason with another; one fan-out message asks a worker to launch
     them all. Exclusive hosts are locked as states.claim() locks them, and the partial unique index on active runs
     per disk still guards: if a run was claimed elsewhere meanwhile, this tick falls back to claim() one by one.
@@ -129,10 +131,6 @@ def dispatch_due(now: Any = None) -> int:
         members = set(
             Run.objects.filter(pk__in=[row[0] for row in due], run_set__isnull=False).values_list("pk", flat=True)
         )
-        running_sets = RunSet.objects.filter(state=RunSet.State.RUNNING).order_by()
-        held = {
-            disk: RunSet.holding_text(kind, pk) for disk, kind, pk in running_sets.values_list("disk_id", "kind", "pk")
-        }
         claimed_members = 0
         if members:
             groups: set[int] = set()
@@ -147,33 +145,17 @@ def dispatch_due(now: Any = None) -> int:
                     continue
                 claimed_members += states.claim(run, now)
             due = [row for row in due if row[0] not in members]
-        exclusive = {host_id for _, _, _, host_id, _, is_exclusive, _ in due if is_exclusive}
-        if exclusive:
-            list(Host.objects.select_for_update().filter(pk__in=exclusive).order_by("pk").values_list("pk"))
-        busy_disks: dict[int, int] = {}
-        busy_hosts: dict[int, int] = {}
-        active = Run.objects.filter(state__in=Run.ACTIVE_STATES).order_by()
-        for run_pk, disk_id, host_id in active.values_list("pk", "disk_id", "disk__host_id"):
-            busy_disks[disk_id] = run_pk
-            if host_id in exclusive:
-                busy_hosts[host_id] = run_pk
+        places = {row[0]: Place(row[1], row[3], row[4], row[5]) for row in due}
+        occupancy = Occupancy.of(places.values())
         free: dict[int, str] = {}  # run -> its host's site
         reasons: dict[int, str] = {}
-        for run_pk, disk_id, explanation, host_id, host_name, is_exclusive, site in due:
-            if disk_id in held:
-                reason = held[disk_id]
-            elif disk_id in busy_disks:
-                reason = f"waiting: disk busy with run {busy_disks[disk_id]}"
-            elif is_exclusive and host_id in busy_hosts:
-                reason = f"waiting: host {host_name} runs one benchmark at a time; busy with run {busy_hosts[host_id]}"
-            else:
-                free[run_pk] = site
-                busy_disks[disk_id] = run_pk
-                if is_exclusive:
-                    busy_hosts[host_id] = run_pk
+        for run_pk, _, explanation, _, _, _, site in due:
+            if reason := occupancy.why(places[run_pk]):
+                if explanation != reason:
+                    reasons[run_pk] = reason
                 continue
-            if explanation != reason:
-                reasons[run_pk] = reason
+            free[run_pk] = site
+            occupancy.take(places[run_pk], run_pk)
         if reasons:
             Run.objects.filter(pk__in=reasons, state=Run.State.PENDING).update(
                 explanation=Case(*(When(pk=pk, then=Value(text)) for pk, text in reasons.items()))

@@ -18,8 +18,9 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from jobs.alerts import boundary, evaluate
-from jobs.models import Disk, Host, Run, RunSet, Schedule
+from jobs.models import Disk, Run, RunSet, Schedule
 from jobs.runs import steps
+from jobs.runs.occupancy import Occupancy, Place
 
 State = Run.State
 
@@ -135,15 +136,9 @@ def hand_on(disk: Disk, own_set: int | None = None) -> None:
         claim(next_run)
 
 
-def _set_holding(run: Run) -> str | None:
-    """Why `run` may not take its disk because of a set, or None: the disk is held by another set that has
-    started, or the run is a set's member whose turn has not come (an earlier point is unfinished, or the set
-    is being cancelled)."""
-    holder = RunSet.objects.filter(disk_id=run.disk_id, state=RunSet.State.RUNNING)
-    if run.run_set_id is not None:
-        holder = holder.exclude(pk=run.run_set_id)
-    if held := holder.order_by().first():
-        return RunSet.holding_text(held.kind, held.pk)
+def _set_turn(run: Run) -> str | None:
+    """Why `run`, a set's member, may not start yet, or None: an earlier point is unfinished, or the set is being
+    cancelled. (A disk another set holds is Occupancy's answer.)"""
     if run.run_set_id is None:
         return None
     if RunSet.objects.filter(pk=run.run_set_id, cancel_requested=True).exists():
@@ -188,25 +183,11 @@ def claim(run: Run, now: Any = None) -> bool:
     host = run.disk.host
     try:
         with transaction.atomic():
-            if host.exclusive:
-                # Lock the host row so two disks of one exclusive host are never claimed at once.
-                Host.objects.select_for_update().filter(pk=host.pk).first()
-                other = Run.objects.filter(disk__host_id=host.pk, state__in=Run.ACTIVE_STATES).exclude(pk=run.pk)
-                if first := other.first():
-                    _explain_if_changed(run, f"waiting: host {host.name} runs one benchmark at a time; "
-                                             f"busy with run {first.pk}")  # fmt: skip
-                    return False
-            busy = (
-                Run.objects.filter(disk_id=run.disk_id, state__in=Run.ACTIVE_STATES)
-                .exclude(pk=run.pk)
-                .order_by()
-                .first()
-            )
-            if busy:
-                _explain_if_changed(run, f"waiting: disk busy with run {busy.pk}")
+            if busy := Occupancy.of([Place.of_run(run)], own_set=run.run_set_id).why(Place.of_run(run)):
+                _explain_if_changed(run, busy)
                 return False
-            if held := _set_holding(run):
-                _explain_if_changed(run, held)
+            if turn := _set_turn(run):
+                _explain_if_changed(run, turn)
                 return False
             changed = move_all(Run.objects.filter(pk=run.pk), (State.PENDING,), State.QUEUED,
                                queued_at=now, heartbeat_at=now, explanation=steps.QUEUED_TEXT)  # fmt: skip
@@ -269,27 +250,14 @@ def claim_group(run_set_id: int, now: Any = None) -> int:
 
 
 def _group_busy(run_set: RunSet, members: list[Run]) -> str | None:
-    """Why a group cannot start now, naming the first member whose disk (or exclusive host) is taken; None when
-    every one is free. Exclusive hosts are locked as claim() locks them."""
-    exclusive = sorted({m.disk.host_id for m in members if m.disk.host.exclusive})
-    if exclusive:
-        list(Host.objects.select_for_update().filter(pk__in=exclusive).order_by("pk").values_list("pk"))
-    disks = {m.disk_id: m for m in members}
-    active = Run.objects.filter(state__in=Run.ACTIVE_STATES).order_by("pk")
-    on_disks = dict(active.filter(disk_id__in=disks).values_list("disk_id", "pk"))
-    on_hosts = dict(active.filter(disk__host_id__in=exclusive).values_list("disk__host_id", "pk"))
-    holders = RunSet.objects.filter(disk_id__in=disks, state=RunSet.State.RUNNING).exclude(pk=run_set.pk).order_by()
-    held = {disk_id: (kind, pk) for disk_id, kind, pk in holders.values_list("disk_id", "kind", "pk")}
+    """Why a group cannot start now, naming the first member whose disk (or exclusive host) is taken, or that
+    another set holds; None when every one is free."""
+    places = {member.pk: Place.of_run(member) for member in members}
+    occupancy = Occupancy.of(places.values(), own_set=run_set.pk)
     for member in members:
-        where = f"member {(member.set_index or 0) + 1} (disk {member.disk.label} on host {member.disk.host.name})"
-        if member.disk_id in on_disks:
-            return f"waiting: {where} is busy with run {on_disks[member.disk_id]}; the members start together"
-        if member.disk.host_id in on_hosts:
-            return (f"waiting: {where}: its host runs one benchmark at a time and is busy with run "
-                    f"{on_hosts[member.disk.host_id]}; the members start together")  # fmt: skip
-        if member.disk_id in held:
-            reason = RunSet.holding_text(*held[member.disk_id]).removeprefix("waiting: ")
-            return f"waiting: {where}: {reason}; the members start together"
+        if busy := occupancy.why(places[member.pk]):
+            where = f"member {(member.set_index or 0) + 1} (disk {member.disk.label} on host {member.disk.host.name})"
+            return f"waiting: {where}: {busy.removeprefix('waiting: ')}; the members start together"
     return None
 
 

@@ -102,7 +102,7 @@ def test_a_busy_disk_makes_the_group_wait_saying_which_and_it_starts_whole_when_
         other = queueing.request_run(disks[1], profile)
         run_set = requesting.request_group(disks, profile)
 
-    why = f"waiting: member 2 (disk b on host host-2) is busy with run {other.pk}; the members start together"
+    why = f"waiting: member 2 (disk b on host host-2): disk busy with run {other.pk}; the members start together"
     assert run_set.state == RunSet.State.PENDING and run_set.explanation == why
     assert [(m.state, m.explanation) for m in members(run_set)] == [(Run.State.PENDING, why)] * 3
     # The tick claims none of it while the disk is busy.

@@ -159,7 +159,7 @@ def test_a_second_sweep_waits_for_the_first_and_then_holds_the_disk(django_captu
         first_set = requesting.request_sweep(disk, sweep_profile(disk.team))
         second_set = requesting.request_sweep(disk, sweep_profile(disk.team, name="again"))
     assert second_set.state == RunSet.State.PENDING
-    assert second_set.explanation == f"waiting: disk busy with run {members(first_set)[0].pk}"
+    assert second_set.explanation == f"waiting: disk held by sweep {first_set.pk} until its last point ends"
 
     with django_capture_on_commit_callbacks():
         for member in members(first_set):
