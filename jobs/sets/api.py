@@ -73,7 +73,7 @@ class GroupPlanSerializer(serializers.Serializer):
     cap_iops = serializers.FloatField(
         required=False, help_text="The backend's cap, IOPS, where the team set one (e.g. a cluster's QoS total)."
     )
-    cap_mb_s = serializers.FloatField(required=False, help_text="The backend's cap, MB/s (10^6 bytes), likewise.")
+    cap_mb_s = serializers.FloatField(required=False, help_text="The backend's cap, MB/s (10⁶ bytes), likewise.")
     count = serializers.IntegerField(help_text="How many members.")
     text = serializers.CharField(help_text="'3 members, one a disk, started at one instant'.")
 
@@ -342,7 +342,7 @@ class SetRequestSerializer(serializers.Serializer):
     cap_mb_s = serializers.FloatField(
         required=False,
         min_value=0,
-        help_text="A group only, optional: the backend's cap in MB/s (10^6 bytes a second), above 0; plan.cap_mb_s.",
+        help_text="A group only, optional: the backend's cap in MB/s (10⁶ bytes a second), above 0; plan.cap_mb_s.",
     )
 
     def validate_disks(self, ids: list[int]) -> list[Disk]:
