@@ -11,6 +11,7 @@ from typing import Any, cast
 from django import forms
 from django.db.models import Q
 
+from jobs import presets
 from jobs.analysis import curves
 from jobs.models import Disk, Profile, Team
 from jobs.runs.queueing import RunRefused
@@ -118,6 +119,11 @@ class GroupForm(forms.Form):
         cast("forms.ModelChoiceField[Profile]", self.fields["profile"]).queryset = profiles.filter(
             pk__in=single
         ).order_by("name")
+        if not self.initial.get("profile"):
+            # As Run now starts: on the built-in quick check.
+            self.initial["profile"] = (
+                profiles.filter(team=None, name=presets.QUICK_CHECK).values_list("pk", flat=True).first()
+            )
         self.team_disks = list(Disk.objects.filter(team=team).select_related("host").order_by("host__name", "label"))
         disks = cast("forms.TypedMultipleChoiceField", self.fields["disks"])
         disks.choices = [

@@ -10,7 +10,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from jobs.models import Disk, Membership, Run, RunSet
+from jobs import presets
+from jobs.models import Disk, Membership, Profile, Run, RunSet
 from tests.factories import DiskFactory, HostFactory, ProfileFactory
 from tests.sets.sweeps import members, sweep_profile
 
@@ -39,6 +40,9 @@ def test_the_form_offers_single_run_profiles_and_the_teams_disks_by_host(owner_c
     assert page.index("db-1") < page.index("> a<") < page.index("> b<") < page.index("db-2") < page.index("> c<")
     assert "theirs" not in page and "0 chosen" in page
     assert 'href="/sets/group/new/"' in owner_client.get("/profiles/").content.decode()
+    # Without ?profile, it starts on the built-in quick check, as Run now does.
+    quick_check = Profile.objects.get(team=None, name=presets.QUICK_CHECK)
+    assert f'<option value="{quick_check.pk}" selected>' in owner_client.get("/sets/group/new/").content.decode()
 
 
 def test_a_group_started_from_the_form_leads_to_its_page_with_members_in_the_order_listed(
