@@ -313,6 +313,11 @@ class SetDetailSerializer(SetSerializer):
         return reading.result_of(run_set, self._members(run_set), self.context.get("rule"))
 
 
+@extend_schema_field({"type": "number", "format": "double", "minimum": 0, "exclusiveMinimum": True})
+class CapField(serializers.FloatField):
+    """A backend's cap: a number above 0 (anything else is refused by requesting.group_caps, naming the field)."""
+
+
 class SetRequestSerializer(serializers.Serializer):
     """A sweep or a latency-target search on one `disk`, or a group of one profile on `disks`: exactly one of the
     two. The disks are resolved in the order given, each refused naming its member."""
@@ -333,15 +338,13 @@ class SetRequestSerializer(serializers.Serializer):
         presets=True,
         help_text="With disk: a set profile (sweep_axes or sla_target_us). With disks: a single-run profile.",
     )
-    cap_iops = serializers.FloatField(
+    cap_iops = CapField(
         required=False,
-        min_value=0,
         help_text="A group only, optional: the backend's cap in IOPS where the team sets one (e.g. a cluster's QoS "
         "total), above 0; stored as plan.cap_iops.",
     )
-    cap_mb_s = serializers.FloatField(
+    cap_mb_s = CapField(
         required=False,
-        min_value=0,
         help_text="A group only, optional: the backend's cap in MB/s (10⁶ bytes a second), above 0; plan.cap_mb_s.",
     )
 

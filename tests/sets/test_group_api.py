@@ -129,7 +129,7 @@ def _refusals(world):
         ({"disk": world.disk.pk}, "disks", "exactly one of them"),
         ({"disks": None}, "disk", "exactly one of them"),
         ({"cap_iops": 0}, "cap_iops", "as a number above 0"),
-        ({"cap_mb_s": -5}, "cap_mb_s", "Ensure this value is greater than or equal to 0"),
+        ({"cap_mb_s": -5}, "cap_mb_s", "as a number above 0"),
         ({"disks": None, "disk": world.disk.pk, "cap_iops": 10}, "cap_iops", "Only a group takes a backend cap"),
     ]
 
