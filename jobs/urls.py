@@ -71,6 +71,7 @@ urlpatterns = [
     path("runs/<int:pk>/cancel", runs.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/raw", runs.run_raw, name="run_raw"),
     # sets of runs: a sweep's page, its charts' data, its cancel
+    path("sets/group/new/", sets.group_new, name="group_new"),
     path("sets/compare/", sets.set_compare, name="set_compare"),
     path("sets/compare/series.json", sets.set_compare_series, name="set_compare_series"),
     path("sets/<int:pk>/", sets.set_detail, name="set_detail"),

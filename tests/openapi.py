@@ -13,3 +13,15 @@ from schemathesis.config import SchemathesisConfig
 
 CONFIG = SchemathesisConfig.from_dict({"phases": {"coverage": {"enabled": False}}})
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", WSGIHandler(), config=CONFIG)
+
+
+def json_schema(node: object) -> object:
+    """OpenAPI 3.0's `nullable` as JSON Schema says it (null among the types), for jsonschema to validate with."""
+    if isinstance(node, list):
+        return [json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    found = {key: json_schema(value) for key, value in node.items() if key != "nullable"}
+    if not node.get("nullable"):
+        return found
+    return {"anyOf": [found, {"type": "null"}]}

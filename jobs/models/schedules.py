@@ -42,6 +42,11 @@ class Schedule(models.Model):
     auto_stagger_by_site = models.BooleanField(
         default=False, help_text="With auto-stagger: one run per site at a time."
     )
+    as_group = models.BooleanField(
+        default=False,
+        help_text="Fire each profile as one synchronised group on all the targets, started at one instant, "
+        "instead of one run a target (no stagger).",
+    )
     blackouts = models.JSONField(default=list, blank=True, help_text='Daily ranges, e.g. ["08:00-18:00"].')
     misfire_grace_s = models.PositiveIntegerField(
         default=300, help_text="A fire missed by longer than this (beat or workers down) is recorded as skipped."

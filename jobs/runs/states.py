@@ -213,8 +213,9 @@ def group_start_lead(members: int) -> timedelta:
 def claim_group(run_set_id: int, now: Any = None) -> int:
     """pending -> queued for every pending member of a group at once, only when every member's disk is free (no
     active run on it, no exclusive host busy, no other set holding it); each is told to start at the same instant
-    (`not_before`, group_start_lead ahead), which its host's wrapper waits for. Otherwise none is claimed, and the
-    group and its members say which disk waits and why. How many members were claimed."""
+    (`not_before`: group_start_lead ahead, or the members' own start when later, a schedule's fire), which its
+    host's wrapper waits for. Otherwise none is claimed, and the group and its members say which disk waits and
+    why. How many members were claimed."""
     now = now or timezone.now()
     try:
         with transaction.atomic():
@@ -233,7 +234,8 @@ def claim_group(run_set_id: int, now: Any = None) -> int:
                 pending.exclude(explanation=waiting).update(explanation=waiting)
                 RunSet.objects.filter(pk=run_set.pk).exclude(explanation=waiting).update(explanation=waiting)
                 return 0
-            start = now + group_start_lead(len(members))
+            # A schedule's fire is claimed up to CLAIM_LEAD early: its members still start at the fire's time.
+            start = max([now + group_start_lead(len(members)), *(m.not_before for m in members if m.not_before)])
             claimed = move_all(pending, (State.PENDING,), State.QUEUED, queued_at=now, heartbeat_at=now,
                                not_before=start, explanation=steps.QUEUED_TEXT)  # fmt: skip
             at = start.astimezone(UTC).strftime("%H:%M:%S UTC")

@@ -65,7 +65,7 @@ class ScheduleSerializer(ModelSerializer):
         fields = [
             "id", "name", "kind", "cron", "interval_minutes", "starts_at", "timezone", "window_start", "window_end",
             "stagger_s", "auto_stagger", "auto_stagger_by_site", "blackouts", "misfire_grace_s", "enabled",
-            "targets", "profiles", "next_fire_at", "last_fire_at", "created_at", "warnings",
+            "targets", "profiles", "as_group", "next_fire_at", "last_fire_at", "created_at", "warnings",
         ]  # fmt: skip
         read_only_fields = ["next_fire_at", "last_fire_at", "created_at"]
 
@@ -108,6 +108,8 @@ class ScheduleSerializer(ModelSerializer):
         )
         if errors:
             raise serializers.ValidationError(errors)
+        if problems := dispatcher.group_problems(draft, list(targets), list(profiles)):
+            raise serializers.ValidationError(problems)
         if refused := dispatcher.unrunnable(list(targets), list(profiles)):
             raise serializers.ValidationError(
                 {"targets": [f"{message} Remove the disk or the profile from this schedule." for message in refused]}

@@ -23,7 +23,7 @@ from audit.models import AuditEvent
 from jobs import clock, runners, scheduling
 from jobs.alerts import boundary
 from jobs.alerts import evaluate as alerts
-from jobs.models import Disk, Run, Schedule, ScheduleProfile
+from jobs.models import Disk, Run, RunSet, Schedule, ScheduleProfile
 from jobs.runs import queueing, states, steps, sweeping
 from jobs.sets import advancing, requesting
 
@@ -79,8 +79,13 @@ def plan_for(disks: list[Any], profiles: list[Any], schedule: Schedule) -> list[
         scheduling.Target(key=disk.pk, host=str(disk.host_id), site=disk.host.site or "", duration_s=total)
         for disk in disks
     ]
-    offsets = scheduling.stagger_offsets(
-        targets, stagger_s=schedule.stagger_s, auto=schedule.auto_stagger, by_site=schedule.auto_stagger_by_site
+    # A group schedule's targets start together: its members are told one instant (states.claim_group).
+    offsets = (
+        [0.0] * len(targets)
+        if schedule.as_group
+        else scheduling.stagger_offsets(
+            targets, stagger_s=schedule.stagger_s, auto=schedule.auto_stagger, by_site=schedule.auto_stagger_by_site
+        )
     )
     return [
         PlannedRun(disk, profile, offset + sequence[j], i + 1, len(disks))
@@ -95,7 +100,7 @@ def fire(schedule: Schedule, fire_time: datetime, now: datetime, *, trigger: str
     rows += make_sweeps(sweeps, schedule, fire_time, now, trigger)
     # ignore_conflicts makes a repeated fire a no-op (the unique key), so the rows are counted, not re-read.
     Run.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(rows) + len(sweeps)
+    return len(rows) + len(_fire_sets(sweeps, schedule))
 
 
 def unrunnable(disks: list[Any], profiles: list[Any]) -> list[str]:
@@ -114,7 +119,8 @@ def fire_rows(
     """The unsaved runs of one fire: pending with their stagger slot, or skipped when the fire was missed.
     Their limits snapshot is taken when they launch (launching.launch), not here in the beat tick.
     A sweep's (or a latency-target search's) fire is its set, made by make_sweeps: those come back apart, with
-    their start, unless the fire was missed or refused (then one run of its profile says so, as for any profile)."""
+    their start, unless the fire was missed or refused (then one run of its profile says so, as for any profile);
+    so does every (target, profile) of a group schedule, whose fire is one group a profile."""
     missed = scheduling.misfired(fire_time, now, schedule.misfire_grace_s)
     rows = []
     sweeps = []
@@ -129,6 +135,10 @@ def fire_rows(
                     f"{schedule.misfire_grace_s} s), so it was not started late"
                 ),
             )
+        elif schedule.as_group:
+            # One group a profile, refused whole (every target's run says why) when one member is: make_sweeps.
+            sweeps.append((planned, not_before))
+            continue
         elif refusal := queueing.refusal_text(planned.disk, planned.profile):
             # The disk or profile changed since the schedule was saved: say why, as Run now would, not at launch.
             state, explanation = Run.State.FAILED, f"not started: {refusal}"
@@ -154,24 +164,62 @@ def fire_rows(
 def make_sweeps(
     sweeps: list[tuple[PlannedRun, datetime]], schedule: Schedule, fire_time: datetime, now: datetime, trigger: str
 ) -> list[Run]:
-    """Make the sets of a fire's sweeps and latency-target searches (each once: a fire made again finds its set and
-    makes nothing); a set refused whole now (longer than the team's bound) comes back as one failed run saying why."""
+    """Make the sets of a fire's sweeps and latency-target searches, or a group schedule's groups (each once: a fire
+    made again finds its set and makes nothing); a set refused whole now (longer than the team's bound; a group
+    member the safety rules refuse) comes back as a failed run saying why, one a target it would have run on."""
     failed = []
-    for planned, not_before in sweeps:
+    for made in _fire_sets(sweeps, schedule):
+        first, not_before = made[0]
         try:
             with transaction.atomic():
-                requesting.create_set(planned.disk, planned.profile, trigger=trigger, schedule=schedule,
-                                      fire_time=fire_time, not_before=not_before)  # fmt: skip
+                when: requesting.When = {"trigger": trigger, "schedule": schedule, "fire_time": fire_time,
+                                         "not_before": not_before}  # fmt: skip
+                if schedule.as_group:
+                    requesting.create_group([planned.disk for planned, _ in made], first.profile, **when)
+                else:
+                    requesting.create_set(first.disk, first.profile, **when)
         except IntegrityError:
             continue  # this fire's set was made before
         except queueing.RunRefused as refused:
-            failed.append(Run(
+            failed += [Run(
                 disk=planned.disk, team_id=planned.disk.team_id, profile=planned.profile,
                 profile_name=planned.profile.name, parameters=planned.profile.parameters(), schedule=schedule,
                 fire_time=fire_time, trigger=trigger, state=Run.State.FAILED, explanation=f"not started: {refused}",
                 not_before=not_before, finished_at=now,
-            ))  # fmt: skip
+            ) for planned, _ in made]  # fmt: skip
     return failed
+
+
+def _fire_sets(
+    sweeps: list[tuple[PlannedRun, datetime]], schedule: Schedule
+) -> list[list[tuple[PlannedRun, datetime]]]:
+    """The sets one fire makes: one a (target, profile) for sweeps; one a profile, its targets in plan order, for a
+    group schedule."""
+    if not schedule.as_group:
+        return [[entry] for entry in sweeps]
+    by_profile: dict[int, list[tuple[PlannedRun, datetime]]] = {}
+    for entry in sweeps:
+        by_profile.setdefault(entry[0].profile.pk, []).append(entry)
+    return list(by_profile.values())
+
+
+def group_problems(schedule: Schedule, disks: list[Any], profiles: list[Any]) -> dict[str, list[str]]:
+    """Why a group schedule could not fire, by the field to blame (`targets`, `profiles`, `stagger_s`): each profile
+    as a group on all the targets (requesting.group_problem: the number of targets, a one-at-a-time host holding
+    two, a set profile, a member the safety rules refuse), and a stagger, since a group's members start together.
+    Empty for a schedule that is not a group's."""
+    if not schedule.as_group:
+        return {}
+    found: dict[str, list[str]] = {}
+    if schedule.auto_stagger or schedule.stagger_s:
+        found["stagger_s"] = ["A group's members start together: set the stagger to 0 and clear auto-stagger, or "
+                              "clear “run as a group”."]  # fmt: skip
+    ordered = sorted(disks, key=lambda d: (d.host.name, d.label))
+    for profile in profiles:
+        if problem := requesting.group_problem(ordered, profile):
+            field, message = problem
+            found.setdefault("targets" if field == "disks" else "profiles", []).append(message)
+    return found
 
 
 def materialise(now: datetime | None = None) -> int:
@@ -196,7 +244,7 @@ def materialise(now: datetime | None = None) -> int:
                 Prefetch(
                     "targets",
                     queryset=Disk.objects.select_related("host").only(
-                        "label", "kind", "team_id", "host__name", "host__site"
+                        "label", "kind", "team_id", "host__name", "host__site", "host__exclusive"
                     ),
                 ),
                 Prefetch("scheduleprofile_set", queryset=ScheduleProfile.objects.select_related("profile")),
@@ -214,7 +262,7 @@ def materialise(now: datetime | None = None) -> int:
             for fire_time in fires:
                 made, sweeps = fire_rows(schedule, fire_time, now)
                 rows += made + make_sweeps(sweeps, schedule, fire_time, now, Run.Trigger.SCHEDULE)
-                sets += len(sweeps)
+                sets += len(_fire_sets(sweeps, schedule))
             schedule.checked_until = horizon
             schedule.next_fire_at = upcoming
             schedule.last_fire_at = fires[-1] if fires else schedule.last_fire_at
@@ -287,7 +335,16 @@ def stop_unstarted(schedule: Schedule, now: datetime | None = None) -> int:
     now = now or timezone.now()
     text = states.paused_explanation(schedule.name)
     fires = Run.objects.filter(schedule=schedule, trigger=Run.Trigger.SCHEDULE)
+    # A group of a fire not yet started ends cancelled with its members, not failed for want of them.
+    waiting_groups = RunSet.objects.filter(schedule=schedule, trigger=Run.Trigger.SCHEDULE, kind=RunSet.Kind.GROUP,
+                                           state=RunSet.State.PENDING)  # fmt: skip
+    groups = list(waiting_groups.values_list("pk", flat=True))
+    waiting_groups.update(
+        cancel_requested=True, explanation=f"cancelling: its schedule {schedule.name} was paused before it started"
+    )
     stopped = states.move_all(fires, (Run.State.PENDING,), Run.State.CANCELLED, finished_at=now, explanation=text)
+    for group in groups:
+        advancing.advance(group)
     waiting = fires.filter(
         Q(state=Run.State.QUEUED) | Q(state__in=(Run.State.LAUNCHING, Run.State.RUNNING), not_before__gt=now),
         cancel_requested=False,

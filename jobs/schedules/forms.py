@@ -32,6 +32,7 @@ class ScheduleForm(forms.ModelForm):
         fields = [
             "name", "kind", "cron", "interval_minutes", "starts_at", "timezone", "window_start", "window_end",
             "stagger_s", "auto_stagger", "auto_stagger_by_site", "blackouts", "misfire_grace_s", "enabled", "targets",
+            "as_group",
         ]  # fmt: skip
         labels = {
             "stagger_s": "Stagger (seconds)",
@@ -40,6 +41,7 @@ class ScheduleForm(forms.ModelForm):
             "auto_stagger_by_site": "Auto-stagger by site",
             "auto_stagger": "Auto-stagger",
             "timezone": "Time zone",
+            "as_group": "Run as a group",
         }
         widgets = {
             "starts_at": MomentInput(),
@@ -94,6 +96,12 @@ class ScheduleForm(forms.ModelForm):
         for field, message in scheduling.validate(rule, stagger_s=stagger, n_targets=len(targets),
                                                   sequence_s=sequence).items():  # fmt: skip
             self.add_error(field if field in self.fields else None, message)
+        draft = Schedule(as_group=bool(cleaned.get("as_group")), stagger_s=cleaned.get("stagger_s") or 0,
+                         auto_stagger=bool(cleaned.get("auto_stagger")))  # fmt: skip
+        if problems := dispatcher.group_problems(draft, list(targets), profiles):
+            for field, messages in problems.items():
+                self.add_error("profile_0" if field == "profiles" else field, messages)
+            return cleaned
         for message in dispatcher.unrunnable(list(targets), profiles):
             self.add_error("targets", f"{message} Remove the disk or the profile from this schedule.")
         return cleaned

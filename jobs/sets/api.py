@@ -1,6 +1,8 @@
-"""The API's sets of runs (sweeps): list (filtered, paged), detail with the plan, the members and the result (its
-curves drawn again under other knee thresholds on request), start one (trigger 'api') and cancel one. The CSV of a
-set's points is with the other downloads (jobs/exports/api.py)."""
+"""The API's sets of runs (sweeps, latency-target searches, synchronised groups): list (filtered by kind, state,
+disk; paged), detail with the plan, the members and the result (a sweep's curves drawn again under other knee
+thresholds on request), start one (trigger 'api': a set profile on one `disk`, or one profile on several `disks` as
+a group, with the backend's caps) and cancel one (every member). The CSV of a set's points is with the other
+downloads (jobs/exports/api.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,13 @@ from django.db.models import QuerySet
 from django.http import QueryDict
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -22,7 +30,7 @@ from rest_framework.response import Response
 
 from jobs import links
 from jobs.analysis import curves, stats
-from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
+from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet, team_of
 from jobs.api.pagination import ALWAYS_ALLOWED, NewestFirst
 from jobs.models import Disk, Profile, Run, RunSet
 from jobs.results.stats import StatsError
@@ -56,6 +64,18 @@ class SetPlanSerializer(serializers.Serializer):
     seconds_per_point = serializers.IntegerField(help_text="Ramp plus runtime of one point.")
     total_s = serializers.IntegerField(help_text="The points' time together: count x seconds_per_point.")
     text = serializers.CharField(help_text="'9 points × (5 s ramp + 1 min) = 9 min 45 s'.")
+
+
+class GroupPlanSerializer(serializers.Serializer):
+    """A group's plan as stored when it was made (RunSet.plan), with its count and words."""
+
+    disks = serializers.ListField(child=serializers.IntegerField(), help_text="The members' disks, in member order.")
+    cap_iops = serializers.FloatField(
+        required=False, help_text="The backend's cap, IOPS, where the team set one (e.g. a cluster's QoS total)."
+    )
+    cap_mb_s = serializers.FloatField(required=False, help_text="The backend's cap, MB/s (10⁶ bytes), likewise.")
+    count = serializers.IntegerField(help_text="How many members.")
+    text = serializers.CharField(help_text="'3 members, one a disk, started at one instant'.")
 
 
 class SweepPointSerializer(serializers.Serializer):
@@ -143,6 +163,70 @@ class SweepResultSerializer(serializers.Serializer):
     answer_text = serializers.CharField(required=False, allow_blank=True, help_text="'14,150 IOPS at p99 ≤ 1 ms'.")
 
 
+class GroupMemberResultSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="'member 2'.")
+    run = serializers.IntegerField(help_text="The member run's id.")
+    disk = serializers.CharField(help_text="Its disk's label.")
+    host = serializers.CharField(help_text="Its host's name.")
+    state = serializers.ChoiceField(choices=Run.State.choices)
+    started_at = serializers.CharField(allow_null=True, help_text="Its measured start (its host's clock), ISO 8601.")
+    started_epoch = serializers.FloatField(allow_null=True, help_text="The same, in seconds since the epoch.")
+
+
+def _part(help_text: str) -> serializers.DictField:
+    """A part of a group's result: an object whose keys its help names (group_result.py owns their detail)."""
+    return serializers.DictField(required=False, help_text=help_text)
+
+
+class GroupResultSerializer(serializers.Serializer):
+    """A synchronised group's result (jobs/sets/group_result.py; docs/user-guide/groups.md has the rules), stored when
+    the group ended; null until then. Counted over the members that succeeded; a number their data cannot give is
+    null with the reason (`why`), never estimated. Without a member that succeeded, only members, offsets and why."""
+
+    members = GroupMemberResultSerializer(many=True, help_text="Every member, in member order, with its start.")
+    offsets = serializers.CharField(
+        help_text="How the hosts' clocks were put on one clock (not measured yet: says so)."
+    )
+    why = serializers.CharField(required=False, help_text="Why the group has no numbers, when it has none.")
+    start_spread = _part(
+        "{spread_s, uncertainty_s, first, last, text}: the latest start minus the earliest, with the members that "
+        "started first and last, and 'started within 0.08 s ± 0.01 s'."
+    )
+    windows = _part(
+        "{all_running, span: {start, end, seconds} or null, last_started, first_done, last_done}: the window every "
+        "member ran in, and the first start to the last end (epoch seconds)."
+    )
+    totals = _part(
+        "{all_running, whole_runs, span}: each {what, window, iops, bytes_per_s, members: {name: rates}, why}: the "
+        "total while every member ran, the members' whole runs summed, and over the span."
+    )
+    per_second = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="The members' per-second samples added up on the common clock, one object a second.",
+    )
+    per_second_note = serializers.CharField(required=False, help_text="What the per-second series leaves out.")
+    latency = _part(
+        "{read, write}: the percentiles merged from the members' json+ bins, or each member's own with the worst "
+        "and the median, labelled not merged."
+    )
+    comparison = _part("The members side by side: the slowest, the worst p99, the spread of their IOPS.")
+
+
+SET_PLAN = PolymorphicProxySerializer(
+    component_name="SetDetailPlan",
+    serializers=[SetPlanSerializer, GroupPlanSerializer],
+    resource_type_field_name=None,
+    allow_null=True,
+)
+SET_RESULT = PolymorphicProxySerializer(
+    component_name="SetDetailResult",
+    serializers=[SweepResultSerializer, GroupResultSerializer],
+    resource_type_field_name=None,
+    allow_null=True,
+)
+
+
 class SetMemberSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     index = serializers.IntegerField(source="set_index", help_text="Its place in the set, from 0.")
@@ -150,6 +234,10 @@ class SetMemberSerializer(serializers.Serializer):
     point_text = serializers.SerializerMethodField(help_text="'iodepth 16, block size 64k'.")
     state = serializers.ChoiceField(choices=Run.State.choices)
     explanation = serializers.CharField()
+    disk = serializers.IntegerField(source="disk_id", help_text="Its disk's id (a group's members: one each).")
+    disk_label = serializers.CharField(source="disk.label")
+    host = serializers.IntegerField(source="disk.host_id", help_text="Its disk's host's id.")
+    host_name = serializers.CharField(source="disk.host.name")
     url = serializers.SerializerMethodField(help_text="The run in the API.")
 
     def get_point_text(self, run: Run) -> str:
@@ -165,7 +253,9 @@ class SetSerializer(serializers.ModelSerializer):
         slug_field="username", read_only=True, allow_null=True
     )
     final = serializers.BooleanField(source="is_final", read_only=True)
-    points = serializers.SerializerMethodField(help_text="How many points (member runs) the set has.")
+    points = serializers.SerializerMethodField(
+        help_text="How many points (member runs) a sweep has; a group: how many members."
+    )
 
     class Meta:
         model = RunSet
@@ -177,16 +267,22 @@ class SetSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_points(self, run_set: RunSet) -> int:
-        return len((run_set.plan or {}).get("points", []))
+        plan = run_set.plan if isinstance(run_set.plan, dict) else {}
+        return len(plan.get("disks" if run_set.kind == RunSet.Kind.GROUP else "points") or [])
 
 
 class SetDetailSerializer(SetSerializer):
-    plan = serializers.SerializerMethodField(help_text="The sweep's axes, points and time, as planned when made.")
-    members = serializers.SerializerMethodField(help_text="The member runs in the order they run.")
+    plan = serializers.SerializerMethodField(
+        help_text="A sweep's axes, points and time; a group's disks and caps; as planned when made. null: a search."
+    )
+    members = serializers.SerializerMethodField(
+        help_text="The member runs in the order they run (a group: member order)."
+    )
     result = serializers.SerializerMethodField(
         help_text="A sweep's points with their numbers, its curves along the load axis with their knees and the "
         "vendor's limit, in numbers and words. Stored when the set ended; until then drawn from the points that "
-        "ended so far. ?iops_growth= and ?p99_growth= draw the curves again under those thresholds."
+        "ended so far. ?iops_growth= and ?p99_growth= draw the curves again under those thresholds. A group's: "
+        "its start spread, windows, totals, per-second series, latency and comparison, once it ended (null before)."
     )
 
     class Meta(SetSerializer.Meta):
@@ -197,8 +293,10 @@ class SetDetailSerializer(SetSerializer):
         found = self.context.get("members")
         return found if found is not None else reading.members(run_set)
 
-    @extend_schema_field(SetPlanSerializer(allow_null=True))
+    @extend_schema_field(SET_PLAN)
     def get_plan(self, run_set: RunSet) -> dict[str, Any] | None:
+        if run_set.kind == RunSet.Kind.GROUP:
+            return reading.group_plan(run_set)
         plan = reading.stored_plan(run_set)
         if plan is None:
             return None
@@ -208,18 +306,68 @@ class SetDetailSerializer(SetSerializer):
     def get_members(self, run_set: RunSet) -> list[dict[str, Any]]:
         return list(SetMemberSerializer(self._members(run_set), many=True, context=self.context).data)
 
-    @extend_schema_field(SweepResultSerializer(allow_null=True))
+    @extend_schema_field(SET_RESULT)
     def get_result(self, run_set: RunSet) -> dict[str, Any] | None:
         if run_set.kind != RunSet.Kind.SWEEP:
             return run_set.result
         return reading.result_of(run_set, self._members(run_set), self.context.get("rule"))
 
 
+@extend_schema_field({"type": "number", "format": "double", "minimum": 0, "exclusiveMinimum": True})
+class CapField(serializers.FloatField):
+    """A backend's cap: a number above 0 (anything else is refused by requesting.group_caps, naming the field)."""
+
+
 class SetRequestSerializer(serializers.Serializer):
-    disk = TeamScoped(queryset=Disk.objects.select_related("host", "team"))
-    profile = TeamScoped(
-        queryset=Profile.objects.all(), presets=True, help_text="A sweep profile (one with sweep_axes)."
+    """A sweep or a latency-target search on one `disk`, or a group of one profile on `disks`: exactly one of the
+    two. The disks are resolved in the order given, each refused naming its member."""
+
+    disk = TeamScoped(
+        queryset=Disk.objects.select_related("host", "team"),
+        required=False,
+        help_text="A sweep's or a latency-target search's disk. Give disk or disks, not both.",
     )
+    disks = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        help_text=f"A synchronised group: its members' disks, in member order, {requesting.GROUP_MIN_MEMBERS} to "
+        f"{requesting.GROUP_MAX_MEMBERS} of your team's, started at one instant.",
+    )
+    profile = TeamScoped(
+        queryset=Profile.objects.all(),
+        presets=True,
+        help_text="With disk: a set profile (sweep_axes or sla_target_us). With disks: a single-run profile.",
+    )
+    cap_iops = CapField(
+        required=False,
+        help_text="A group only, optional: the backend's cap in IOPS where the team sets one (e.g. a cluster's QoS "
+        "total), above 0; stored as plan.cap_iops.",
+    )
+    cap_mb_s = CapField(
+        required=False,
+        help_text="A group only, optional: the backend's cap in MB/s (10⁶ bytes a second), above 0; plan.cap_mb_s.",
+    )
+
+    def validate_disks(self, ids: list[int]) -> list[Disk]:
+        mine = Disk.objects.filter(team=team_of(self), pk__in=ids).select_related("host", "team")
+        found = {disk.pk: disk for disk in mine}
+        if missing := [f"member {n} (disk {pk})" for n, pk in enumerate(ids, 1) if pk not in found]:
+            raise serializers.ValidationError(
+                f"{', '.join(missing)}: no disk of your team has that id; choose your team's disks "
+                "(GET /api/v1/disks/). Nothing was started."
+            )
+        return [found[pk] for pk in ids]
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("disk" in attrs) == ("disks" in attrs):
+            field = "disks" if "disk" in attrs else "disk"
+            raise ValidationError({field: [
+                "Give disk (one disk: a sweep or a latency-target search) or disks (2 to 100 disks: a group), "
+                "exactly one of them."
+            ]})  # fmt: skip
+        if "disk" in attrs and (caps := sorted(set(attrs) & set(requesting.GROUP_CAPS))):
+            raise ValidationError({caps[0]: [f"Only a group takes a backend cap: give disks, or leave {caps[0]} out."]})
+        return attrs
 
 
 class SetFilter(serializers.Serializer):
@@ -288,7 +436,8 @@ def knee_rule(query: QueryDict) -> curves.Rule | None:
     create=extend_schema(request=SetRequestSerializer, responses={201: SetDetailSerializer}),
 )
 class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, TeamViewSet):
-    """Sets of runs (sweeps): list with filters, start one now (trigger 'api'), cancel, and read the result."""
+    """Sets of runs (sweeps, latency-target searches, groups): list with filters, start one now (trigger 'api'),
+    cancel every member, and read the result."""
 
     pagination_class = NewestFirst
     list_parameters = tuple(SetFilter().fields)
@@ -320,7 +469,14 @@ class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         body = SetRequestSerializer(data=request.data, context=self.get_serializer_context())
         body.is_valid(raise_exception=True)
-        disk, profile = body.validated_data["disk"], body.validated_data["profile"]
+        profile = body.validated_data["profile"]
+        if "disks" in body.validated_data:
+            caps = {name: body.validated_data.get(name) for name in requesting.GROUP_CAPS}
+            run_set = requesting.request_group(
+                body.validated_data["disks"], profile, caps, trigger=Run.Trigger.API, user=request.user
+            )
+            return Response(self._detail(run_set), status=status.HTTP_201_CREATED)
+        disk = body.validated_data["disk"]
         if not profile.is_set:
             why = (
                 f"{profile.name} is neither a sweep (sweep_axes) nor a latency-target search (sla_target_us): "

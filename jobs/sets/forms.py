@@ -1,14 +1,21 @@
-"""The set page's form: the knee rule's two thresholds, in percent, asked for in the address
-(?iops_growth=10&p99_growth=50) so that a sweep read under another rule can be linked to."""
+"""The set pages' forms: the knee rule's two thresholds, in percent, asked for in the address
+(?iops_growth=10&p99_growth=50) so that a sweep read under another rule can be linked to; and the form that starts a
+synchronised group."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from django import forms
+from django.db.models import Q
 
+from jobs import presets
 from jobs.analysis import curves
+from jobs.models import Disk, Profile, Team
+from jobs.runs.queueing import RunRefused
+from jobs.sets import requesting
 
 # The thresholds a person may ask for, in percent: the bounds the API takes too (jobs/sets/api.py KNEE_LOW, KNEE_HIGH).
 LEAST_PERCENT, MOST_PERCENT = 0.1, 1000.0
@@ -73,3 +80,73 @@ def rule_form(query: Mapping[str, str]) -> KneeRuleForm:
     """The form bound to the address's thresholds, unbound (the default rule) when it asks for none."""
     asked = {name for name in ("iops_growth", "p99_growth") if str(query.get(name, "")).strip()}
     return KneeRuleForm(query if asked else None)
+
+
+class GroupForm(forms.Form):
+    """A synchronised group asked for on the page: one single-run profile on 2 to 100 of the team's disks, chosen from
+    a list grouped by host (the members in the order listed: by host, then label), and the backend's optional caps.
+    The refusals (requesting.group_problem) go on the field they blame, naming the member and the fix."""
+
+    profile = forms.ModelChoiceField(
+        queryset=Profile.objects.none(),
+        help_text="Your team's profiles and the built-in ones that are a single run (a sweep or a latency-target "
+        "search cannot run as a group).",
+    )
+    disks = forms.TypedMultipleChoiceField(
+        coerce=int,
+        label="Disks",
+        help_text=f"{requesting.GROUP_MIN_MEMBERS} to {requesting.GROUP_MAX_MEMBERS}, on different hosts or several "
+        "of one host; each disk is one member, all started at one instant.",
+    )
+    cap_iops = forms.FloatField(
+        label="Backend cap (IOPS)",
+        required=False,
+        help_text="Optional: what the shared backend gives at most where your team knows it, e.g. a cluster's QoS "
+        "total.",
+        widget=forms.NumberInput(attrs={"step": "any", "min": "0", "inputmode": "decimal"}),
+    )
+    cap_mb_s = forms.FloatField(
+        label="Backend cap (MB/s)",
+        required=False,
+        help_text="Optional, likewise, in MB/s (10⁶ bytes a second).",
+        widget=forms.NumberInput(attrs={"step": "any", "min": "0", "inputmode": "decimal"}),
+    )
+
+    def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        profiles = Profile.objects.filter(Q(team=team) | Q(team__isnull=True))
+        single = [profile.pk for profile in profiles if not profile.is_set]
+        cast("forms.ModelChoiceField[Profile]", self.fields["profile"]).queryset = profiles.filter(
+            pk__in=single
+        ).order_by("name")
+        if not self.initial.get("profile"):
+            # As Run now starts: on the built-in quick check.
+            self.initial["profile"] = (
+                profiles.filter(team=None, name=presets.QUICK_CHECK).values_list("pk", flat=True).first()
+            )
+        self.team_disks = list(Disk.objects.filter(team=team).select_related("host").order_by("host__name", "label"))
+        disks = cast("forms.TypedMultipleChoiceField", self.fields["disks"])
+        disks.choices = [
+            (host.name, [(disk.pk, disk.label) for disk in members])
+            for host, members in itertools.groupby(self.team_disks, key=lambda disk: disk.host)
+        ]
+
+    def by_host(self) -> list[tuple[str, list[tuple[Disk, bool]]]]:
+        """The team's disks by host, in the order listed, each with whether it is ticked: the page's checkboxes."""
+        ticked = {str(value) for value in self["disks"].value() or []}
+        return [
+            (host.name, [(disk, str(disk.pk) in ticked) for disk in disks])
+            for host, disks in itertools.groupby(self.team_disks, key=lambda disk: disk.host)
+        ]
+
+    def chosen_disks(self) -> list[Disk]:
+        """The disks ticked, in the order listed (the members' order)."""
+        ticked = set(self.cleaned_data.get("disks") or [])
+        return [disk for disk in self.team_disks if disk.pk in ticked]
+
+    def caps(self) -> dict[str, Any]:
+        return {name: self.cleaned_data.get(name) for name in requesting.GROUP_CAPS}
+
+    def refuse(self, refused: RunRefused) -> None:
+        """A use case's refusal on the field it names (the whole form when it names none of them)."""
+        self.add_error(refused.field if refused.field in self.fields else None, str(refused))

@@ -1,5 +1,5 @@
 """A set's page (a sweep: its progress, its points, its curves and their knees under the rule asked for; a group: a
-first draft, its members and its numbers), its charts' data, and cancelling it."""
+first draft, its members and its numbers), its charts' data, cancelling it, and the form that starts a group."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from django.views.decorators.http import require_POST
 from jobs import access
 from jobs.models import Disk, RunSet, Team
 from jobs.results.stats import StatsError
-from jobs.sets import cancelling, comparing, facts, reading
-from jobs.sets.forms import rule_form
+from jobs.runs.queueing import RunRefused
+from jobs.sets import cancelling, comparing, facts, reading, requesting
+from jobs.sets.forms import GroupForm, rule_form
 from jobs.shares.forms import ShareForm
 
 
@@ -52,6 +53,27 @@ def set_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     access.require_change(request, run_set.team)
     cancelling.cancel(run_set)
     return redirect("set_detail", pk=run_set.pk)
+
+
+@login_required
+def group_new(request: HttpRequest) -> HttpResponse:
+    """Run one profile as a group on the disks ticked; refused whole on the form (nothing written), else the group's
+    page. ?profile= starts the form on that profile."""
+    team = access.team(request)
+    form = GroupForm(request.POST or None, team=team, initial={"profile": request.GET.get("profile")})
+    if request.method == "POST":
+        access.require_change(request, team)
+        if form.is_valid():
+            try:
+                run_set = requesting.request_group(
+                    form.chosen_disks(), form.cleaned_data["profile"], form.caps(), user=request.user
+                )
+            except RunRefused as refused:
+                form.refuse(refused)
+            else:
+                return redirect("set_detail", pk=run_set.pk)
+    context = {"form": form, "can_change": access.can_change(request, team), "chosen": len(form["disks"].value() or [])}
+    return render(request, "jobs/sets/group_form.html", context)
 
 
 @login_required

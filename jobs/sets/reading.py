@@ -12,7 +12,20 @@ from jobs.tools import sweep_plan
 
 
 def members(run_set: RunSet) -> list[Run]:
-    return list(run_set.members.order_by("set_index"))
+    return list(run_set.members.select_related("disk__host").order_by("set_index"))
+
+
+def group_plan(run_set: RunSet) -> dict[str, Any]:
+    """A group's stored plan (its disks in member order, the backend's caps where set) with its count and words."""
+    plan = run_set.plan if isinstance(run_set.plan, dict) else {}
+    disks = [int(pk) for pk in plan.get("disks") or []]
+    caps = {name: float(plan[name]) for name in ("cap_iops", "cap_mb_s") if plan.get(name) is not None}
+    return {
+        "disks": disks,
+        **caps,
+        "count": len(disks),
+        "text": f"{len(disks)} members, one a disk, started at one instant",
+    }
 
 
 def result_of(run_set: RunSet, members_now: list[Run] | None = None, rule: curves.Rule | None = None) -> dict[str, Any]:

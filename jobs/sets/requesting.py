@@ -8,6 +8,7 @@ or the member and the fix."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, TypedDict, Unpack
@@ -119,36 +120,69 @@ def group_refusal(disks: Sequence[Disk], profile: Profile) -> str | None:
     """Why `profile` cannot run as a group on `disks` (in member order), or None: the number of members, a disk
     given twice, a disk of another team, two members on a host that runs one benchmark at a time, a set profile,
     or the first member the safety rules refuse, named with its disk, host and fix."""
+    problem = group_problem(disks, profile)
+    return problem[1] if problem else None
+
+
+def group_problem(disks: Sequence[Disk], profile: Profile) -> tuple[str, str] | None:
+    """group_refusal with the field to blame: `profile` for a set profile or another team's, `disks` otherwise."""
     if not GROUP_MIN_MEMBERS <= len(disks) <= GROUP_MAX_MEMBERS:
         given = f"{len(disks)} {'was' if len(disks) == 1 else 'were'} given"
         bounds = f"{GROUP_MIN_MEMBERS} to {GROUP_MAX_MEMBERS}"
-        return f"A group has {bounds} members, one a disk; {given}: choose {bounds} disks."
+        return "disks", f"A group has {bounds} members, one a disk; {given}: choose {bounds} disks."
     if twice := sorted(str(disk) for disk, count in Counter(disks).items() if count > 1):
-        return f"Disk {', '.join(twice)} is given more than once; each member of a group runs on a disk of its own."
+        return "disks", (f"Disk {', '.join(twice)} is given more than once; each member of a group runs on a disk "
+                         f"of its own.")  # fmt: skip
     team = disks[0].team_id
-    if any(disk.team_id != team for disk in disks):
-        return "A group's disks all belong to one team; choose disks of yours."
+    if stranger := next((n for n, disk in enumerate(disks, 1) if disk.team_id != team), None):
+        return "disks", f"Member {stranger}: a group's disks all belong to one team; choose disks of yours."
+    if profile.team_id not in (None, team):
+        return "profile", "That profile belongs to another team; choose one of yours or a built-in one."
     if profile.is_set:
-        return (f"{profile.name} is a set profile (a sweep or a latency-target search): a group runs one profile "
-                f"that is a single run; choose one.")  # fmt: skip
+        return "profile", (f"{profile.name} is a set profile (a sweep or a latency-target search): a group runs one "
+                           f"profile that is a single run; choose one.")  # fmt: skip
     hosts = Counter(disk.host_id for disk in disks if disk.host.exclusive)
     if crowded := next((disk.host for disk in disks if hosts[disk.host_id] > 1), None):
-        return (f"Host {crowded.name} runs one benchmark at a time, so its disks cannot start together: keep one of "
-                f"them in the group, or clear “one benchmark at a time” on the host.")  # fmt: skip
+        return "disks", (f"Host {crowded.name} runs one benchmark at a time, so its disks cannot start together: "
+                         f"keep one of them in the group, or clear “one benchmark at a time” on the host.")  # fmt: skip
     for number, disk in enumerate(disks, 1):
         if refusal := queueing.refusal_text(disk, profile):
-            return (f"Member {number} (disk {disk.label} on host {disk.host.name}) is refused, so the whole group is, "
-                    f"and nothing was started: {refusal}")  # fmt: skip
+            return "disks", (f"Member {number} (disk {disk.label} on host {disk.host.name}) is refused, so the whole "
+                             f"group is, and nothing was started: {refusal}")  # fmt: skip
     return None
 
 
-def create_group(disks: Sequence[Disk], profile: Profile, **when: Unpack[When]) -> RunSet:
+# A group's backend caps (the team's word for what the shared backend gives, e.g. a cluster's QoS total), as
+# plan["cap_iops"] and plan["cap_mb_s"]: what the group's limit is computed from.
+GROUP_CAPS = {"cap_iops": "IOPS", "cap_mb_s": "MB/s"}
+
+
+def group_caps(caps: dict[str, Any] | None) -> dict[str, float]:
+    """The caps given (None and absent ones left out), refused (RunRefused on the cap) unless each is a positive
+    finite number."""
+    found = {}
+    for name, value in (caps or {}).items():
+        if name not in GROUP_CAPS:
+            raise RunRefused(name, f"A group takes no {name}; its caps are {', '.join(GROUP_CAPS)}.")
+        if value is None:
+            continue
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+        if not (math.isfinite(number) and number > 0):
+            raise RunRefused(name, f"Give the backend's cap in {GROUP_CAPS[name]} as a number above 0, e.g. 50000; "
+                                   f"or leave it out when the backend has none.")  # fmt: skip
+        found[name] = number
+    return found
+
+
+def create_group(
+    disks: Sequence[Disk], profile: Profile, caps: dict[str, Any] | None = None, **when: Unpack[When]
+) -> RunSet:
     """A pending group and its members, one pending run a disk in the order given; none claimed yet. Every member
-    is checked before anything is written: one refused refuses the group (RunRefused on `profile`)."""
-    for disk in disks:
-        queueing.check_team(disk, profile)
-    if refusal := group_refusal(disks, profile):
-        raise RunRefused("profile", refusal)
+    is checked before anything is written: one refused refuses the group (RunRefused on `disks` or `profile`, or
+    on a cap that is not a positive number)."""
+    if problem := group_problem(disks, profile):
+        raise RunRefused(*problem)
+    plan: dict[str, Any] = {"disks": [disk.pk for disk in disks], **group_caps(caps)}
     user = when.get("user")
     with transaction.atomic():
         run_set = RunSet.objects.create(
@@ -157,10 +191,12 @@ def create_group(disks: Sequence[Disk], profile: Profile, **when: Unpack[When]) 
             profile=profile,
             profile_name=profile.name,
             base_parameters=profile.parameters(),
-            plan={"disks": [disk.pk for disk in disks]},
+            plan=plan,
             on_failure=RunSet.OnFailure.CONTINUE,
             trigger=when.get("trigger", Run.Trigger.MANUAL),
             created_by=user if getattr(user, "is_authenticated", False) else None,
+            schedule=when.get("schedule"),
+            fire_time=when.get("fire_time"),
             explanation="waiting to start",
         )
         for disk in disks:
@@ -169,11 +205,16 @@ def create_group(disks: Sequence[Disk], profile: Profile, **when: Unpack[When]) 
 
 
 def request_group(
-    disks: Sequence[Disk], profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None
+    disks: Sequence[Disk],
+    profile: Profile,
+    caps: dict[str, Any] | None = None,
+    *,
+    trigger: str = Run.Trigger.MANUAL,
+    user: Any = None,
 ) -> RunSet:
     """Make a group and start its members together now if every disk is free; otherwise it waits and says which
     disk it waits for."""
-    run_set = create_group(disks, profile, trigger=trigger, user=user)
+    run_set = create_group(disks, profile, caps, trigger=trigger, user=user)
     states.claim_group(run_set.pk)
     run_set.refresh_from_db()
     return run_set

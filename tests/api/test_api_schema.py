@@ -38,7 +38,7 @@ from jobs.models import (
     Team,
 )  # fmt: skip
 from jobs.sets import requesting
-from tests.factories import RunFactory
+from tests.factories import DiskFactory, HostFactory, RunFactory
 from tests.openapi import schema
 from tests.sets.sweeps import sweep_profile
 from tests.world import CANARY_PASSWORD, make_world
@@ -126,6 +126,9 @@ def fuzzed() -> tuple[str, Team, list[object]]:
         AlertChannel.objects.create(team=team_world.team, name="ops", kind="webhook", target="http://127.0.0.1:9/")
         # A sweep, its first point queued and the others pending: a set to read, cancel and export.
         requesting.request_sweep(team_world.disk, sweep_profile(team_world.team))
+        # A group on two more disks, its members queued: a group's detail and cancel as the schema says them.
+        pair = [DiskFactory(host=HostFactory(team=team_world.team, name=f"g{n}"), label=f"g{n}") for n in (1, 2)]
+        requesting.request_group(pair, team_world.profile, {"cap_iops": 9000})
     # An account without an email address: the members list shows "" for it, which the schema must allow.
     Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.

@@ -102,6 +102,7 @@ def site(db) -> dict[str, str]:
         "import": f"/import/?disk={gp2.pk}",
         "profiles": "/profiles/",
         "profile form": "/profiles/new/",
+        "group form": "/sets/group/new/",
         "disk types": "/disk-types/",
         "share links": "/shares/",
         "channels": "/channels/",
@@ -128,8 +129,8 @@ def _dead_channel(team, user) -> AlertChannel:
 
 PAGES = ["home", "overview", "hosts", "host", "host form", "disk", "disk form", "run", "run histogram", "schedules",
          "schedule form", "calendar", "compare", "compliance report", "comparison report", "import", "profiles",
-         "profile form", "runs", "disk types", "alerts", "alert", "alert rules", "share links", "channels",
-         "channel"]  # fmt: skip
+         "profile form", "group form", "runs", "disk types", "alerts", "alert", "alert rules", "share links",
+         "channels", "channel"]  # fmt: skip
 
 
 def test_every_main_page_fits_a_phone_screen_with_labelled_controls(site, phone_page, live_server, screenshot):

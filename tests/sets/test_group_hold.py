@@ -59,7 +59,7 @@ def test_one_member_the_safety_rules_refuse_refuses_the_group_and_nothing_is_wri
     with pytest.raises(RunRefused) as refused:
         requesting.request_group(disks, profile)
 
-    assert refused.value.field == "profile"
+    assert refused.value.field == "disks"
     message = str(refused.value)
     assert message.startswith("Member 3 (disk c on host host-3) is refused, so the whole group is, and nothing was")
     assert "tick “Allow destructive writes” on the disk only if that is what you want" in message

@@ -16,6 +16,7 @@ from jobs.models import Membership, Run, RunSet
 from jobs.runs import states
 from jobs.sets import advancing, requesting
 from tests.factories import ProfileFactory
+from tests.openapi import json_schema
 from tests.sets.sweeps import fail, members, run_sweep, succeed, sweep_profile
 from tests.world import add_member, client_for, make_world, post
 
@@ -423,17 +424,5 @@ def test_a_latency_target_searchs_detail_is_what_the_schema_says(ours, api, djan
     assert [s["iops"] for s in body["result"]["steps"]] == [4000, 2000] and body["result"]["answer"]["iops"] == 2000
     assert body["members"][1]["point"]["rate_iops"] < 4000
 
-    schema = _json_schema(SchemaGenerator().get_schema(request=None, public=True))
+    schema = json_schema(SchemaGenerator().get_schema(request=None, public=True))
     jsonschema.validate(body, {"$ref": "#/components/schemas/SetDetail", "components": schema["components"]})
-
-
-def _json_schema(node):
-    """OpenAPI 3.0's `nullable` as JSON Schema says it (null among the types), for jsonschema to validate with."""
-    if isinstance(node, list):
-        return [_json_schema(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    found = {key: _json_schema(value) for key, value in node.items() if key != "nullable"}
-    if not node.get("nullable"):
-        return found
-    return {"anyOf": [found, {"type": "null"}]}
