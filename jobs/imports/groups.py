@@ -184,12 +184,16 @@ def refusal(planned: Planned) -> GroupImportRefused | None:
                                            "group is on a disk of its own: choose one disk a client.")  # fmt: skip
     for client, disk in zip(planned.run.clients, planned.disks, strict=True):
         assert disk is not None  # checked above
-        first = importing.duplicate_of(disk, planned.text, client.result.label)
+        # A client's measurement is stored once in the team, on whichever disk: the same output imported again on
+        # other disks would count one run of fio twice.
+        key = importing.fingerprint(planned.text, client.result.label)
+        found = Run.objects.filter(disk__team_id=disk.team_id, import_fingerprint=key).select_related("disk__host")
+        first = found.order_by("pk").first()
         if first is not None:
             return GroupImportRefused(
                 "text",
-                f"{client.called} of {planned.name} is already stored on {disk} as run {first.pk}; nothing was stored. "
-                "Open that run, or import another output.",
+                f"{client.called} of {planned.name} is already stored on {first.disk} as run {first.pk}; nothing was "
+                "stored. Open that run, or import another output.",
             )
     return None
 

@@ -4,6 +4,8 @@ by its host name, fio's "All clients" total kept beside benchweb's, refused whol
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -157,3 +159,101 @@ def _refusal_after(team, name: str) -> str:
     with pytest.raises(groups.GroupImportRefused) as refused:
         _import(team, name)
     return str(refused.value)
+
+
+# ------------------------------------------------------------------ the API
+
+
+def test_the_api_imports_the_output_as_a_group_and_answers_its_clients_and_both_totals(owner_client, disk, second):
+    body = {"name": "clients.json", "text": _text("fio-3.33-two-clients.json"), "finished_at": AT.isoformat()}
+    dry = owner_client.post("/api/v1/import/group/", body | {"dry_run": True}, content_type="application/json")
+    assert dry.status_code == 200, dry.content
+    assert dry.json()["id"] is None and not RunSet.objects.exists()
+    assert [(c["host"], c["disk"], c["matched_by_host"]) for c in dry.json()["clients"]] == [
+        ("127.0.0.2", second.pk, True), ("127.0.0.1", disk.pk, True)
+    ]  # fmt: skip
+
+    made = owner_client.post("/api/v1/import/group/", body | {"disks": [disk.pk, second.pk]},
+                             content_type="application/json")  # fmt: skip
+    assert made.status_code == 201, made.content
+    answer = made.json()
+    group = RunSet.objects.get(pk=answer["id"])
+    assert answer["url"] == f"http://testserver/sets/{group.pk}/" and answer["name"] == group.profile_name
+    assert [c["run"] for c in answer["clients"]] == list(
+        group.members.order_by("set_index").values_list("pk", flat=True)
+    )
+    assert [c["disk"] for c in answer["clients"]] == [disk.pk, second.pk]  # the disks given win over the match
+    assert answer["clients_sum"]["iops"] == pytest.approx(28214.785, abs=0.001)
+    assert (
+        answer["fio_total"]["iops"] == pytest.approx(28214.785215, abs=1e-6) and "agree" in answer["fio_total"]["why"]
+    )
+
+    again = owner_client.post("/api/v1/import/group/", body, content_type="application/json")
+    assert again.status_code == 400 and "is already stored on" in again.json()["text"][0]
+    assert RunSet.objects.count() == 1
+
+
+def test_the_api_refuses_naming_the_field_and_stores_nothing(owner_client, disk, second):
+    with open(CLIENTS / "fio-3.33-job-file-given-once.json", "rb") as file:
+        once = owner_client.post("/api/v1/import/group/", {"file": file})
+    assert once.status_code == 400 and "holds 1 client" in once.json()["text"][0]
+    body = {"text": _text("fio-3.33-two-clients.txt"), "disks": [disk.pk]}
+    counted = owner_client.post("/api/v1/import/group/", body, content_type="application/json")
+    assert counted.status_code == 400 and "1 disk was given for the 2 clients" in counted.json()["disks"][0]
+    unmatched = owner_client.post("/api/v1/import/group/", body | {"disks": [disk.pk, None]},
+                                  content_type="application/json")  # fmt: skip
+    assert unmatched.status_code == 400
+    assert unmatched.json()["disks"][0].startswith(
+        "client 2 has no disk: none was chosen, and fio printed no host name"
+    )
+    assert not RunSet.objects.exists() and not Run.objects.exists()
+
+
+def test_the_schema_documents_the_group_import(owner_client):
+    schema = owner_client.get("/api/schema/?format=json").json()
+    operation = schema["paths"]["/api/v1/import/group/"]["post"]
+    assert set(operation["responses"]) >= {"200", "201", "409"}
+    fields = schema["components"]["schemas"]["GroupImportRequest"]["properties"]
+    assert {"text", "file", "disks", "dry_run", "finished_at"} <= set(fields)
+
+
+# ------------------------------------------------------------------ the page
+
+
+def test_a_person_pastes_the_output_checks_the_clients_disks_then_saves_and_is_sent_to_the_group(
+    owner_client, disk, second
+):
+    preview = owner_client.post("/import/group/", {"step": "preview", "tool": "auto", "finished_at": "",
+                                                   "text": _text("fio-3.33-three-clients-two-jobs.json")})  # fmt: skip
+    page = html.unescape(preview.content.decode())
+    assert preview.status_code == 200 and "randrw 70/30 4k · 3 fio clients" in page
+    assert "fio's “All clients” total is 0.25 % below the sum of the clients" in page
+    # 127.0.0.3 names no host of the team: its select is left at "match by host name", and the page says so.
+    assert "client 1 (127.0.0.3) has no disk" in page and not RunSet.objects.exists()
+    selected = re.findall(r'<option value="(\d+)" selected>', page)
+    assert selected == [str(second.pk), str(disk.pk)]
+
+    form = page[page.index('id="group-confirm"') :]
+    form = form[: form.index("</form>")]
+    data = dict(re.findall(r'<input type="hidden" name="(step|finished_at|tool|source_name)" value="([^"]*)"', form))
+    data["source_text"] = re.findall(r"<textarea[^>]*>(.*?)</textarea>", form, re.S)[0].removeprefix("\n")
+    refused = owner_client.post("/import/group/", data | {"disk": ["", str(second.pk), str(disk.pk)]})
+    assert "Nothing was stored: client 1 (127.0.0.3) has no disk" in html.unescape(refused.content.decode())
+    third = Disk.objects.create(host=second.host, label="other", target_path="/data/other")
+
+    saved = owner_client.post("/import/group/", data | {"disk": [str(third.pk), str(second.pk), str(disk.pk)]})
+    group = RunSet.objects.get()
+    assert saved.status_code == 302 and saved["Location"] == f"/sets/{group.pk}/"
+    assert [m.disk for m in group.members.order_by("set_index")] == [third, second, disk]
+    assert group.members.first().raw_output == _text("fio-3.33-three-clients-two-jobs.json")
+    detail = html.unescape(owner_client.get(saved["Location"]).content.decode())
+    assert "fio's own “All clients” total" in detail and "start spread not known" in detail
+
+
+def test_the_page_says_why_an_output_is_no_group_and_stores_nothing(owner_client, disk):
+    single = (CLIENTS.parent / "fio-3.33-randrw.json").read_text()
+    response = owner_client.post("/import/group/", {"step": "preview", "tool": "auto", "finished_at": "",
+                                                    "text": single})  # fmt: skip
+    page = html.unescape(response.content.decode())
+    assert "Nothing was stored: pasted text is not the output of fio --client" in page
+    assert "group-confirm" not in page and not RunSet.objects.exists()
