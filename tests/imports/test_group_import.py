@@ -5,7 +5,13 @@ by its host name, fio's "All clients" total kept beside benchweb's, refused whol
 from __future__ import annotations
 
 import html
+import json
 import re
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,6 +19,8 @@ import pytest
 
 from jobs.imports import groups
 from jobs.models import Disk, Host, Run, RunSet
+from tests.builders import QUICK_RATE_IOPS
+from tests.stacks import free_port
 
 CLIENTS = Path(__file__).parent.parent / "fixtures" / "clients"  # fio 3.33 on loopback servers (README.md there)
 AT = datetime(2026, 11, 29, 6, 5, tzinfo=UTC)
@@ -257,3 +265,63 @@ def test_the_page_says_why_an_output_is_no_group_and_stores_nothing(owner_client
     page = html.unescape(response.content.decode())
     assert "Nothing was stored: pasted text is not the output of fio --client" in page
     assert "group-confirm" not in page and not RunSet.objects.exists()
+
+
+# ------------------------------------------------------------------ a real fio --client run
+
+
+@contextmanager
+def _fio_servers(count: int) -> Iterator[list[str]]:
+    """`fio --server` on 127.0.0.1, 127.0.0.2, ... (loopback only), each on a free port; their --client values."""
+    ports = [free_port() for _ in range(count)]
+    servers = [
+        subprocess.Popen(["fio", f"--server=ip:127.0.0.{n},{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for n, port in enumerate(ports, 1)
+    ]
+    try:
+        for n, port in enumerate(ports, 1):
+            _wait_listening(f"127.0.0.{n}", port)
+        yield [f"ip:127.0.0.{n},{port}" for n, port in enumerate(ports, 1)]
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def _wait_listening(address: str, port: int) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection((address, port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_a_real_fio_client_run_on_two_loopback_servers_is_imported_as_a_group(
+    fio_installed, team, disk, second, tmp_path
+):
+    job = tmp_path / "job.fio"
+    (tmp_path / "data").mkdir()
+    job.write_text(f"[global]\nrw=randread\nbs=4k\nsize=4m\nruntime=1\ntime_based=1\nrate_iops={QUICK_RATE_IOPS}\n"
+                   f"directory={tmp_path / 'data'}\n\n[quick]\n")  # fmt: skip
+    with _fio_servers(2) as servers:
+        command = ["fio", f"--client={servers[0]}", str(job), f"--client={servers[1]}", str(job)]
+        ran = subprocess.run([*command, "--output-format=json"], capture_output=True, text=True, timeout=60, check=True)
+
+    group = groups.import_group(groups.plan(team, "live.json", ran.stdout), at=AT)
+
+    assert group.state == RunSet.State.SUCCEEDED and group.members.count() == 2
+    stats = json.loads(ran.stdout[ran.stdout.index("{") :])["client_stats"]
+    printed = {e["hostname"]: e for e in stats if e["jobname"] != "All clients"}
+    for member in group.members.all():
+        entry = printed[member.parameters["label"].removeprefix("client ")]
+        assert member.disk == {"127.0.0.1": disk, "127.0.0.2": second}[entry["hostname"]]
+        assert float(member.summary["printed"]["read"]["iops"]) == entry["read"]["iops"]  # as fio printed it
+        assert 0 < member.summary["total"]["iops"] <= int(QUICK_RATE_IOPS) * 1.05
+    (total,) = [e for e in stats if e["jobname"] == "All clients"]
+    assert float(group.result["fio_total"]["printed"]["read"]["iops"]) == total["read"]["iops"]
+    assert group.result["fio_total"]["why"]  # agreeing or not, it says which
