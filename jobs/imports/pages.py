@@ -63,6 +63,12 @@ class Parsed:
     error: str = ""
     results: list[Result] = field(default_factory=list)
 
+    @property
+    def clients(self) -> int:
+        """How many clients of a fio --client run it holds (0: none), which the confirmation offers to import as a
+        group instead."""
+        return sum(result.label.startswith("client ") for result in self.results)
+
 
 def _parse_sources(
     sources: list[tuple[str, str]], disk: Disk | None, tool: str, picks: set[str] | None = None
