@@ -65,8 +65,12 @@ class Planned:
 
     @property
     def workload(self) -> str:
-        summary = self.run.clients[0].result.summary
-        return figures.workload_name(summary.get("workload"), summary.get("block_size_bytes")) or self.name
+        """The workload the clients' outputs state ('randread 4k'); each one when their job files differ."""
+        named = [
+            figures.workload_name(c.result.summary.get("workload"), c.result.summary.get("block_size_bytes"))
+            for c in self.run.clients
+        ]
+        return " / ".join(dict.fromkeys(name or "workload not stated" for name in named))
 
     @property
     def set_name(self) -> str:
@@ -85,7 +89,8 @@ class Planned:
         return fio_total(self.run, self.clients_sum)
 
     def notes(self) -> list[str]:
-        """What the reader should know of this output: fio's diagnostics about its clients, a missing total."""
+        """What fio's output leaves unsaid of its clients, as the parsers noticed it: no host names (fio#515), a
+        text report that names no client."""
         said = [d for c in self.run.clients for d in c.result.diagnostics if "client" in d]
         return list(dict.fromkeys(said))
 

@@ -154,6 +154,22 @@ def test_what_cannot_be_a_group_is_refused_naming_the_field_and_the_fix_and_noth
     assert counted.value.field == "disks" and "1 disk was given for the 2 clients" in str(counted.value)
 
 
+def test_a_client_with_a_job_error_or_clients_of_several_fio_groups_are_refused_naming_them(team, disk, second):
+    # Derived here from the recorded output: its second client's job given errno 28, or each client's entry given
+    # again as a second, stonewalled group.
+    doc = json.loads(_text("fio-3.33-two-clients.json"))
+    doc["client_stats"][1]["error"] = 28
+    refused = _refusal(team, "failed.json", text=json.dumps(doc))
+    assert refused.startswith("failed.json: client 2 (127.0.0.1) reports error 28 in job rr")
+    assert "Import the output with Import results" in refused
+
+    doc = json.loads(_text("fio-3.33-two-clients.json"))
+    clients = [e for e in doc["client_stats"] if e["jobname"] != "All clients"]
+    doc["client_stats"] = clients + [e | {"groupid": 1} for e in clients]
+    refused = _refusal(team, "groups.json", text=json.dumps(doc))
+    assert refused.startswith("groups.json: each client ran 2 fio groups (stonewall or new_group)")
+
+
 def test_the_same_output_again_is_refused_naming_the_run_that_holds_it(team, disk, second):
     first = _import(team, "fio-3.33-two-clients.json")
 
