@@ -198,6 +198,11 @@ class GroupImportResultSerializer(serializers.Serializer):
         "and `why`: whether it agrees with benchweb's."
     )
     notes = serializers.ListField(child=serializers.CharField(), help_text="What fio's output left unsaid.")
+    refused = serializers.CharField(
+        allow_null=True,
+        help_text="In a dry run, why saving would be refused (a client without a disk, a disk given twice, a client "
+        "already stored); null when it would be stored.",
+    )
 
 
 class ParsedSerializer(serializers.Serializer):
@@ -321,15 +326,16 @@ class ImportViewSet(TeamViewSet):
         Each client is a member run on its disk: the one given in `disks` (in fio's order), else the team's only
         disk of the host its host name names. fio's "All clients" total is kept beside benchweb's sum of the
         clients. A refusal (400) names the field and the fix and stores nothing; a client already stored on its
-        disk is refused too. With dry_run, the group is shown and nothing is stored."""
+        disk is refused too. With dry_run, the group is shown with the disks it would go on (and, in `refused`, why
+        saving it would be refused), and nothing is stored."""
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         planned = groups.plan(self.team, data["name"], data["text"], data["disks"], data["tool"])
         if data["dry_run"]:
-            if problem := groups.refusal(planned):
-                raise problem
-            return Response(GroupImportResultSerializer(_group_answer(planned, None, request)).data)
+            problem = groups.refusal(planned)
+            answer = _group_answer(planned, None, request) | {"refused": str(problem) if problem else None}
+            return Response(GroupImportResultSerializer(answer).data)
         try:
             made = groups.import_group(planned, at=data.get("finished_at"), user=request.user)
         except importing.DuplicateImport as exc:
@@ -355,7 +361,7 @@ def _group_answer(planned: groups.Planned, run_set: RunSet | None, request: Requ
         "dry_run": run_set is None, "id": run_set.pk if run_set else None,
         "url": links.absolute(sweeps.page_path(run_set), request) if run_set else None,
         "name": planned.set_name, "clients": clients, "clients_sum": planned.clients_sum,
-        "fio_total": planned.fio_total, "notes": planned.notes(),
+        "fio_total": planned.fio_total, "notes": planned.notes(), "refused": None,
     }  # fmt: skip
 
 

@@ -192,7 +192,7 @@ def test_the_api_imports_the_output_as_a_group_and_answers_its_clients_and_both_
     body = {"name": "clients.json", "text": _text("fio-3.33-two-clients.json"), "finished_at": AT.isoformat()}
     dry = owner_client.post("/api/v1/import/group/", body | {"dry_run": True}, content_type="application/json")
     assert dry.status_code == 200, dry.content
-    assert dry.json()["id"] is None and not RunSet.objects.exists()
+    assert dry.json()["id"] is None and dry.json()["refused"] is None and not RunSet.objects.exists()
     assert [(c["host"], c["disk"], c["matched_by_host"]) for c in dry.json()["clients"]] == [
         ("127.0.0.2", second.pk, True), ("127.0.0.1", disk.pk, True)
     ]  # fmt: skip
@@ -221,6 +221,10 @@ def test_the_api_refuses_naming_the_field_and_stores_nothing(owner_client, disk,
     with open(CLIENTS / "fio-3.33-job-file-given-once.json", "rb") as file:
         once = owner_client.post("/api/v1/import/group/", {"file": file})
     assert once.status_code == 400 and "holds 1 client" in once.json()["text"][0]
+    dry = owner_client.post("/api/v1/import/group/", {"text": _text("fio-3.33-two-clients.txt"), "dry_run": True},
+                            content_type="application/json")  # fmt: skip
+    assert dry.status_code == 200 and [c["disk"] for c in dry.json()["clients"]] == [None, None]
+    assert dry.json()["refused"].startswith("client 1 has no disk: none was chosen, and fio printed no host name")
     body = {"text": _text("fio-3.33-two-clients.txt"), "disks": [disk.pk]}
     counted = owner_client.post("/api/v1/import/group/", body, content_type="application/json")
     assert counted.status_code == 400 and "1 disk was given for the 2 clients" in counted.json()["disks"][0]
