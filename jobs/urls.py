@@ -117,6 +117,7 @@ urlpatterns = [
     # imports
     path("import/", imports.import_results, name="import_results"),
     path("import/sweep/", imports.import_sweep, name="import_sweep"),
+    path("import/group/", imports.import_group, name="import_group"),
     # share links: the team's list, and the read-only pages they open without an account
     path("shares/", shares.share_list, name="share_list"),
     path("shares/<int:pk>/revoke", shares.share_revoke, name="share_revoke"),

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from jobs import links
 from jobs.api.base import JsonTypes, TeamScoped, TeamViewSet
 from jobs.api.parsers import JSONParser
-from jobs.imports import importing, sweeps
+from jobs.imports import groups, importing, sweeps
 from jobs.imports.forms import MAX_IMPORT_CHARS, MAX_IMPORT_FILES, normalise_newlines
 from jobs.models import Disk, Run, RunSet
 from jobs.runs.api import RunSerializer
@@ -133,6 +133,78 @@ class SweepImportResultSerializer(serializers.Serializer):
     sets = ImportedSweepSerializer(many=True)
 
 
+class GroupImportSerializer(JsonTypes, serializers.Serializer):
+    tool = serializers.ChoiceField(choices=["auto", "fio"], default="auto")
+    finished_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="When the run ended (the longest client's end; the clients are taken to have started together). "
+        "Empty: now.",
+    )
+    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, help_text="The output.")
+    name = serializers.CharField(required=False, max_length=200, default="pasted text", help_text="Names the text.")
+    file = serializers.FileField(required=False, help_text="The output as a file, instead of text.")
+    disks = serializers.ListField(
+        child=TeamScoped(queryset=Disk.objects.select_related("host"), allow_null=True),
+        required=False,
+        default=list,
+        help_text="One disk id a client, in the order fio printed the clients (null: the one its host name "
+        "matches). Empty: each client on the team's only disk of the host named or addressed as fio names the "
+        "client.",
+    )
+    dry_run = serializers.BooleanField(default=False, help_text="Read the output and show the group; store nothing.")
+
+    validate_finished_at = ImportSerializer.validate_finished_at
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        upload = attrs.get("file")
+        if upload is not None:
+            try:
+                attrs["name"], attrs["text"] = upload.name[:200], upload.read(MAX_IMPORT_CHARS * 4 + 1).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise serializers.ValidationError({"file": f"{upload.name} is not UTF-8 text."}) from exc
+        text = attrs.get("text") or ""
+        if not text.strip():
+            raise serializers.ValidationError({"text": "Give the output of fio --client as text, or upload it."})
+        if len(text) > MAX_IMPORT_CHARS:
+            raise serializers.ValidationError(
+                {"text": f"Over {MAX_IMPORT_CHARS:,} characters: import a shorter output."}
+            )
+        attrs["text"] = normalise_newlines(text)
+        return attrs
+
+
+class ImportedClientSerializer(serializers.Serializer):
+    client = serializers.CharField(help_text="'client 2 (10.0.0.5)': its place in fio's order and its host name.")
+    # The serializer metaclass moves declared fields out of the class, so this does not shadow Field.label.
+    label = serializers.CharField(help_text="The result's label in the output ('client 10.0.0.5').")  # type: ignore[assignment]
+    host = serializers.CharField(allow_null=True, help_text="The host name fio printed; null when it printed none.")
+    disk = serializers.IntegerField(allow_null=True, help_text="Its disk; null when none was chosen or matched.")
+    matched_by_host = serializers.BooleanField(help_text="The disk was matched by the client's host name.")
+    iops = serializers.FloatField(allow_null=True)
+    bytes_per_s = serializers.FloatField(allow_null=True)
+    run = serializers.IntegerField(allow_null=True, help_text="The member run that stores it; null in a dry run.")
+
+
+class GroupImportResultSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    id = serializers.IntegerField(allow_null=True, help_text="The group's id; null in a dry run.")
+    url = serializers.CharField(allow_null=True, help_text="The group's page; null in a dry run.")
+    name = serializers.CharField()
+    clients = ImportedClientSerializer(many=True)
+    clients_sum = serializers.DictField(help_text="benchweb's total: each client's own iops and bw_bytes_per_s added.")
+    fio_total = serializers.DictField(
+        help_text='fio\'s own "All clients" total (iops, bytes_per_s, printed; null figures when fio printed none) '
+        "and `why`: whether it agrees with benchweb's."
+    )
+    notes = serializers.ListField(child=serializers.CharField(), help_text="What fio's output left unsaid.")
+    refused = serializers.CharField(
+        allow_null=True,
+        help_text="In a dry run, why saving would be refused (a client without a disk, a disk given twice, a client "
+        "already stored); null when it would be stored.",
+    )
+
+
 class ParsedSerializer(serializers.Serializer):
     """One result of one source."""
 
@@ -242,6 +314,55 @@ class ImportViewSet(TeamViewSet):
             return Response(DuplicateSerializer(answer).data, status=status.HTTP_409_CONFLICT)
         sets = [_sweep_answer(sweep, run_set, request) for sweep, run_set in zip(planned, made, strict=True)]
         return Response(SweepImportResultSerializer({"dry_run": False, "sets": sets}).data, status=201)
+
+    @extend_schema(
+        request={"application/json": GroupImportSerializer, "multipart/form-data": GroupImportSerializer},
+        responses={200: GroupImportResultSerializer, 201: GroupImportResultSerializer, 409: DuplicateSerializer},
+    )
+    @action(detail=False, methods=["post"], url_path="group", serializer_class=GroupImportSerializer)
+    def group(self, request: Request) -> Response:
+        """Import one output of fio --client (JSON `text`, or a multipart `file`) as a synchronised group.
+
+        Each client is a member run on its disk: the one given in `disks` (in fio's order), else the team's only
+        disk of the host its host name names. fio's "All clients" total is kept beside benchweb's sum of the
+        clients. A refusal (400) names the field and the fix and stores nothing; a client already stored on its
+        disk is refused too. With dry_run, the group is shown with the disks it would go on (and, in `refused`, why
+        saving it would be refused), and nothing is stored."""
+        body = self.get_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        planned = groups.plan(self.team, data["name"], data["text"], data["disks"], data["tool"])
+        if data["dry_run"]:
+            problem = groups.refusal(planned)
+            answer = _group_answer(planned, None, request) | {"refused": str(problem) if problem else None}
+            return Response(GroupImportResultSerializer(answer).data)
+        try:
+            made = groups.import_group(planned, at=data.get("finished_at"), user=request.user)
+        except importing.DuplicateImport as exc:
+            url = links.absolute(reverse("api-run-detail", kwargs={"pk": exc.first.pk}), request)
+            answer = {"detail": str(exc), "duplicate_of": exc.first.pk, "run_url": url}
+            return Response(DuplicateSerializer(answer).data, status=status.HTTP_409_CONFLICT)
+        return Response(GroupImportResultSerializer(_group_answer(planned, made, request)).data, status=201)
+
+
+def _group_answer(planned: groups.Planned, run_set: RunSet | None, request: Request) -> dict[str, Any]:
+    runs = dict(run_set.members.values_list("set_index", "pk")) if run_set else {}
+    clients = [
+        {
+            "client": client.called, "label": client.result.label, "host": client.host,
+            "disk": disk.pk if disk else None, "matched_by_host": matched,
+            "iops": (client.result.summary.get("total") or {}).get("iops"),
+            "bytes_per_s": (client.result.summary.get("total") or {}).get("bw_bytes_per_s"), "run": runs.get(index),
+        }
+        for index, (client, disk, matched) in enumerate(zip(planned.run.clients, planned.disks, planned.matched,
+                                                             strict=True))
+    ]  # fmt: skip
+    return {
+        "dry_run": run_set is None, "id": run_set.pk if run_set else None,
+        "url": links.absolute(sweeps.page_path(run_set), request) if run_set else None,
+        "name": planned.set_name, "clients": clients, "clients_sum": planned.clients_sum,
+        "fio_total": planned.fio_total, "notes": planned.notes(), "refused": None,
+    }  # fmt: skip
 
 
 def _sweep_answer(sweep: sweeps.Sweep, run_set: RunSet | None, request: Request) -> dict[str, Any]:

@@ -161,3 +161,32 @@ def normalise_newlines(text: str) -> str:
     # Browsers send a textarea's line breaks as CRLF, so the confirmation step would otherwise store different
     # text from the one it showed.
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+class GroupTargetForm(ImportTargetForm):
+    """What a group import's save step takes besides the output: the date and the tool (each client's disk is chosen
+    on the confirmation, one select a client)."""
+
+    def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
+        super().__init__(*args, team=team, **kwargs)
+        del self.fields["disk"]
+        self.fields[
+            "finished_at"
+        ].help_text += " The clients are taken to have started together; the longest ends then."
+
+
+class GroupImportForm(ImportForm):
+    """One output of fio --client, a file or pasted; its clients' disks are chosen on the confirmation."""
+
+    def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
+        super().__init__(*args, team=team, **kwargs)
+        del self.fields["disk"]
+        self.fields["files"].label = "File"
+        self.fields["files"].help_text = "The output of fio --client (JSON, json+ or the text report)."
+        self.fields["text"].help_text = "Or paste it: fio --client's JSON or its text report."
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if len(cleaned.get("sources") or []) > 1:
+            self.add_error("files", "Give one output of fio --client: one file, or the text pasted, not both.")
+        return cleaned

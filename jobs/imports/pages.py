@@ -12,8 +12,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from jobs import access, errors, figures, limits, units
-from jobs.imports import importing, sweeps
-from jobs.imports.forms import MAX_IMPORT_CHARS, ImportForm, ImportTargetForm, SweepImportForm, normalise_newlines
+from jobs.imports import groups, importing, sweeps
+from jobs.imports.forms import (
+    MAX_IMPORT_CHARS,
+    GroupImportForm,
+    GroupTargetForm,
+    ImportForm,
+    ImportTargetForm,
+    SweepImportForm,
+    normalise_newlines,
+)
 from jobs.models import Disk, Run
 from jobs.tools import sweep_plan
 from jobs.tools.summary import PERCENTILES, ParseError, ParseResult
@@ -54,6 +62,12 @@ class Parsed:
     text: str
     error: str = ""
     results: list[Result] = field(default_factory=list)
+
+    @property
+    def clients(self) -> int:
+        """How many clients of a fio --client run it holds (0: none), which the confirmation offers to import as a
+        group instead."""
+        return sum(result.label.startswith("client ") for result in self.results)
 
 
 def _parse_sources(
@@ -288,3 +302,94 @@ def import_sweep(request: HttpRequest) -> HttpResponse:
         "max_chars": MAX_IMPORT_CHARS,
     }
     return render(request, "jobs/imports/import_sweep.html", context)
+
+
+@dataclass
+class ClientRow:
+    """One client of a group to import, as the confirmation shows it: its disk select preset to the disk chosen or
+    matched by its host name."""
+
+    called: str
+    iops: str
+    bandwidth: str
+    disk: Disk | None
+    matched: bool
+
+
+def _group_rows(planned: groups.Planned) -> list[ClientRow]:
+    return [
+        ClientRow(
+            client.called,
+            units.format_iops((client.result.summary.get("total") or {}).get("iops")),
+            units.format_bytes_per_s((client.result.summary.get("total") or {}).get("bw_bytes_per_s")),
+            disk,
+            matched,
+        )
+        for client, disk, matched in zip(planned.run.clients, planned.disks, planned.matched, strict=True)
+    ]
+
+
+def _chosen_disks(request: HttpRequest, disks: list[Disk]) -> list[Disk | None]:
+    """The disk of each client's select, in order (None: "match by host name", or not a disk of the team's)."""
+    by_pk = {str(disk.pk): disk for disk in disks}
+    return [by_pk.get(value) for value in request.POST.getlist("disk")]
+
+
+@login_required
+def import_group(request: HttpRequest) -> HttpResponse:
+    """Step 1 reads one output of fio --client and shows its clients, each with a disk (matched by its host name
+    where one is), storing nothing; step 2 stores it as a group on the disks chosen, all or nothing
+    (jobs/imports/groups.py)."""
+    team = access.team(request)
+    disks = list(Disk.objects.filter(team=team).select_related("host").order_by("host__name", "label"))
+    planned: groups.Planned | None = None
+    refusal, warning = "", ""
+    confirm: dict[str, str] = {}
+    if request.method == "POST" and request.POST.get("step") == "save":
+        access.require_change(request, team)
+        target = GroupTargetForm(request.POST, team=team)
+        name = request.POST.get("source_name", "")[:200]
+        text = normalise_newlines(request.POST.get("source_text", ""))
+        confirm = {key: request.POST.get(key, "") for key in ("finished_at", "tool")}
+        try:
+            planned = groups.plan(team, name, text, _chosen_disks(request, disks), request.POST.get("tool", "auto"))
+            if not target.is_valid():
+                raise errors.FieldRefused(
+                    "finished_at", " ".join(str(e) for errs in target.errors.values() for e in errs)
+                )
+            made = groups.import_group(planned, at=target.cleaned_data["finished_at"], user=request.user)
+        except (errors.FieldRefused, importing.DuplicateImport) as exc:
+            refusal = str(exc)
+        else:
+            messages.success(
+                request, f"Imported group {made.pk}, {made.profile_name}, onto {len(planned.disks)} disks."
+            )
+            return redirect(sweeps.page_path(made))
+        form = GroupImportForm(team=team, initial=confirm)
+    elif request.method == "POST":
+        access.require_change(request, team)
+        form = GroupImportForm(request.POST, request.FILES, team=team)
+        if form.is_valid() and form.cleaned_data["sources"]:
+            (name, text), *_ = form.cleaned_data["sources"]
+            try:
+                planned = groups.plan(team, name, text, (), form.cleaned_data["tool"])
+            except errors.FieldRefused as exc:
+                refusal = str(exc)
+            else:
+                problem = groups.refusal(planned)
+                warning = str(problem) if problem else ""
+            confirm = {key: request.POST.get(key, "") for key in ("finished_at", "tool")}
+    else:
+        form = GroupImportForm(team=team)
+    context = {
+        "form": form,
+        "planned": planned,
+        "rows": _group_rows(planned) if planned else [],
+        "disks": disks,
+        "refusal": refusal,
+        "warning": warning,
+        "confirm": confirm,
+        "can_change": access.can_change(request, team),
+        "max_chars": MAX_IMPORT_CHARS,
+    }
+    return render(request, "jobs/imports/import_group.html", context)

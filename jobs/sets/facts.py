@@ -46,7 +46,9 @@ def group_page(run_set: RunSet) -> dict[str, Any]:
         "title": f"{run_set.label.capitalize()} · {run_set.profile_name}",
         "members": list(run_set.members.select_related("disk__host").order_by("set_index")),
         "result": result,
-        "totals": [totals[name] for name in ("all_running", "whole_runs", "span") if name in totals],
+        # An imported fio --client run keeps fio's own "All clients" total beside benchweb's (jobs/imports/groups.py).
+        "totals": [totals[name] for name in ("all_running", "whole_runs", "span") if name in totals]
+        + ([result["fio_total"]] if result.get("fio_total") else []),
     }
 
 

@@ -322,6 +322,40 @@ def _client_of(job: dict[str, Any], hosts: dict[str, set[str]]) -> str:
     return f"client {host}:{port}" if len(hosts.get(host, ())) > 1 else f"client {host}"
 
 
+def _client_keys(jobs: list[dict[str, Any]], diagnostics: list[str]) -> list[str]:
+    """Each entry's client ("client 10.0.0.5", "All clients"). Without host names (fio#515,
+    #client-and-server-mode) the clients cannot be told apart but by their order: each entry is then taken as one
+    client, numbered in the order fio printed them, and a diagnostic says so."""
+    if any("hostname" in job for job in jobs if job.get("jobname") != "All clients"):
+        hosts: dict[str, set[str]] = {}
+        for job in jobs:
+            host, port = _host(job)
+            hosts.setdefault(host, set()).add(port)
+        return [_client_of(job, hosts) for job in jobs]
+    diagnostics.append(
+        "fio printed no host name for its clients (fio#515): each entry is taken as one client, numbered in the "
+        "order fio printed them; a client that ran several jobs would be counted as several."
+    )
+    numbers = iter(range(1, len(jobs) + 1))
+    return ["All clients" if job.get("jobname") == "All clients" else f"client {next(numbers)}" for job in jobs]
+
+
+def _global_options(doc: dict[str, Any], where: str) -> tuple[dict[str, str], dict[tuple[str, str], dict[str, str]]]:
+    """ "global options": one object, or (fio 3.43, #client-and-server-mode) an array of one object a client
+    whose job file has a [global] section, each naming its client by "hostname" and "port". Returns the shared
+    options and each client's, keyed by (hostname, port) as text."""
+    given = doc.get("global options")
+    if not isinstance(given, list):
+        return _options(given, f'{where}: "global options"'), {}
+    by_client: dict[tuple[str, str], dict[str, str]] = {}
+    for number, item in enumerate(given, 1):
+        place = f'{where}: "global options" {number}'
+        options = dict(_object(item, place))
+        host, port = str(options.pop("hostname", None)), str(options.pop("port", None))
+        by_client[(host, port)] = _options(options, place)
+    return {}, by_client
+
+
 def fio_json_results(text: str) -> list[ParseResult]:
     """One result per group (stonewall, new_group), and per client and group in fio --client output ("All
     clients" included), in output order."""
@@ -359,19 +393,16 @@ def _with_fill(result: ParseResult, final: dict[str, Any], where: str) -> ParseR
 def _results(docs: list[dict[str, Any]], labels: list[str], diagnostics: list[str]) -> list[ParseResult]:
     final, where = docs[-1], labels[-1]
     jobs = _checked_jobs(final, where)
-    global_options = _options(final.get("global options"), f'{where}: "global options"')
+    global_options, client_options = _global_options(final, where)
     clients = "client_stats" in final and final["jobs"] is final["client_stats"]
-    hosts: dict[str, set[str]] = {}
-    for job in jobs:
-        host, port = _host(job)
-        hosts.setdefault(host, set()).add(port)
+    diagnostics = list(diagnostics)
+    keys = _client_keys(jobs, diagnostics) if clients else [None] * len(jobs)
     parts: dict[tuple[str | None, Any], list[int]] = {}
-    for index, job in enumerate(jobs):
-        parts.setdefault((_client_of(job, hosts) if clients else None, job.get("groupid")), []).append(index)
+    for index, (job, client) in enumerate(zip(jobs, keys, strict=True)):
+        parts.setdefault((client, job.get("groupid")), []).append(index)
     if not parts:
         parts[(None, None)] = []
-    keys = list(parts)
-    labeller = part_labeller(keys)
+    labeller = part_labeller(list(parts))
     results: list[ParseResult] = []
     for key, members in parts.items():
         if key[0] == "All clients":  # it prints no options: those of the clients in its group
@@ -380,12 +411,15 @@ def _results(docs: list[dict[str, Any]], labels: list[str], diagnostics: list[st
             ]
         else:
             source = members
-        options = [{**global_options, **(jobs[i].get("job options") or {})} for i in source] or [global_options]
+        options = [
+            {**global_options, **client_options.get(_host(jobs[i]), {}), **(jobs[i].get("job options") or {})}
+            for i in source
+        ] or [global_options]
         rw = same_or_none([o.get("rw", o.get("readwrite")) for o in options])
         label = labeller(key[0], key[1], rw)
         result = _part_result(docs, labels, members, options, source, label, diagnostics)
         if key[0] == "All clients":
-            counted = [r.summary["processes"] for r, k in zip(results, keys, strict=False) if k[1] == key[1]]
+            counted = [r.summary["processes"] for r, k in zip(results, parts, strict=False) if k[1] == key[1]]
             result.summary["processes"] = sum(counted) if counted and None not in counted else None
         results.append(result)
     return results

@@ -60,7 +60,7 @@ NAMES_OTHER_OBJECTS = {
     for path, methods in {
         "hosts/": ["POST"], "hosts/{id}/": ["PUT", "PATCH"], "disks/": ["POST"], "disks/{id}/": ["PUT", "PATCH"],
         "schedules/": ["POST"], "schedules/{id}/": ["PUT", "PATCH"], "runs/": ["POST"], "import/": ["POST"],
-        "import/sweep/": ["POST"],
+        "import/sweep/": ["POST"], "import/group/": ["POST"],
         "annotations/": ["POST"], "annotations/{id}/": ["PUT", "PATCH"], "share-links/": ["POST"], "sets/": ["POST"],
     }.items()
     for method in methods

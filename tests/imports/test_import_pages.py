@@ -118,6 +118,8 @@ def test_client_server_output_is_each_client_and_all_clients_as_series_of_their_
     page = _preview(owner_client, disk, CLIENTS.read_text())
     ticked = _confirmation(page)["pick"]
     assert ticked == ["0:client 1", "0:client 2", "0:All clients"]  # all preselected, the total too
+    # ... and the confirmation offers the group import, one member a client on a disk of its own.
+    assert 'fio --client, 2 clients: <a href="/import/group/">import it as a group</a>' in page
     assert owner_client.post("/import/", _confirmation(page))["Location"] == f"/disks/{disk.pk}/"
     runs = Run.objects.order_by("pk")
     assert [run.parameters["label"] for run in runs] == ["client 1", "client 2", "All clients"]
