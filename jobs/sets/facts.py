@@ -83,11 +83,17 @@ def _group_row(run: Run, entry: dict[str, Any], comparison: dict[str, Any], plac
         "mb_per_s": bytes_per_s / 1e6 if bytes_per_s is not None else None,
         "p99_us": entry.get("p99_us"),
         "start_text": f"{start:.{places}f} s" if start is not None else "",
-        "clock_text": group_clocks.plus_minus(offset, uncertainty, signed=True) if offset is not None else "",
+        "clock_text": _offset_text(offset, uncertainty),
         "clock_why": entry.get("clock_why", ""),
         "slowest": bool(name) and comparison.get("slowest") == name,
         "worst_p99": bool(name) and comparison.get("worst_p99") == name,
     }
+
+
+def _offset_text(offset: float | None, uncertainty: float | None) -> str:
+    if offset is None or uncertainty is None:
+        return ""
+    return group_clocks.plus_minus(offset, uncertainty, signed=True)
 
 
 # The group's latency table: its percentiles as people write them.

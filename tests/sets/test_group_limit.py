@@ -1,13 +1,13 @@
 """A synchronised group's limit (jobs/sets/group_totals.py's group_limit): its members' theoretical limits summed
-against the backend's cap, the lower binding; and how a host's clock reading is read (jobs/remote/clock.py) and a
-stored offset taken back (group_result.measured_offset). Pure functions: no database."""
+against the backend's cap, the lower binding; how a host's clock reading is read (jobs/remote/clock.py), a
+stored offset taken back (group_result.measured_offset) and an offset written. Pure functions: no database."""
 
 from __future__ import annotations
 
 import pytest
 
 from jobs.remote import RemoteError, host_time
-from jobs.sets.group_clocks import ClockOffset, clock_offset
+from jobs.sets.group_clocks import ClockOffset, clock_offset, decimal_places, plus_minus
 from jobs.sets.group_result import measured_offset
 from jobs.sets.group_totals import CAP_IOPS, CAP_MB_S, MEMBERS, Rates, group_limit
 
@@ -82,3 +82,10 @@ def test_a_stored_offset_is_read_back_and_a_reason_or_garbage_is_none():
     assert measured_offset({"why": "offset not measured: the connection dropped"}) is None
     assert measured_offset({"offset_s": "0.1", "uncertainty_s": 0.1, "delay_s": 0.2}) is None
     assert measured_offset(None) is None
+
+
+def test_an_offset_is_written_signed_to_its_uncertaintys_first_digit():
+    assert plus_minus(0.0012, 0.0004, signed=True) == "+0.0012 s ± 0.0004 s"
+    assert plus_minus(-0.0481, 0.0099999, signed=True) == "-0.05 s ± 0.01 s"
+    assert plus_minus(0.08, 0.01) == "0.08 s ± 0.01 s"
+    assert decimal_places(0.3, 0.0) == 2 and decimal_places(0.0, 0.0) == 2 and decimal_places(1.0, 1e-9) == 6
