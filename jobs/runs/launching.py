@@ -127,7 +127,7 @@ def launch(run_id: int) -> str:
                 answer_lost = True
                 remote.launch(conn, plan)
             if run.run_set_id is not None:
-                _measure_clock(conn, run)
+                measure_clock(conn, run)
     except (ssh.SSHError, remote.RemoteError) as exc:
         connecting.note_ssh_refusal(disk.host, exc, run=run)
         if answer_lost:
@@ -150,7 +150,7 @@ def launch(run_id: int) -> str:
     return run.state
 
 
-def _measure_clock(conn: ssh.Connection, run: Run) -> None:
+def measure_clock(conn: ssh.Connection, run: Run) -> None:
     """A group member's host clock against the worker's, NTP style over the session already open (a few `date`
     commands, the shortest round trip believed), stored on the run for the group's start spread. It runs while
     the wrapper waits for the shared start; a failed probe is stored as the reason and never fails the run."""
