@@ -6,7 +6,7 @@
   const root = document.getElementById("group-charts");
   const source = document.getElementById("group-chart-data");
   if (!root || !source || !window.Chart || !window.benchCharts) return;
-  const { fmt, baseOptions, secondsStep } = window.benchCharts;
+  const { fmt, baseOptions, secondsAxis } = window.benchCharts;
   const status = document.getElementById("group-chart-status");
   const colour = "#0072B2";
   const LIMIT = "#b42318";
@@ -70,13 +70,7 @@
     const options = baseOptions();
     options.interaction = { mode: "index", intersect: false, axis: "x" };
     options.scales = {
-      x: {
-        type: "linear",
-        min: Math.min(0, first),
-        max: last,
-        title: { display: true, text: "time since the first member started (s, then m:ss)" },
-        ticks: { callback: fmt.clock, maxRotation: 0, stepSize: secondsStep(last - Math.min(0, first), narrow ? 5 : 10) },
-      },
+      x: secondsAxis("time since the first member started (s, then m:ss)", Math.min(0, first), last, narrow),
       y: {
         beginAtZero: true,
         suggestedMax: (data.limit_iops || 0) * 1.08,
