@@ -101,6 +101,10 @@ class Run(models.Model):
     set_point = models.JSONField(
         null=True, blank=True, help_text="The fields this member sets on its set's base parameters, e.g. iodepth."
     )
+    # A group member's host clock against the worker's, measured over the host's session at launch
+    # (jobs/remote/clock.py, group_clocks.clock_offset): {"offset_s", "uncertainty_s", "delay_s", "probes"}, or
+    # {"why"} when it could not be; None for any other run.
+    clock_offset = models.JSONField(null=True, blank=True, editable=False)
     # Things a person should know that did not stop the run, e.g. a directory disk now on another filesystem.
     warnings = models.JSONField(default=list, blank=True, editable=False)
 

@@ -35,7 +35,9 @@ the run wrote, the tail of its output) can end a field early or forge another. T
 #   launching  preflight, upload, launch, claim_launch
 #   looking    poll (one command), and the SFTP-only looks: finished_runs, sighting, read_output, look, final_state
 #   ending     cancel, cleanup
+#   clock      clock_probes: the host's realtime clock read over the session (a group member's offset)
 
+from jobs.remote.clock import PROBES, clock_probes, host_time
 from jobs.remote.ending import cancel, cleanup
 from jobs.remote.launching import Preflight, claim_launch, launch, preflight, upload
 from jobs.remote.looking import Sighting, final_state, finished_runs, look, poll, read_file, read_output, sighting
@@ -60,6 +62,7 @@ from jobs.remote.wrapper import wrapper_script
 __all__ = [
     "DEFAULT_BASE",
     "LOCK_BUSY_STATUS",
+    "PROBES",
     "TAIL_BYTES",
     "WATCHDOG_STATUS",
     "Plan",
@@ -72,10 +75,12 @@ __all__ = [
     "cancel",
     "claim_launch",
     "cleanup",
+    "clock_probes",
     "done_dir",
     "done_marker",
     "final_state",
     "finished_runs",
+    "host_time",
     "launch",
     "lock_path_for",
     "look",

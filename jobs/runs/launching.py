@@ -13,10 +13,11 @@ from jobs import environment, remote, safety, ssh
 from jobs import runners as runner
 from jobs.disks import identity, precondition
 from jobs.hosts import connecting
-from jobs.models import Run
+from jobs.models import Run, RunSet
 from jobs.runs import cleaning, states, steps
 from jobs.runs.states import finish, move
 from jobs.safety import guard
+from jobs.sets import group_clocks
 
 # A launch whose answer was lost is asked again after a quarter of the time since its planned start, at least
 # RELAUNCH_MIN_S and at most RELAUNCH_MAX_S: the cap stays under sweeping.STALE_AFTER, so while this chain of
@@ -125,6 +126,8 @@ def launch(run_id: int) -> str:
                 # From here the host may start the run, whatever becomes of the answer.
                 answer_lost = True
                 remote.launch(conn, plan)
+            if run.run_set_id is not None:
+                measure_clock(conn, run)
     except (ssh.SSHError, remote.RemoteError) as exc:
         connecting.note_ssh_refusal(disk.host, exc, run=run)
         if answer_lost:
@@ -145,6 +148,24 @@ def launch(run_id: int) -> str:
         if run.cancel_requested:
             steps.send("stop", run)  # cancelled while it launched
     return run.state
+
+
+def measure_clock(conn: ssh.Connection, run: Run) -> None:
+    """A group member's host clock against the worker's, NTP style over the session already open (a few `date`
+    commands, the shortest round trip believed), stored on the run for the group's start spread. It runs while
+    the wrapper waits for the shared start; a failed probe is stored as the reason and never fails the run."""
+    if run.clock_offset or run.run_set_id is None:
+        return
+    if not RunSet.objects.filter(pk=run.run_set_id, kind=RunSet.Kind.GROUP).exists():
+        return
+    try:
+        found = group_clocks.clock_offset(remote.clock_probes(conn))
+    except (ssh.SSHError, remote.RemoteError, ValueError) as exc:
+        measured: dict[str, object] = {"why": f"offset not measured: {exc}"}
+    else:
+        measured = {"offset_s": found.offset_s, "uncertainty_s": found.uncertainty_s, "delay_s": found.delay_s,
+                    "probes": remote.PROBES}  # fmt: skip
+    Run.objects.filter(pk=run.pk).update(clock_offset=measured)
 
 
 def _planned_start(run: Run) -> datetime:

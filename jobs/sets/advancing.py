@@ -39,7 +39,7 @@ def advance(run_set_id: int) -> str:
             series = searching.answer_series(run_set.profile_name, result)
         elif run_set.kind == RunSet.Kind.GROUP:
             state, explanation = group_ending(run_set, members)
-            result = group_result.group_result(members)
+            result = group_result.group_result(members, run_set.plan)
             series = []
         else:
             state, explanation = _ending(run_set, members)

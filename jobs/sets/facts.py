@@ -6,12 +6,13 @@ the page fills in point by point while the sweep runs."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
-from jobs import units
+from jobs import figures, units
 from jobs.analysis import curves
 from jobs.models import Disk, Run, RunSet
-from jobs.sets import reading, summary
+from jobs.sets import group_clocks, reading, summary
 from jobs.tools import sweep_plan
 
 # The latencies the hockey stick draws, as the points name them and as a person reads them.
@@ -38,18 +39,108 @@ def page(run_set: RunSet, rule: curves.Rule | None = None) -> dict[str, Any]:
 
 
 def group_page(run_set: RunSet) -> dict[str, Any]:
-    """What a group's draft page shows: its members in order and its result as stored once it ended."""
+    """What a group's page shows: its members side by side, its result as stored once it ended (the spread, the
+    totals, the limit, the latency merged or not) and its per-second chart's data."""
     result = run_set.result if run_set.is_final and isinstance(run_set.result, dict) else {}
     totals = result.get("totals") or {}
+    runs = list(run_set.members.select_related("disk__host").order_by("set_index"))
+    listed = {entry.get("run"): entry for entry in result.get("members") or []}
+    spread = result.get("start_spread") or {}
+    places = group_clocks.decimal_places(spread.get("spread_s") or 0.0, spread.get("uncertainty_s") or 0.0)
+    comparison = result.get("comparison") or {}
     return {
         "run_set": run_set,
         "title": f"{run_set.label.capitalize()} · {run_set.profile_name}",
-        "members": list(run_set.members.select_related("disk__host").order_by("set_index")),
+        "members": runs,
+        "rows": [_group_row(run, listed.get(run.pk) or {}, comparison, places) for run in runs],
         "result": result,
+        "comparison": comparison,
         # An imported fio --client run keeps fio's own "All clients" total beside benchweb's (jobs/imports/groups.py).
-        "totals": [totals[name] for name in ("all_running", "whole_runs", "span") if name in totals]
-        + ([result["fio_total"]] if result.get("fio_total") else []),
+        "totals": [_with_mb_per_s(totals[name]) for name in ("all_running", "whole_runs", "span") if name in totals]
+        + ([_with_mb_per_s(result["fio_total"])] if result.get("fio_total") else []),
+        "limit": result.get("limit"),
+        "latency": [_latency_table(found) for found in (result.get("latency") or {}).values()],
+        "chart": _group_chart(result),
+        "span_start": _moment((result.get("windows") or {}).get("span")),
     }
+
+
+def _with_mb_per_s(total: dict[str, Any]) -> dict[str, Any]:
+    bytes_per_s = total.get("bytes_per_s")
+    return total | {"mb_per_s": bytes_per_s / 1e6 if bytes_per_s is not None else None}
+
+
+def _group_row(run: Run, entry: dict[str, Any], comparison: dict[str, Any], places: int) -> dict[str, Any]:
+    """A member's numbers beside the others': IOPS as its tool printed them, its start on the common clock after the
+    first member's (to the spread's places), its host's clock offset ± uncertainty or why there is none."""
+    name = entry.get("name", "")
+    offset, uncertainty = entry.get("clock_offset_s"), entry.get("clock_uncertainty_s")
+    start = entry.get("start_s")
+    bytes_per_s = entry.get("bytes_per_s")
+    return {
+        "run": run,
+        "name": name or f"member {(run.set_index or 0) + 1}",
+        "iops_shown": figures.total_iops_shown(run.summary) if "iops" in entry else None,
+        "all_running_iops": entry.get("all_running_iops"),
+        "mb_per_s": bytes_per_s / 1e6 if bytes_per_s is not None else None,
+        "p99_us": entry.get("p99_us"),
+        "start_text": f"{start:.{places}f} s" if start is not None else "",
+        "clock_text": _offset_text(offset, uncertainty),
+        "clock_why": entry.get("clock_why", ""),
+        "slowest": bool(name) and comparison.get("slowest") == name,
+        "worst_p99": bool(name) and comparison.get("worst_p99") == name,
+    }
+
+
+def _offset_text(offset: float | None, uncertainty: float | None) -> str:
+    if offset is None or uncertainty is None:
+        return ""
+    return group_clocks.plus_minus(offset, uncertainty, signed=True)
+
+
+# The group's latency table: its percentiles as people write them.
+GROUP_PERCENTILE_LABELS = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p99_9": "p99.9",
+                           "p99_99": "p99.99"}  # fmt: skip
+
+
+def _latency_table(found: dict[str, Any]) -> dict[str, Any]:
+    pooled = found.get("pooled_us") or {}
+    worst, median = found.get("worst_us") or {}, found.get("median_us") or {}
+    return {
+        "direction": found.get("direction", ""),
+        "merged": bool(found.get("merged")),
+        "label": found.get("label", ""),
+        "rows": [
+            {"label": label, "pooled": pooled.get(key), "worst": worst.get(key), "median": median.get(key)}
+            for key, label in GROUP_PERCENTILE_LABELS.items()
+        ],
+    }
+
+
+def _group_chart(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The per-second chart's data: seconds since the first member's start on the common clock, the group's total
+    IOPS, whether every member ran in that second; the all-running window; the group's limit."""
+    span = (result.get("windows") or {}).get("span")
+    seconds = result.get("per_second") or []
+    if not span or not seconds:
+        return None
+    begin = span["start"]
+    together = (result.get("windows") or {}).get("all_running")
+    limit = result.get("limit") or {}
+    return {
+        "seconds": [
+            {"x": round(s["t"] - begin, 3), "iops": s["iops"], "every": s["every"], "members": s["members"]}
+            for s in seconds
+        ],
+        "members": len([m for m in result.get("members") or [] if "iops" in m]),
+        "all_running": {"start": together["start"] - begin, "end": together["end"] - begin} if together else None,
+        "limit_iops": limit.get("iops"),
+        "limit_text": limit.get("text", ""),
+    }
+
+
+def _moment(window: dict[str, Any] | None) -> datetime | None:
+    return datetime.fromtimestamp(window["start"], tz=UTC) if window else None
 
 
 def tool_of(run_set: RunSet) -> str:

@@ -90,7 +90,7 @@ class StartSpread:
 
     def text(self) -> str:
         """The phrase "started within 0.08 s ± 0.01 s", to the uncertainty's first digit (2 to 6 decimal places)."""
-        return f"started within {_plus_minus(self.spread_s, self.uncertainty_s)}"
+        return f"started within {plus_minus(self.spread_s, self.uncertainty_s)}"
 
 
 def start_spread(starts: Mapping[str, float], offsets: Mapping[str, ClockOffset]) -> StartSpread:
@@ -126,8 +126,15 @@ def _widest_apart(high: list[float], low: list[float]) -> float:
     return max(high[i] - low[j] for i in top for j in bottom if i != j)
 
 
-def _plus_minus(value: float, uncertainty: float) -> str:
-    # The uncertainty is shown to one significant digit (0.0099999 is 0.01, not 0.010), the value to the same place.
+def plus_minus(value: float, uncertainty: float, *, signed: bool = False) -> str:
+    """'0.08 s ± 0.01 s': the uncertainty to one significant digit (0.0099999 is 0.01, not 0.010), the value to the
+    same place (2 to 6 decimal places); signed writes a plus before a positive value (a clock ahead)."""
+    places = decimal_places(value, uncertainty)
+    sign = "+" if signed else ""
+    return f"{value:{sign}.{places}f} s ± {uncertainty:.{places}f} s"
+
+
+def decimal_places(value: float, uncertainty: float) -> int:
+    """How many decimal places show a value known within ± uncertainty: the uncertainty's first digit's place."""
     scale = float(f"{uncertainty if uncertainty > 0 else value:.1g}")
-    places = 2 if scale <= 0 else min(max(2, -math.floor(math.log10(scale))), 6)
-    return f"{value:.{places}f} s ± {uncertainty:.{places}f} s"
+    return 2 if scale <= 0 else min(max(2, -math.floor(math.log10(scale))), 6)

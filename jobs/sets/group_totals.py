@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from jobs.sets.group_clocks import ClockOffset
+from jobs.units import format_iops_exact
 
 # A sample: (t, iops, bytes_per_s), t the instant on the member's own clock that ends the second it measured.
 Sample = tuple[float, float, float | None]
@@ -255,6 +256,70 @@ def _summed(what: str, window: Window | None, rates: Mapping[str, Rates]) -> Tot
     )
     iops = _sum_or_none([r.iops for r in rates.values()])
     return Total(what, window, iops, _sum_or_none([r.bytes_per_s for r in rates.values()]), rates, why)
+
+
+# ----------------------------------------------------------------------------- 7. the group's limit
+
+# What binds a group's limit: the members' own limits summed, or the backend's cap in IOPS or in MB/s.
+MEMBERS, CAP_IOPS, CAP_MB_S = "members", "cap_iops", "cap_mb_s"
+
+
+@dataclass(frozen=True)
+class GroupLimit:
+    """The most the group can be promised, in IOPS at its block size (and bytes/s): the lower of its members'
+    theoretical limits summed and the backend's cap, where one is given; binds says which (MEMBERS, CAP_IOPS or
+    CAP_MB_S; "" when there is no limit). members_iops and members_bytes_per_s are the sum (None when some member
+    has no limit: why names them); cap_iops and cap_bytes_per_s the cap as given (None: not given)."""
+
+    iops: float | None
+    bytes_per_s: float | None
+    binds: str
+    members_iops: float | None
+    members_bytes_per_s: float | None
+    cap_iops: float | None
+    cap_bytes_per_s: float | None
+    why: str = ""
+
+    def text(self) -> str:
+        """'45,000 IOPS (the members' limits summed)', or why there is no limit."""
+        if self.iops is None:
+            return f"no limit: {self.why}" if self.why else "no limit"
+        by = {MEMBERS: "the members' limits summed", CAP_IOPS: "the backend's IOPS cap",
+              CAP_MB_S: "the backend's MB/s cap at the block size"}[self.binds]  # fmt: skip
+        return f"{format_iops_exact(self.iops)} ({by})"
+
+
+def group_limit(
+    members: Mapping[str, Rates],
+    block_size: int | None,
+    cap_iops: float | None = None,
+    cap_bytes_per_s: float | None = None,
+) -> GroupLimit:
+    """The group's limit: each member's theoretical limit (IOPS and bytes/s at the block size, as its run's limits
+    snapshot has it) summed, against the backend's cap; the lower binds, compared in IOPS at the block size (a MB/s
+    cap without a block size is compared in bytes/s). Nothing is guessed: a member without a limit leaves the sum
+    empty, and the cap alone is then the limit. ValueError names a cap that is no rate."""
+    for name, cap in (("cap_iops", cap_iops), ("cap_mb_s", cap_bytes_per_s)):
+        if cap is not None and not (math.isfinite(cap) and cap > 0):
+            raise ValueError(f"{name}: a backend's cap is a rate above 0, not {cap!r}")
+    without = [name for name, limit in members.items() if limit.iops is None]
+    members_iops = None if without or not members else sum(limit.iops or 0.0 for limit in members.values())
+    members_bytes = _sum_or_none([limit.bytes_per_s for limit in members.values()]) if members else None
+    reasons = [f"{', '.join(without)} {'has' if len(without) == 1 else 'have'} no theoretical limit"] if without else []
+    if cap_bytes_per_s is not None and not block_size:
+        reasons.append("the MB/s cap is not compared: the profile has no single block size")
+    per_io = {MEMBERS: members_iops, CAP_IOPS: cap_iops,
+              CAP_MB_S: cap_bytes_per_s / block_size if cap_bytes_per_s and block_size else None}  # fmt: skip
+    known = {name: value for name, value in per_io.items() if value is not None}
+    binds = min(known, key=known.__getitem__) if known else ""
+    iops = known.get(binds)
+    if iops is None or not block_size:
+        bytes_per_s = members_bytes if binds == MEMBERS else None
+    else:
+        bytes_per_s = iops * block_size
+    return GroupLimit(
+        iops, bytes_per_s, binds, members_iops, members_bytes, cap_iops, cap_bytes_per_s, "; ".join(reasons)
+    )
 
 
 def _check_members(members: Sequence[Member]) -> None:

@@ -4,7 +4,7 @@
   "use strict";
   const root = document.getElementById("run-charts");
   if (!root || !window.Chart || !window.benchCharts) return;
-  const { fmt, logTick, limitLines, getJSON, baseOptions, secondsStep } = window.benchCharts;
+  const { fmt, logTick, limitLines, getJSON, baseOptions, secondsAxis } = window.benchCharts;
   const status = document.getElementById("run-chart-status");
   const colours = { read: "#0072B2", write: "#D55E00", total: "#1d232b" };
 
@@ -53,13 +53,7 @@
     const options = baseOptions();
     options.interaction = { mode: "index", intersect: false, axis: "x" };
     options.scales = {
-      x: {
-        type: "linear",
-        min: 0,
-        max: span,
-        title: { display: true, text: "time since the run started (s, then m:ss)" },
-        ticks: { callback: fmt.clock, maxRotation: 0, stepSize: secondsStep(span, narrow ? 5 : 10) },
-      },
+      x: secondsAxis("time since the run started (s, then m:ss)", 0, span, narrow),
       y: {
         beginAtZero: true,
         suggestedMax: highest * 1.08,

@@ -208,6 +208,17 @@
     return steps.find((s) => span / s <= most) || Math.ceil(span / most);
   }
 
+  // A linear axis of seconds from min to max, ticked as a clock (45 s, 2:05) at a step that fits the width.
+  function secondsAxis(title, min, max, narrow) {
+    return {
+      type: "linear",
+      min,
+      max,
+      title: { display: true, text: title },
+      ticks: { callback: fmt.clock, maxRotation: 0, stepSize: secondsStep(max - min, narrow ? 5 : 10) },
+    };
+  }
+
   if (window.Chart) {
     Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
     Chart.defaults.color = "#1d232b";
@@ -282,5 +293,5 @@
 
   if (window.Chart && window.benchClock) Chart._adapters._date.override(zonedAdapter(window.benchClock));
 
-  window.benchCharts = { fmt, logTick, palette, limitLines, getJSON, baseOptions, fitHeight, secondsStep, zoneTitle };
+  window.benchCharts = { fmt, logTick, palette, limitLines, getJSON, baseOptions, fitHeight, secondsStep, secondsAxis, zoneTitle };
 })();

@@ -1,6 +1,6 @@
 """A synchronised group end to end: real fio on three hosts, each its own test sshd on its own port, a real Celery
 worker and Redis (issue 32's "done when": the starts within 1 s, the stored total the members' sum over the stated
-window)."""
+window; each host's clock offset measured over its session at the launch)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from datetime import timedelta
 
 import pytest
 
+from jobs import remote
 from jobs.models import Disk, Run, RunSample, RunSet
-from jobs.sets import requesting
+from jobs.sets import group_result, requesting
 from tests.builders import quick_profile, target_dir, wait_final
 from tests.factories import HostFactory, TeamFactory
 
@@ -41,8 +42,19 @@ def test_a_group_of_three_hosts_starts_within_a_second_and_stores_the_sum_of_its
     starts = [m.started_at.timestamp() for m in members]
     assert max(starts) - min(starts) < 1
     result = run_set.result
-    assert result["start_spread"]["spread_s"] == pytest.approx(max(starts) - min(starts), abs=1e-6)
+    # Each host's clock was measured over its session at the launch: all three are this machine's clock, so each
+    # offset is 0 within its uncertainty, and the spread on the common clock is the hosts' within theirs.
+    clocks = [m.clock_offset for m in members]
+    assert all(c["probes"] == remote.PROBES and abs(c["offset_s"]) <= c["uncertainty_s"] + 1e-6 for c in clocks)
+    assert result["offsets"] == group_result.OFFSETS_MEASURED and result["offsets_not_measured"] == []
+    assert [m["clock_offset_s"] for m in result["members"]] == [c["offset_s"] for c in clocks]
+    widest = sum(sorted(c["uncertainty_s"] for c in clocks)[-2:])
+    assert result["start_spread"]["spread_s"] == pytest.approx(max(starts) - min(starts), abs=widest + 1e-6)
+    assert result["start_spread"]["uncertainty_s"] <= widest + 1e-9
     assert result["start_spread"]["text"].startswith("started within ")
+    # The disks have no spec: no limit, naming the members without one.
+    assert result["limit"]["iops"] is None
+    assert result["limit"]["why"] == "member 1, member 2, member 3 have no theoretical limit"
     assert [m["started_epoch"] for m in result["members"]] == pytest.approx(starts)
 
     # The stored total over the window it names is the members' own samples summed: each member's mean over
