@@ -65,7 +65,7 @@ def test_a_fire_whose_group_waits_says_which_member_and_why(team, django_capture
         queueing.dispatch_due(start)
 
     group = RunSet.objects.get(schedule=schedule)
-    why = f"waiting: member 2 (disk b on host db-b) is busy with run {busy.pk}; the members start together"
+    why = f"waiting: member 2 (disk b on host db-b): disk busy with run {busy.pk}; the members start together"
     assert (group.state, group.explanation) == (RunSet.State.PENDING, why)
     assert [(m.state, m.explanation) for m in members(group)] == [("pending", why)] * 3
 
