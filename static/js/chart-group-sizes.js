@@ -1,5 +1,5 @@
 // A group-size sweep's page: the group's total IOPS (left axis) and each member's IOPS (right axis: the mean, and
-// a bar from the lowest to the highest) against the number of members, the size from which adding members stops
+// a band from the lowest to the highest) against the number of members, the size from which adding members stops
 // adding IOPS marked. Data from the page itself (the json_script "sizes-data").
 (function () {
   "use strict";
@@ -47,14 +47,31 @@
         order: 2,
       },
       {
-        type: "bar",
-        label: "a member, lowest – highest",
-        data: sizes.map((s) => (s.min_iops == null ? null : [s.min_iops, s.max_iops])),
+        type: "line",
+        label: "a member, lowest",
+        data: value("min_iops"),
         yAxisID: "y1",
-        backgroundColor: "rgba(213, 94, 0, 0.25)",
         borderColor: palette[1],
+        backgroundColor: palette[1],
         borderWidth: 1,
-        barPercentage: 0.35,
+        pointStyle: "line",
+        pointRadius: 8,
+        tension: 0,
+        order: 3,
+      },
+      {
+        type: "line",
+        label: "a member, highest",
+        data: value("max_iops"),
+        yAxisID: "y1",
+        borderColor: palette[1],
+        backgroundColor: "rgba(213, 94, 0, 0.15)",
+        borderWidth: 1,
+        pointStyle: "line",
+        pointRadius: 8,
+        tension: 0,
+        // The band from the lowest member to the highest.
+        fill: "-1",
         order: 3,
       },
     ];
@@ -91,20 +108,16 @@
     options.normalized = false;
     options.interaction = { mode: "index", intersect: false };
     options.scales = {
-      x: { type: "category", title: { display: true, text: "members (disks started together)" } },
+      x: { type: "category", offset: true, title: { display: true, text: "members (disks started together)" } },
       y: { position: "left", beginAtZero: true, title: { display: true, text: narrow ? "total IOPS" : "the group's total IOPS" }, ticks: { callback: fmt.iopsTick } },
       y1: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: narrow ? "a member's IOPS" : "each member's IOPS" }, ticks: { callback: fmt.iopsTick } },
     };
     options.plugins.tooltip.callbacks = {
       title: (items) => (items.length ? items[0].label + " members" : ""),
-      label: (ctx) => {
-        const raw = ctx.raw;
-        if (Array.isArray(raw)) return ctx.dataset.label + ": " + fmt.iops(raw[0]) + " – " + fmt.iops(raw[1]);
-        return ctx.dataset.label + ": " + fmt.iops(ctx.parsed.y);
-      },
+      label: (ctx) => ctx.dataset.label + ": " + fmt.iops(ctx.parsed.y),
     };
     fitHeight(canvas, 340, sets.length);
-    new Chart(canvas, { type: "bar", data: { labels: sizes.map((s) => String(s.members)), datasets: sets }, options });
+    new Chart(canvas, { type: "line", data: { labels: sizes.map((s) => String(s.members)), datasets: sets }, options });
   }
 
   status.textContent = data.final ? "" : "The sweep is still running: reload the page for the latest sizes.";

@@ -7,11 +7,14 @@ test_group_sizes_fio.py."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.utils import timezone
 
 from jobs.models import Disk, Run, RunSample, RunSet
@@ -192,3 +195,20 @@ def test_a_sweep_with_bad_sizes_or_a_refused_disk_is_refused_whole_and_nothing_i
 
     assert refused.value.field == field and str(refused.value).startswith(message)
     assert not RunSet.objects.exists() and not Run.objects.exists()
+
+
+def test_the_command_starts_a_sweep_and_names_its_page_or_says_why_it_did_not(django_capture_on_commit_callbacks):
+    disks = three_disks()
+    profile = ProfileFactory(team=disks[0].team)
+    ids = [f"--disk={disk.pk}" for disk in disks]
+    with pytest.raises(CommandError, match=r"Not started \(sizes\): The group sizes must grow"):
+        call_command("run_group_sizes", f"--profile={profile.pk}", *ids, "--sizes=2,1,3")
+    assert not RunSet.objects.exists()
+
+    out = io.StringIO()
+    with django_capture_on_commit_callbacks():
+        call_command("run_group_sizes", f"--profile={profile.pk}", *ids, "--sizes=1,3", stdout=out)
+
+    run_set = RunSet.objects.get()
+    assert run_set.plan["sizes"] == [1, 3] and len(members(run_set)) == 4
+    assert out.getvalue().startswith(f"group-size sweep {run_set.pk} (/sets/{run_set.pk}/): running size 1 of 2: ")
