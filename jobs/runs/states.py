@@ -263,17 +263,19 @@ def claim_group(run_set_id: int, now: Any = None, *, indexes: range | None = Non
     return claimed
 
 
+# What a group-size sweep's member says while a smaller size runs (its members are made saying it).
+SMALLER_SIZES_FIRST = "waiting: the smaller sizes of its sweep run first"
+
+
 def claim_group_size(run: Run, now: Any = None) -> int:
     """A member of a group-size sweep is due: its size's members are claimed together (claim_group on them) once
-    every member of the smaller sizes has ended; until then it waits, saying which size runs first. A size that
+    every member of the smaller sizes has ended; until then it waits, saying so. A size that
     did not all succeed has skipped the larger ones already (_member_finished). How many members were claimed."""
     assert run.run_set is not None
     sizes = run.run_set.plan["sizes"]
     step = group_sizes.step_of(sizes, run.set_index or 0)
-    earlier = run.run_set.members.filter(set_index__lt=step.first).exclude(state__in=Run.FINAL_STATES)
-    if first := earlier.order_by("set_index").first():
-        runs_first = group_sizes.step_of(sizes, first.set_index or 0)
-        _explain_if_changed(run, f"waiting: size {runs_first.number} of its sweep runs first")
+    if run.run_set.members.filter(set_index__lt=step.first).exclude(state__in=Run.FINAL_STATES).exists():
+        _explain_if_changed(run, SMALLER_SIZES_FIRST)
         return 0
     return claim_group(run.run_set.pk, now, indexes=step.indexes, running=f"running size {step.number} of {len(sizes)}")
 

@@ -191,6 +191,7 @@ def create_group_sizes(
         for size in sizes:
             for disk in disks[:size]:
                 queueing.create_run(disk, profile, run_set=run_set, point={}, **when)
+        run_set.members.filter(set_index__gte=sizes[0]).update(explanation=states.SMALLER_SIZES_FIRST)
     return run_set
 
 

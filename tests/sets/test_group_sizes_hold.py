@@ -52,12 +52,27 @@ def test_a_sweep_is_made_size_after_size_and_only_its_first_size_is_claimed(djan
     at = made[0].not_before.strftime("%H:%M:%S")
     assert run_set.state == RunSet.State.RUNNING
     assert run_set.explanation == f"running size 1 of 3: 1 member starts at {at} UTC"
-    # The tick claims no larger size while the first runs, and its members say so.
+    # The tick claims no larger size while the first runs, and their members say why.
     with django_capture_on_commit_callbacks():
-        queueing.dispatch_due()
+        assert queueing.dispatch_due() == 0
     assert [(m.state, m.explanation) for m in members(run_set)[1:]] == [
-        (Run.State.PENDING, "waiting: size 1 of its sweep runs first")
+        (Run.State.PENDING, "waiting: the smaller sizes of its sweep run first")
     ] * 5
+
+
+def test_the_tick_claims_the_next_size_whole_once_the_smaller_ones_have_ended(django_capture_on_commit_callbacks):
+    disks = three_disks()
+    with django_capture_on_commit_callbacks():
+        run_set = requesting.request_group_sizes(disks, ProfileFactory(team=disks[0].team))
+    # Ended without handing its disk on (a run ended by hand): the tick finds the next size due.
+    Run.objects.filter(pk=members(run_set)[0].pk).update(state=Run.State.SUCCEEDED)
+
+    with django_capture_on_commit_callbacks():
+        assert queueing.dispatch_due() == 2
+
+    assert [m.state for m in members(run_set)] == [Run.State.SUCCEEDED] + [Run.State.QUEUED] * 2 + [
+        Run.State.PENDING
+    ] * 3
 
 
 def test_the_end_of_a_size_claims_the_next_sizes_members_together_and_the_curve_is_stored(
@@ -212,3 +227,20 @@ def test_the_command_starts_a_sweep_and_names_its_page_or_says_why_it_did_not(dj
     run_set = RunSet.objects.get()
     assert run_set.plan["sizes"] == [1, 3] and len(members(run_set)) == 4
     assert out.getvalue().startswith(f"group-size sweep {run_set.pk} (/sets/{run_set.pk}/): running size 1 of 2: ")
+
+
+def test_a_running_sweeps_page_shows_the_sizes_ended_so_far(owner_client, disk, django_capture_on_commit_callbacks):
+    other = Disk.objects.create(host=disk.host, label="other", target_path="/data/other", disk_type="custom")
+    with django_capture_on_commit_callbacks():
+        run_set = requesting.request_group_sizes([disk, other], ProfileFactory(team=disk.team))
+        measured(members(run_set)[0], 1000)
+
+    page = owner_client.get(f"/sets/{run_set.pk}/").content.decode()
+
+    assert "Size 2 of 2 (2 members) is running; 1 ended." in page
+    assert "So far, a curve needs at least two group sizes; the sweep has 1" in page
+    chart = json.loads(re.search(r'<script id="sizes-data" type="application/json">(.*?)</script>', page).group(1))
+    assert [(s["members"], s["state"], s["total_iops"]) for s in chart["sizes"]] == [
+        (1, "succeeded", 1000), (2, "running", None)
+    ]  # fmt: skip
+    assert chart["final"] is False and 'id="sizes-cancel"' in page
