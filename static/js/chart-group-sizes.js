@@ -112,6 +112,8 @@
       y: { position: "left", beginAtZero: true, title: { display: true, text: narrow ? "total IOPS" : "the group's total IOPS" }, ticks: { callback: fmt.iopsTick } },
       y1: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: narrow ? "a member's IOPS" : "each member's IOPS" }, ticks: { callback: fmt.iopsTick } },
     };
+    // The legend in the datasets' order (the marker is drawn on top, which would list it first).
+    options.plugins.legend.labels.sort = (a, b) => a.datasetIndex - b.datasetIndex;
     options.plugins.tooltip.callbacks = {
       title: (items) => (items.length ? items[0].label + " members" : ""),
       label: (ctx) => ctx.dataset.label + ": " + fmt.iops(ctx.parsed.y),
