@@ -188,7 +188,7 @@ def test_a_busy_disk_of_the_next_size_makes_the_sweep_wait_saying_which(django_c
         run_set.refresh_from_db()
         assert run_set.state == RunSet.State.RUNNING
         assert run_set.explanation == (
-            f"waiting: member 3 (disk b on host host-2) is busy with run {other.pk}; the members start together"
+            f"waiting: member 3 (disk b on host host-2): disk busy with run {other.pk}; the members start together"
         )
         states.finish(other, Run.State.SUCCEEDED, "finished", from_states=Run.ACTIVE_STATES)
 
