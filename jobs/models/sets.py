@@ -3,7 +3,8 @@ members' (docs/architecture.md, "Sets of runs").
 
 A sweep is a set of runs of one profile at the points of its axes, one after another on one disk; an SLA search is
 a set whose next point the last ones decide; a synchronised group is one profile on several disks started at one
-instant (jobs/sets/requesting.py request_group). Each kind is the same machinery: the hold, the cancel and the states
+instant (jobs/sets/requesting.py request_group); a group-size sweep is the group of its first 1, 2, 4, … disks, one
+size after another (request_group_sizes). Each kind is the same machinery: the hold, the cancel and the states
 below are the set's, whatever its members.
 """
 
@@ -27,6 +28,7 @@ class RunSet(models.Model):
         SWEEP = "sweep", "Sweep"
         SLA = "sla", "Latency-target search"
         GROUP = "group", "Synchronised group"
+        GROUP_SIZES = "group_sizes", "Group-size sweep"
 
     class State(models.TextChoices):
         PENDING = "pending", "Pending"  # made; no member has started, and the set holds nothing yet
@@ -44,7 +46,7 @@ class RunSet(models.Model):
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="run_sets", editable=False)
-    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.SWEEP)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.SWEEP)
     # A group's first member's disk: the hold's unique index below is on one disk (plan["disks"] has them all).
     disk = models.ForeignKey(Disk, on_delete=models.CASCADE, related_name="run_sets")
     profile = models.ForeignKey(Profile, on_delete=models.SET_NULL, null=True, blank=True, related_name="run_sets")
@@ -53,7 +55,8 @@ class RunSet(models.Model):
     plan = models.JSONField(
         default=dict,
         help_text='A sweep: {"axes": [{"field", "values"}], "points": [{field: value}]}; an SLA search: its target; '
-        'a group: {"disks": [disk id, ...]}, its members\' disks in order.',
+        'a group: {"disks": [disk id, ...]}, its members\' disks in order; a group-size sweep: {"disks": [...], '
+        '"sizes": [1, 2, ...]}, a group of the first k disks for each size k.',
     )
     on_failure = models.CharField(max_length=8, choices=OnFailure.choices, default=OnFailure.CONTINUE)
     schedule = models.ForeignKey(Schedule, on_delete=models.SET_NULL, null=True, blank=True, related_name="run_sets")
@@ -105,13 +108,17 @@ class RunSet(models.Model):
 
     @classmethod
     def label_of(cls, kind: str, pk: int | None) -> str:
-        names: dict[str, str] = {cls.Kind.SWEEP: "sweep", cls.Kind.GROUP: "group"}
+        names: dict[str, str] = {
+            cls.Kind.SWEEP: "sweep",
+            cls.Kind.GROUP: "group",
+            cls.Kind.GROUP_SIZES: "group-size sweep",
+        }
         return f"{names.get(kind, 'latency-target search')} {pk}"
 
     @classmethod
     def holding_text(cls, kind: str, pk: int | None) -> str:
         """Why a run waits for the disk a set holds: 'waiting: disk held by sweep 12 until its last point ends'."""
-        last = "member" if kind == cls.Kind.GROUP else "point"
+        last = "member" if kind in (cls.Kind.GROUP, cls.Kind.GROUP_SIZES) else "point"
         return f"waiting: disk held by {cls.label_of(kind, pk)} until its last {last} ends"
 
     @property

@@ -137,11 +137,15 @@ def dispatch_due(now: Any = None) -> int:
             for run in (
                 Run.objects.filter(pk__in=members).select_related("disk__host", "run_set").order_by("set_index", "pk")
             ):
-                # A group's members are claimed together, by its first due one.
-                if run.run_set is not None and run.run_set.kind == RunSet.Kind.GROUP:
+                # A group's members are claimed together, by its first due one; a group-size sweep's next size,
+                # by its first pending member.
+                if run.run_set is not None and run.run_set.kind in (RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES):
                     if run.run_set.pk not in groups:
                         groups.add(run.run_set.pk)
-                        claimed_members += states.claim_group(run.run_set.pk, now)
+                        sizes = run.run_set.kind == RunSet.Kind.GROUP_SIZES
+                        claimed_members += (
+                            states.claim_group_size(run, now) if sizes else states.claim_group(run.run_set.pk, now)
+                        )
                     continue
                 claimed_members += states.claim(run, now)
             due = [row for row in due if row[0] not in members]

@@ -21,6 +21,7 @@ from jobs.alerts import boundary, evaluate
 from jobs.models import Disk, Run, RunSet, Schedule
 from jobs.runs import steps
 from jobs.runs.occupancy import Occupancy, Place
+from jobs.sets import group_sizes
 
 State = Run.State
 
@@ -109,10 +110,12 @@ def _member_finished(run: Run, state: str) -> None:
     if run_set is None:
         return
     if state != State.SUCCEEDED and run_set.on_failure == RunSet.OnFailure.STOP and not run_set.cancel_requested:
-        point = (run.set_index or 0) + 1
+        where, noun = f"point {(run.set_index or 0) + 1}", "sweep"
+        if run_set.kind == RunSet.Kind.GROUP_SIZES:
+            where, noun = group_sizes.place(run_set.plan["sizes"], run.set_index or 0), "group-size sweep"
         move_all(run_set.members.filter(state=State.PENDING), (State.PENDING,), State.SKIPPED,
                  finished_at=timezone.now(),
-                 explanation=f"skipped: point {point} ended {state} and this sweep stops on a failure")  # fmt: skip
+                 explanation=f"skipped: {where} ended {state} and this {noun} stops on a failure")  # fmt: skip
     transaction.on_commit(lambda: steps.send_advance(run_set.pk, run.disk.host.site))
 
 
@@ -180,6 +183,8 @@ def claim(run: Run, now: Any = None) -> bool:
         return False
     if run.run_set_id is not None and run.run_set is not None and run.run_set.kind == RunSet.Kind.GROUP:
         return claim_group(run.run_set_id, now) > 0
+    if run.run_set is not None and run.run_set.kind == RunSet.Kind.GROUP_SIZES:
+        return claim_group_size(run, now) > 0
     host = run.disk.host
     try:
         with transaction.atomic():
@@ -210,23 +215,29 @@ def group_start_lead(members: int) -> timedelta:
     return timedelta(seconds=5 + 0.2 * members)
 
 
-def claim_group(run_set_id: int, now: Any = None) -> int:
+def claim_group(run_set_id: int, now: Any = None, *, indexes: range | None = None, running: str = "running") -> int:
     """pending -> queued for every pending member of a group at once, only when every member's disk is free (no
     active run on it, no exclusive host busy, no other set holding it); each is told to start at the same instant
     (`not_before`: group_start_lead ahead, or the members' own start when later, a schedule's fire), which its
     host's wrapper waits for. Otherwise none is claimed, and the group and its members say which disk waits and
-    why. How many members were claimed."""
+    why. How many members were claimed.
+
+    With `indexes`, only the members at those places of the set, which may be running already: one size of a
+    group-size sweep (claim_group_size), the set saying `running` ("running size 2 of 3") once they are claimed."""
     now = now or timezone.now()
     try:
         with transaction.atomic():
+            states = (RunSet.State.PENDING,) if indexes is None else RunSet.UNFINISHED_STATES
             run_set = (
                 RunSet.objects.select_for_update()
-                .filter(pk=run_set_id, state=RunSet.State.PENDING, cancel_requested=False)
+                .filter(pk=run_set_id, state__in=states, cancel_requested=False)
                 .first()
             )
             if run_set is None:
                 return 0
             pending = run_set.members.filter(state=State.PENDING)
+            if indexes is not None:
+                pending = pending.filter(set_index__gte=indexes.start, set_index__lt=indexes.stop)
             members = list(pending.select_related("disk__host").order_by("set_index"))
             if not members:
                 return 0
@@ -239,8 +250,11 @@ def claim_group(run_set_id: int, now: Any = None) -> int:
             claimed = move_all(pending, (State.PENDING,), State.QUEUED, queued_at=now, heartbeat_at=now,
                                not_before=start, explanation=steps.QUEUED_TEXT)  # fmt: skip
             at = start.astimezone(UTC).strftime("%H:%M:%S UTC")
+            start_at = "1 member starts" if claimed == 1 else f"{claimed} members start"
             RunSet.objects.filter(pk=run_set.pk).update(
-                state=RunSet.State.RUNNING, started_at=now, explanation=f"running: {claimed} members start at {at}"
+                state=RunSet.State.RUNNING,
+                started_at=Coalesce("started_at", Value(now)),
+                explanation=f"{running}: {start_at} at {at}",
             )
     except IntegrityError:
         # A run took one of the disks (or a set the first one) between our look and our update.
@@ -249,6 +263,23 @@ def claim_group(run_set_id: int, now: Any = None) -> int:
         sites = {member.pk: member.disk.host.site for member in members}
         transaction.on_commit(lambda: steps.send_launches(sites))
     return claimed
+
+
+# What a group-size sweep's member says while a smaller size runs (its members are made saying it).
+SMALLER_SIZES_FIRST = "waiting: the smaller sizes of its sweep run first"
+
+
+def claim_group_size(run: Run, now: Any = None) -> int:
+    """A member of a group-size sweep is due: its size's members are claimed together (claim_group on them) once
+    every member of the smaller sizes has ended; until then it waits, saying so. A size that
+    did not all succeed has skipped the larger ones already (_member_finished). How many members were claimed."""
+    assert run.run_set is not None
+    sizes = run.run_set.plan["sizes"]
+    step = group_sizes.step_of(sizes, run.set_index or 0)
+    if run.run_set.members.filter(set_index__lt=step.first).exclude(state__in=Run.FINAL_STATES).exists():
+        _explain_if_changed(run, SMALLER_SIZES_FIRST)
+        return 0
+    return claim_group(run.run_set.pk, now, indexes=step.indexes, running=f"running size {step.number} of {len(sizes)}")
 
 
 def _group_busy(run_set: RunSet, members: list[Run]) -> str | None:

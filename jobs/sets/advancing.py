@@ -2,7 +2,8 @@
 unadvanced: while members are unfinished, nothing; when all have ended, the set ends, with its own result beside
 its members' (a sweep: every point's numbers, its curves and their knees; jobs/sets/summary.py), or, for a
 latency-target search, its next member is made unless the search has its answer (jobs/sets/searching.py); a
-synchronised group: its start spread, windows, totals and latency (jobs/sets/group_result.py).
+synchronised group: its start spread, windows, totals and latency (jobs/sets/group_result.py); a group-size sweep: its
+total and per-member IOPS at each size and where adding members stops adding IOPS (jobs/sets/group_sizes_result.py).
 
 A sweep's state is the members' account: cancelled when a cancel was asked, succeeded when every member
 succeeded, failed otherwise (the members that succeeded keep their results, and the set's result is drawn from
@@ -17,7 +18,7 @@ from django.utils import timezone
 from jobs.alerts import boundary, evaluate
 from jobs.models import Run, RunResult, RunSet
 from jobs.runs import states
-from jobs.sets import group_result, searching, summary
+from jobs.sets import group_result, group_sizes_result, searching, summary
 
 
 def advance(run_set_id: int) -> str:
@@ -40,6 +41,10 @@ def advance(run_set_id: int) -> str:
         elif run_set.kind == RunSet.Kind.GROUP:
             state, explanation = group_ending(run_set, members)
             result = group_result.group_result(members, run_set.plan)
+            series = []
+        elif run_set.kind == RunSet.Kind.GROUP_SIZES:
+            state, explanation = group_sizes_result.sizes_ending(run_set, members)
+            result = group_sizes_result.sizes_result(run_set, members)
             series = []
         else:
             state, explanation = _ending(run_set, members)

@@ -95,8 +95,9 @@ def comparison(query: Query) -> dict[str, Any]:
 
 
 def compared() -> QuerySet[RunSet]:
-    """The sets compared curve on curve: not groups, whose result has no points (a group's page shows its own)."""
-    return RunSet.objects.exclude(kind=RunSet.Kind.GROUP)
+    """The sets compared curve on curve: not groups or group-size sweeps, whose result has no points (their pages
+    show their own)."""
+    return RunSet.objects.exclude(kind__in=(RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES))
 
 
 def _profile(disks: list[Disk], given: str) -> str:

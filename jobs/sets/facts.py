@@ -12,7 +12,7 @@ from typing import Any
 from jobs import figures, units
 from jobs.analysis import curves
 from jobs.models import Disk, Run, RunSet
-from jobs.sets import group_clocks, reading, summary
+from jobs.sets import group_clocks, group_sizes, group_sizes_result, reading, summary
 from jobs.tools import sweep_plan
 
 # The latencies the hockey stick draws, as the points name them and as a person reads them.
@@ -143,6 +143,37 @@ def _moment(window: dict[str, Any] | None) -> datetime | None:
     return datetime.fromtimestamp(window["start"], tz=UTC) if window else None
 
 
+def group_sizes_page(run_set: RunSet) -> dict[str, Any]:
+    """What a group-size sweep's page shows: its disks in order, each size's numbers (stored once it ended, drawn
+    from its members so far until then), the saturation sentence, and the chart's data."""
+    members = list(run_set.members.select_related("disk__host").order_by("set_index"))
+    if run_set.is_final and isinstance(run_set.result, dict):
+        result = run_set.result
+    else:
+        result = group_sizes_result.sizes_result(run_set, members)
+    disks = Disk.objects.select_related("host").in_bulk(run_set.plan["disks"])
+    sizes = result.get("sizes", [])
+    running = next((size for size in sizes if size["state"] == Run.State.RUNNING), None)
+    return {
+        "run_set": run_set,
+        "title": f"{run_set.label.capitalize()} · {run_set.profile_name}",
+        "disks": [disks[pk] for pk in run_set.plan["disks"] if pk in disks],
+        "result": result,
+        "sizes": sizes,
+        "running": running,
+        "ended": sum(size["state"] not in ("waiting", Run.State.RUNNING) for size in sizes),
+        "chart": {
+            "sizes": [{key: size[key] for key in CHARTED_SIZE} for size in sizes],
+            "saturation": (result.get("saturation") or {}).get("members"),
+            "final": run_set.is_final,
+        },
+    }
+
+
+# What the group-size sweep's chart reads of each size.
+CHARTED_SIZE = ("members", "state", "total_iops", "mean_iops", "min_iops", "max_iops")
+
+
 def tool_of(run_set: RunSet) -> str:
     return str(run_set.base_parameters.get("tool", "fio"))
 
@@ -220,10 +251,13 @@ def recent_sweeps(disk: Disk) -> list[dict[str, Any]]:
 
 
 def member_place(run: Run) -> str:
-    """'point 3 of 6 of sweep 12' ('member 2 of 3 of group 14') for a member of a set; '' for any other run."""
+    """'point 3 of 6 of sweep 12' ('member 2 of 3 of group 14', 'member 1 of size 2 (2 members) of group-size sweep
+    15') for a member of a set; '' for any other run."""
     if run.run_set_id is None or run.run_set is None:
         return ""
     plan = run.run_set.plan or {}
+    if run.run_set.kind == RunSet.Kind.GROUP_SIZES:
+        return f"{group_sizes.place(plan['sizes'], run.set_index or 0)} of {run.run_set.label}"
     count = len(plan.get("points") or plan.get("disks") or []) or run.run_set.members.count()
     noun = "member" if run.run_set.kind == RunSet.Kind.GROUP else "point"
     return f"{noun} {(run.set_index or 0) + 1} of {count} of {run.run_set.label}"

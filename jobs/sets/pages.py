@@ -1,5 +1,6 @@
 """A set's page (a sweep: its progress, its points, its curves and their knees under the rule asked for; a group: a
-first draft, its members and its numbers), its charts' data, cancelling it, and the form that starts a group."""
+first draft, its members and its numbers; a group-size sweep: its sizes and its curve), its charts' data, cancelling
+it, and the form that starts a group."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     can_change = access.can_change(request, run_set.team)
     if run_set.kind == RunSet.Kind.GROUP:
         return render(request, "jobs/sets/group_detail.html", facts.group_page(run_set) | {"can_change": can_change})
+    if run_set.kind == RunSet.Kind.GROUP_SIZES:
+        context = facts.group_sizes_page(run_set) | {"can_change": can_change}
+        return render(request, "jobs/sets/group_sizes_detail.html", context)
     form = rule_form(request.GET)
     context = facts.page(run_set, form.rule()) | {
         "form": form,

@@ -1,7 +1,9 @@
 """A set of runs requested: a sweep's plan checked whole (its time against the team's bound, every point against
 the safety rules) before anything is written, then the set and its members made at once and the first claimed; a
 latency-target search checked the same way (its most runs against the bound), then made with its first member only;
-a synchronised group checked member by member, then made with one member a disk, all claimed together.
+a synchronised group checked member by member, then made with one member a disk, all claimed together; a group-size
+sweep checked the same way over all its disks, then made with one member a disk for each size, the first size
+claimed together.
 
 A point refused refuses the sweep, a member refused the group: nothing is stored, and the message names the point
 or the member and the fix."""
@@ -19,7 +21,7 @@ from django.db import transaction
 from jobs.models import Disk, Profile, Run, RunSet
 from jobs.runs import queueing, states
 from jobs.runs.queueing import RunRefused
-from jobs.sets import searching
+from jobs.sets import group_sizes, searching
 from jobs.tools import sweep_plan
 from jobs.units import format_duration
 
@@ -183,22 +185,8 @@ def create_group(
     if problem := group_problem(disks, profile):
         raise RunRefused(*problem)
     plan: dict[str, Any] = {"disks": [disk.pk for disk in disks], **group_caps(caps)}
-    user = when.get("user")
     with transaction.atomic():
-        run_set = RunSet.objects.create(
-            kind=RunSet.Kind.GROUP,
-            disk=disks[0],
-            profile=profile,
-            profile_name=profile.name,
-            base_parameters=profile.parameters(),
-            plan=plan,
-            on_failure=RunSet.OnFailure.CONTINUE,
-            trigger=when.get("trigger", Run.Trigger.MANUAL),
-            created_by=user if getattr(user, "is_authenticated", False) else None,
-            schedule=when.get("schedule"),
-            fire_time=when.get("fire_time"),
-            explanation="waiting to start",
-        )
+        run_set = _new_set(RunSet.Kind.GROUP, disks[0], profile, plan, RunSet.OnFailure.CONTINUE, when)
         for disk in disks:
             queueing.create_run(disk, profile, run_set=run_set, point={}, **when)
     return run_set
@@ -220,29 +208,73 @@ def request_group(
     return run_set
 
 
+def create_group_sizes(
+    disks: Sequence[Disk], profile: Profile, sizes: Sequence[int] | None = None, **when: Unpack[When]
+) -> RunSet:
+    """A pending group-size sweep: for each size k (`sizes`, by default 1, 2, 4, … up to the number of disks), a
+    pending member on each of the first k disks, size after size; none claimed yet. The sizes and every disk are
+    checked before anything is written, as a group of all the disks is: one refused refuses the sweep (RunRefused
+    on `sizes` or `profile`)."""
+    for disk in disks:
+        queueing.check_team(disk, profile)
+    sizes = list(sizes) if sizes is not None else group_sizes.default_sizes(len(disks))
+    if problem := group_sizes.sizes_problem(sizes, len(disks)):
+        raise RunRefused("sizes", problem)
+    if refusal := group_refusal(disks, profile):
+        raise RunRefused("profile", refusal)
+    with transaction.atomic():
+        plan = {"disks": [disk.pk for disk in disks], "sizes": sizes}
+        # A size that did not all succeed ends the sweep: its larger groups hold the same disks.
+        run_set = _new_set(RunSet.Kind.GROUP_SIZES, disks[0], profile, plan, RunSet.OnFailure.STOP, when)
+        for size in sizes:
+            for disk in disks[:size]:
+                queueing.create_run(disk, profile, run_set=run_set, point={}, **when)
+        run_set.members.filter(set_index__gte=sizes[0]).update(explanation=states.SMALLER_SIZES_FIRST)
+    return run_set
+
+
+def request_group_sizes(
+    disks: Sequence[Disk],
+    profile: Profile,
+    sizes: Sequence[int] | None = None,
+    *,
+    trigger: str = Run.Trigger.MANUAL,
+    user: Any = None,
+) -> RunSet:
+    """Make a group-size sweep and start its first size now if its disks are free; otherwise it waits and says
+    which disk it waits for. Each later size starts when the one before it has ended."""
+    run_set = create_group_sizes(disks, profile, sizes, trigger=trigger, user=user)
+    return _start(run_set)
+
+
 def _create(
     kind: str, disk: Disk, profile: Profile, plan: dict[str, Any], on_failure: str, points: list[Any], when: When
 ) -> RunSet:
     """The set and a pending member at each of `points`, in one transaction; none claimed yet."""
-    user = when.get("user")
     with transaction.atomic():
-        run_set = RunSet.objects.create(
-            kind=kind,
-            disk=disk,
-            profile=profile,
-            profile_name=profile.name,
-            base_parameters=profile.parameters(),
-            plan=plan,
-            on_failure=on_failure,
-            trigger=when.get("trigger", Run.Trigger.MANUAL),
-            created_by=user if getattr(user, "is_authenticated", False) else None,
-            schedule=when.get("schedule"),
-            fire_time=when.get("fire_time"),
-            explanation="waiting to start",
-        )
+        run_set = _new_set(kind, disk, profile, plan, on_failure, when)
         for point in points:
             queueing.create_run(disk, profile, run_set=run_set, point=point, **when)
     return run_set
+
+
+def _new_set(kind: str, disk: Disk, profile: Profile, plan: dict[str, Any], on_failure: str, when: When) -> RunSet:
+    """A pending set of `kind` holding `disk` once it runs (a group: its first member's), without members yet."""
+    user = when.get("user")
+    return RunSet.objects.create(
+        kind=kind,
+        disk=disk,
+        profile=profile,
+        profile_name=profile.name,
+        base_parameters=profile.parameters(),
+        plan=plan,
+        on_failure=on_failure,
+        trigger=when.get("trigger", Run.Trigger.MANUAL),
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+        schedule=when.get("schedule"),
+        fire_time=when.get("fire_time"),
+        explanation="waiting to start",
+    )
 
 
 def request_sla(disk: Disk, profile: Profile, *, trigger: str = Run.Trigger.MANUAL, user: Any = None) -> RunSet:

@@ -1,19 +1,29 @@
-"""Sweeps made and ended without a worker, as the set tests share them: a sweep profile, its members in order, a
-member ended as its collection would end it, and a whole sweep run to its end with a curve of known numbers."""
+"""Sweeps made and ended without a worker, as the set tests share them: a sweep profile, a group's three disks, its
+members in order, a member ended as its collection would end it, and a whole sweep run to its end with a curve of
+known numbers."""
 
 from __future__ import annotations
 
 from django.test import TestCase
 
-from jobs.models import Run, RunSet
+from jobs.models import Disk, Run, RunSet
 from jobs.runs import states
 from jobs.sets import advancing, requesting
-from tests.factories import ProfileFactory, fio_summary
+from tests.factories import DiskFactory, HostFactory, ProfileFactory, TeamFactory, fio_summary
 
 
 def sweep_profile(team, **fields):
     defaults = {"team": team, "name": "qd sweep", "runtime_s": 5, "sweep_axes": {"iodepth": "1,4,16"}}
     return ProfileFactory(**(defaults | fields))
+
+
+def three_disks(**third) -> list[Disk]:
+    """A team's disks a, b and c, each on a host of its own (host-1 to host-3): a group's or a group-size sweep's;
+    `third` sets fields of c."""
+    team = TeamFactory()
+    hosts = [HostFactory(team=team, name=f"host-{n}") for n in (1, 2, 3)]
+    return [DiskFactory(host=hosts[0], label="a"), DiskFactory(host=hosts[1], label="b"),
+            DiskFactory(host=hosts[2], label="c", **third)]  # fmt: skip
 
 
 def members(run_set: RunSet) -> list[Run]:

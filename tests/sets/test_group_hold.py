@@ -15,17 +15,10 @@ from jobs.models import Disk, Run, RunSet
 from jobs.runs import queueing, states
 from jobs.runs.queueing import RunRefused
 from jobs.sets import advancing, cancelling, requesting
-from tests.factories import DiskFactory, HostFactory, ProfileFactory, TeamFactory
-from tests.sets.sweeps import fail, members, succeed, sweep_profile
+from tests.factories import DiskFactory, ProfileFactory
+from tests.sets.sweeps import fail, members, succeed, sweep_profile, three_disks
 
 pytestmark = pytest.mark.django_db
-
-
-def three_disks(**third) -> list[Disk]:
-    team = TeamFactory()
-    hosts = [HostFactory(team=team, name=f"host-{n}") for n in (1, 2, 3)]
-    return [DiskFactory(host=hosts[0], label="a"), DiskFactory(host=hosts[1], label="b"),
-            DiskFactory(host=hosts[2], label="c", **third)]  # fmt: skip
 
 
 def test_a_group_is_made_with_one_member_a_disk_and_all_are_claimed_for_one_start_instant(
