@@ -73,6 +73,8 @@ urlpatterns = [
     # sets of runs: a sweep's page, its charts' data, its cancel
     path("sets/compare/", sets.set_compare, name="set_compare"),
     path("sets/compare/series.json", sets.set_compare_series, name="set_compare_series"),
+    path("sets/compare/groups/", sets.group_compare_page, name="group_compare"),
+    path("sets/<int:pk>/history/", sets.group_history_page, name="group_history"),
     path("sets/<int:pk>/", sets.set_detail, name="set_detail"),
     path("sets/<int:pk>/series.json", sets.set_series, name="set_series"),
     path("sets/<int:pk>/cancel", sets.set_cancel, name="set_cancel"),

@@ -1,0 +1,110 @@
+"""A group's limit and its history: the groups of one profile on one set of disks, kept over time.
+
+The **limit** of a group is what its members were promised together: the sum of each member's limit at its block
+size, as its limits snapshot recorded it when it was made, and no more than the plan's cap where the plan has one
+(plan["cap_iops"], plan["cap_mb_s"]: a shared backend's own promise). A member without a limit leaves the sum
+empty, naming it: never a sum of some members against all of them. `group_limit` is the pure rule; `limit_of` reads
+it for a stored group, preferring the result's own "limit" where the group stored one.
+
+A group's **series** is every group of the same profile on the same disks, in any order (plan["disks"] as a set):
+its history charts each one's all-running total (what the backend gave while every member ran) against its limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jobs import limits
+from jobs.limits.efficiency import percent_text
+from jobs.models import Run, RunSet
+
+# A history holds at most this many groups, the newest.
+MAX_GROUPS = 500
+MB = 1_000_000
+
+
+def group_limit(snapshots: Sequence[dict[str, Any] | None], plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The group's IOPS and bytes/s limit from its members' limits snapshots (in member order) and its plan, and
+    in words how it was found; a figure no member set gave is None, with why."""
+    found: dict[str, Any] = {}
+    words = []
+    for key, promised, cap_key, scale in (
+        ("iops", limits.promised_iops, "cap_iops", 1), ("bytes_per_s", limits.promised_throughput, "cap_mb_s", MB),
+    ):  # fmt: skip
+        each = [promised(snapshot) for snapshot in snapshots]
+        missing = [f"member {n}" for n, value in enumerate(each, 1) if value is None]
+        total = None if missing or not each else float(sum(v for v in each if v is not None))
+        cap = plan.get(cap_key)
+        cap = float(cap) * scale if isinstance(cap, int | float) and not isinstance(cap, bool) and cap > 0 else None
+        found[key] = min(v for v in (total, cap) if v is not None) if total is not None or cap is not None else None
+        if key == "iops":
+            words.append(_limit_words(len(each), missing, total, cap))
+    found["text"] = words[0]
+    return found
+
+
+def _limit_words(count: int, missing: list[str], total: float | None, cap: float | None) -> str:
+    """'the sum of 3 members' limits', '... capped by the plan's 20,000 IOPS', or why there is none."""
+    if total is None and cap is None:
+        return f"no limit: {', '.join(missing) or 'no member'} has none" if missing else "no limit: no member"
+    if total is None:
+        return f"the plan's cap of {cap:,.0f} IOPS ({', '.join(missing)} has no limit of its own)"
+    if cap is not None and cap < total:
+        return f"the plan's cap of {cap:,.0f} IOPS, under the sum of the {count} members' limits ({total:,.0f} IOPS)"
+    return f"the sum of the {count} members' limits"
+
+
+def limit_of(run_set: RunSet, snapshots: Sequence[dict[str, Any] | None] | None = None) -> dict[str, Any]:
+    """The group's limit: its result's "limit" where it stored one, else computed from its members' snapshots."""
+    stored = (run_set.result or {}).get("limit") if isinstance(run_set.result, dict) else None
+    if isinstance(stored, dict) and ("iops" in stored or "bytes_per_s" in stored):
+        return {"iops": stored.get("iops"), "bytes_per_s": stored.get("bytes_per_s"), "text": stored.get("text", "")}
+    if snapshots is None:
+        snapshots = list(run_set.members.order_by("set_index").values_list("limits_snapshot", flat=True))
+    return group_limit(snapshots, run_set.plan or {})
+
+
+def disks_of(run_set: RunSet) -> frozenset[int]:
+    """The group's disks as a set: its series is every group of its profile on these."""
+    return frozenset(int(pk) for pk in (run_set.plan or {}).get("disks", []) if isinstance(pk, int))
+
+
+def series(run_set: RunSet) -> list[RunSet]:
+    """The groups of the same profile on the same disks (in any order) as this one, that ended, oldest first."""
+    disks = disks_of(run_set)
+    found = (
+        RunSet.objects.filter(team_id=run_set.team_id, kind=RunSet.Kind.GROUP, profile_name=run_set.profile_name,
+                              finished_at__isnull=False, disk_id__in=disks)
+        .order_by("-finished_at", "-pk")
+    )  # fmt: skip
+    return [group for group in found[: MAX_GROUPS * 4] if disks_of(group) == disks][:MAX_GROUPS][::-1]
+
+
+def history(run_set: RunSet) -> dict[str, Any]:
+    """The series' points, oldest first: each group's all-running total, its limit and its spread."""
+    groups = series(run_set)
+    snapshots: dict[int, list[Any]] = {group.pk: [] for group in groups}
+    members = Run.objects.filter(run_set__in=groups).order_by("run_set_id", "set_index")
+    for set_id, snapshot in members.values_list("run_set_id", "limits_snapshot"):
+        snapshots[set_id].append(snapshot)
+    points = [point(group, limit_of(group, snapshots[group.pk])) for group in groups]
+    return {"points": points, "disks": sorted(disks_of(run_set)), "profile": run_set.profile_name}
+
+
+def point(group: RunSet, limit: Mapping[str, Any]) -> dict[str, Any]:
+    """One group of a history: when it ended, its all-running total (empty where it had none, with why), its limit,
+    the total's share of the limit, and the members' spread."""
+    result = group.result if isinstance(group.result, dict) else {}
+    total = (result.get("totals") or {}).get("all_running") or {}
+    iops, limit_iops = total.get("iops"), limit.get("iops")
+    share = iops / limit_iops if iops is not None and limit_iops else None
+    return {
+        "set": group.pk, "state": group.state, "finished_at": group.finished_at,
+        "ms": int(group.finished_at.timestamp() * 1000) if group.finished_at else None,
+        "iops": iops, "bytes_per_s": total.get("bytes_per_s"), "window_s": (total.get("window") or {}).get("seconds"),
+        "why": total.get("why") or result.get("why") or "",
+        "limit_iops": limit_iops, "limit_bytes_per_s": limit.get("bytes_per_s"), "limit_text": limit.get("text", ""),
+        "share": share, "share_text": percent_text(share * 100) if share is not None else "",
+        "spread_percent": (result.get("comparison") or {}).get("spread_percent"),
+    }  # fmt: skip
