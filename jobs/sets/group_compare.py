@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jobs.limits.efficiency import percent_text
 from jobs.models import RunSet, Team
 from jobs.results.stats import StatsError
 from jobs.sets import group_history
@@ -84,7 +83,7 @@ def _column(group: RunSet) -> dict[str, Any]:
         "set": group,
         "totals": {name: totals[name] for name in TOTALS if name in totals},
         "limit": limit,
-        "share_text": percent_text(iops / limit["iops"] * 100) if iops is not None and limit.get("iops") else "",
+        "share_text": group_history.share_text(iops, limit.get("iops")),
         "start_spread": (result.get("start_spread") or {}).get("text", ""),
         "comparison": result.get("comparison") or {},
         "why": result.get("why", ""),

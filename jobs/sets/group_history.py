@@ -105,6 +105,11 @@ def point(group: RunSet, limit: Mapping[str, Any]) -> dict[str, Any]:
         "iops": iops, "bytes_per_s": total.get("bytes_per_s"), "window_s": (total.get("window") or {}).get("seconds"),
         "why": total.get("why") or result.get("why") or "",
         "limit_iops": limit_iops, "limit_bytes_per_s": limit.get("bytes_per_s"), "limit_text": limit.get("text", ""),
-        "share": share, "share_text": percent_text(share * 100) if share is not None else "",
+        "share": share, "share_text": share_text(iops, limit_iops),
         "spread_percent": (result.get("comparison") or {}).get("spread_percent"),
     }  # fmt: skip
+
+
+def share_text(iops: float | None, limit_iops: float | None) -> str:
+    """A total's share of its limit as the pages show a share ("37 %", cut, never rounded up); '' without both."""
+    return percent_text(iops / limit_iops * 100) if iops is not None and limit_iops else ""
