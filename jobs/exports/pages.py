@@ -22,7 +22,6 @@ from jobs.results import compare, compliance
 from jobs.runs.api import RunFilter
 from jobs.sets import facts as set_facts
 from jobs.sets import group_history
-from jobs.sets import summary as set_summary
 from jobs.sets.forms import rule_form
 
 
@@ -89,7 +88,7 @@ def _group_report(request: HttpRequest, run_set: RunSet) -> HttpResponse:
     shares = [(p["ms"], p["share"]) for p in points if p["share"] is not None and p["ms"] is not None]
     all_running = (context["result"].get("totals") or {}).get("all_running") or {}
     context |= {
-        "member_rows": [(member, set_summary.point_numbers(member)) for member in context["members"]],
+        "member_rows": [(member, group_history.member_figures(member)) for member in context["members"]],
         "limit": limit,
         "share_text": group_history.share_text(all_running.get("iops"), limit.get("iops")),
         "history": points,

@@ -33,7 +33,7 @@ from django.utils.text import slugify
 
 from jobs import limits
 from jobs.models import Run, RunSample
-from jobs.sets import summary as set_summary
+from jobs.sets.group_history import member_figures
 from jobs.tools.summary import PERCENTILES
 
 # What a spreadsheet reads as the start of a formula (OWASP's list: = + - @, tab and carriage return), with the
@@ -204,10 +204,10 @@ def group_rows(
     window it covers, with the window's start, end and length), and the group's limit ("limit", how it was found)."""
     yield GROUP_HEADER
     for member in members:
-        numbers = set_summary.point_numbers(member)
+        numbers = member_figures(member)
         yield [
             "member", f"member {(member.set_index or 0) + 1}", member.pk, member.disk.label, member.disk.host.name,
-            member.state, utc(member.started_at), numbers["iops"], numbers["bw_bytes_per_s"], numbers["p99_us"],
+            member.state, utc(member.started_at), numbers["iops"], numbers["bytes_per_s"], numbers["p99_us"],
             None, None, None, None, f"{runs_url}{member.pk}/",
         ]  # fmt: skip
     totals = result.get("totals") or {}

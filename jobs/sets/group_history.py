@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jobs import limits
+from jobs import limits, timeseries
 from jobs.limits.efficiency import percent_text
 from jobs.models import Run, RunSet
 
@@ -113,3 +113,13 @@ def point(group: RunSet, limit: Mapping[str, Any]) -> dict[str, Any]:
 def share_text(iops: float | None, limit_iops: float | None) -> str:
     """A total's share of its limit as the pages show a share ("37 %", cut, never rounded up); '' without both."""
     return percent_text(iops / limit_iops * 100) if iops is not None and limit_iops else ""
+
+
+def member_figures(member: Run) -> dict[str, float | None]:
+    """A member's own IOPS, bytes/s and worse direction's p99 over its whole run, as its run page shows them; empty
+    where it did not succeed."""
+    if member.state != Run.State.SUCCEEDED:
+        return {"iops": None, "bytes_per_s": None, "p99_us": None}
+    numbers = timeseries.run_numbers(member.summary, member.parameters, member.limits_snapshot)
+    p99 = [numbers[f"{d}_p99_us"] for d in timeseries.DIRECTIONS if numbers[f"{d}_p99_us"] is not None]
+    return {"iops": numbers["total_iops"], "bytes_per_s": numbers["bw_bytes_per_s"], "p99_us": max(p99, default=None)}
