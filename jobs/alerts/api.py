@@ -126,7 +126,7 @@ class AlertRuleSerializer(ModelSerializer):
 
     class Meta:
         model = AlertRule
-        fields = ["kind", "enabled", "consecutive_runs", "intervals", "help"]
+        fields = ["kind", "enabled", "consecutive_runs", "intervals", "promise_percent", "spread_percent", "help"]
         read_only_fields = ["kind"]
 
 
