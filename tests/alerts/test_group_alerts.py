@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 
 from jobs.alerts import evaluate
-from jobs.models import Alert, AlertRule
+from jobs.models import Alert, AlertRule, Membership
 from jobs.notify.channels import ChannelInput, save_channel
 from tests.factories import DiskFactory, ProfileFactory
 from tests.notify.channels import deliver_all
@@ -53,6 +55,12 @@ def test_a_group_under_its_limit_and_far_apart_opens_both_alerts_told_to_a_webho
     assert sorted((t["event"], t["alert"]["kind"]) for t in told) == [("opened", "group_below_promise"),
                                                                       ("opened", "group_spread")]  # fmt: skip
     assert told[0]["alert"]["chart_url"].endswith(f"/sets/{low.pk}/history/")
+    reader = User.objects.create_user("reader")
+    Membership.objects.create(user=reader, team=first.team, role=Membership.Role.VIEWER)
+    client = Client()
+    client.force_login(reader)
+    alert_page = client.get(f"/alerts/{below.pk}/").content.decode()
+    assert f'href="/sets/{low.pk}/history/" id="alert-group-history"' in alert_page
 
     # The same disks in the other order are the same series: a group at 97.5 % of its limit, 2.5 % apart.
     good = finished_group([second, first], profile, [3900, 4000])
