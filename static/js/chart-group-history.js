@@ -36,7 +36,7 @@
     const total = line("total while every member ran", measured.map((p) => ({ x: p.ms, y: p[key] / scale, set: p.set })), palette[0]);
     const limits = points.filter((p) => p[limitKey]).map((p) => ({ x: p.ms, y: p[limitKey] / scale, set: p.set }));
     const datasets = [total];
-    if (limits.length) datasets.push(line("limit: the members' limits summed (or the cap)", limits, "#b42318", [8, 4]));
+    if (limits.length) datasets.push(line("the group's limit", limits, "#b42318", [8, 4]));
     const options = baseOptions();
     options.parsing = true;
     options.scales = {

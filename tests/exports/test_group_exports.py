@@ -79,6 +79,7 @@ def test_a_groups_report_shows_totals_with_windows_limit_spread_members_and_its_
 
     assert f"Group {run_set.pk}: pair on 2 disks" in page and "group report" in page
     assert "while every member ran (from the last start to the first end)" in page and "10.0 s" in page
+    assert "IOPS IOPS" not in page
     assert "6,000 IOPS" in page and "the sum of the 2 members&#x27; limits" in page and "<strong>50 %</strong>" in page
     assert "spread 50.0 %" in page and "slowest member 1" in page
     assert 'id="report-history"' in page and "2 groups ended" in page
