@@ -418,7 +418,9 @@ def _judge_group_again(alert: Alert, now: datetime) -> None:
     if alert.run_set is None:
         clear(alert.team_id, alert.condition, "its group was deleted", now)
         return
-    ended = [g for g in group_history.series(alert.run_set) if g.state == RunSet.State.SUCCEEDED]
-    if ended:
+    ids = group_history.series_ids(alert.run_set)
+    succeeded = RunSet.objects.filter(pk__in=ids, state=RunSet.State.SUCCEEDED).select_related("disk")
+    latest = succeeded.order_by("-finished_at", "-pk").first()
+    if latest is not None:
         judge = group_below_promise if alert.kind == Kind.GROUP_BELOW_PROMISE else group_spread
-        judge(ended[-1])
+        judge(latest)

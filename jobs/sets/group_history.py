@@ -67,18 +67,31 @@ def limit_of(run_set: RunSet, snapshots: Sequence[dict[str, Any] | None] | None 
 
 def disks_of(run_set: RunSet) -> frozenset[int]:
     """The group's disks as a set: its series is every group of its profile on these."""
-    return frozenset(int(pk) for pk in (run_set.plan or {}).get("disks", []) if isinstance(pk, int))
+    return _disks(run_set.plan)
 
 
-def series(run_set: RunSet) -> list[RunSet]:
-    """The groups of the same profile on the same disks (in any order) as this one, that ended, oldest first."""
+def _disks(plan: Any) -> frozenset[int]:
+    return frozenset(pk for pk in (plan or {}).get("disks", []) if isinstance(pk, int))
+
+
+def series_ids(run_set: RunSet) -> list[int]:
+    """The ids of the groups of the same profile on the same disks (in any order) as this one that ended, oldest
+    first; read without their results, which hold every second of the group."""
     disks = disks_of(run_set)
     found = (
         RunSet.objects.filter(team_id=run_set.team_id, kind=RunSet.Kind.GROUP, profile_name=run_set.profile_name,
                               finished_at__isnull=False, disk_id__in=disks)
         .order_by("-finished_at", "-pk")
+        .values_list("pk", "plan")
     )  # fmt: skip
-    return [group for group in found[: MAX_GROUPS * 4] if disks_of(group) == disks][:MAX_GROUPS][::-1]
+    return [pk for pk, plan in found[: MAX_GROUPS * 4] if _disks(plan) == disks][:MAX_GROUPS][::-1]
+
+
+def series(run_set: RunSet) -> list[RunSet]:
+    """The groups of the series (series_ids), oldest first."""
+    ids = series_ids(run_set)
+    found = RunSet.objects.in_bulk(ids)
+    return [found[pk] for pk in ids]
 
 
 def history(run_set: RunSet) -> dict[str, Any]:

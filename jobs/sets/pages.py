@@ -103,7 +103,7 @@ def _group_links(run_set: RunSet) -> dict[str, str]:
     series compared (this one and up to three before it), its report and its members as CSV."""
     found = {"history": reverse("group_history", args=[run_set.pk])}
     if run_set.is_final:
-        earlier = [group.pk for group in group_history.series(run_set) if group.pk != run_set.pk][-3:]
+        earlier = [pk for pk in group_history.series_ids(run_set) if pk != run_set.pk][-3:]
         if earlier:
             found["compare"] = f"{reverse('group_compare')}?sets={','.join(map(str, [*earlier, run_set.pk]))}"
     return found

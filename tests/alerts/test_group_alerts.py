@@ -113,3 +113,20 @@ def test_the_rules_page_and_api_set_the_group_percentages_naming_a_bad_value(own
     })  # fmt: skip
     assert AlertRule.of(team.pk, Kind.GROUP_BELOW_PROMISE).promise_percent == 90
     assert AlertRule.of(team.pk, Kind.GROUP_SPREAD).spread_percent == 15
+
+
+def test_the_minutes_sweep_judges_a_group_alert_again_on_its_series_latest_group(pair):
+    first, second, profile = pair
+    low = finished_group([first, second], profile, [1000, 2000])
+    below = Alert.objects.get(kind=Kind.GROUP_BELOW_PROMISE)
+    spread = Alert.objects.get(kind=Kind.GROUP_SPREAD)
+
+    AlertRule.objects.create(team=first.team, kind=Kind.GROUP_BELOW_PROMISE, promise_percent=30)
+    evaluate.sweep()
+    below.refresh_from_db()
+    assert below.state == "resolved" and below.resolution == f"group {low.pk} gave 3,000 IOPS, 37 % of its limit"
+
+    low.delete()
+    evaluate.sweep()
+    spread.refresh_from_db()
+    assert spread.state == "resolved" and spread.resolution == "its group was deleted"
