@@ -93,7 +93,7 @@ def _group_report(request: HttpRequest, run_set: RunSet) -> HttpResponse:
         "share_text": group_history.share_text(all_running.get("iops"), limit.get("iops")),
         "history": points,
         "chart": drawing.over_time(shares, PROMISE_SHARE, timezone.get_current_timezone()),
-        "promise_share": PROMISE_SHARE,
+        "promise_percent": f"{PROMISE_SHARE * 100:g}",
         "report_zone": timezone.get_current_timezone_name(),
         "csv_url": reverse("set_points_csv", args=[run_set.pk]),
         "page_url": reverse("set_detail", args=[run_set.pk]),

@@ -1,6 +1,6 @@
-"""A group's history and groups compared in a real Chromium, on a phone (390 px) and a desktop (1280 px): the total
-against the limit drawn by Chart.js over time, the MB/s chart saying why it is empty, the side-by-side table within
-the screen, every control labelled, no JavaScript errors."""
+"""A group's page, history, groups compared and report in a real Chromium, on a phone (390 px) and a desktop
+(1280 px): the total against the limit drawn by Chart.js over time, the MB/s chart saying why it is empty, the
+side-by-side table within the screen, every control labelled, no JavaScript errors."""
 
 from __future__ import annotations
 
@@ -35,6 +35,9 @@ def test_a_groups_history_and_groups_compared_fit_a_phone_and_a_desktop(
     last = series[-1]
 
     page.goto(f"{live_server.url}/sets/{last.pk}/")
+    assert page.locator("#group-actions").is_visible() and page.locator("#share-box").is_visible()
+    assert_fits(page, screen)
+    screenshot("group", page)
     page.locator("#group-history-link").click()
     wait_until(page, "window.Chart && Chart.getChart('group-history-iops-chart')")
 
@@ -57,3 +60,10 @@ def test_a_groups_history_and_groups_compared_fit_a_phone_and_a_desktop(
     assert_fits(page, screen)
     assert page.js_errors == []
     screenshot("compare", page)
+
+    page.goto(f"{live_server.url}/sets/{last.pk}/report/")
+    history = page.locator("#report-history-section").inner_text()
+    assert "Its series over time" in history and "dashed: 95 % of it" in history and "{#" not in history
+    assert_fits(page, screen)
+    assert page.js_errors == []
+    screenshot("report", page)
