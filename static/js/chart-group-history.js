@@ -6,17 +6,9 @@
   const root = document.getElementById("group-history-charts");
   const source = document.getElementById("group-history-data");
   if (!root || !source || !window.Chart || !window.benchCharts) return;
-  const { fmt, palette, baseOptions, zoneTitle } = window.benchCharts;
+  const { fmt, palette, baseOptions, zoneTitle, figureNote: say } = window.benchCharts;
   const points = JSON.parse(source.textContent);
   const setUrl = (pk) => "/sets/" + pk + "/";
-
-  function say(id, text) {
-    const box = document.getElementById(id);
-    box.querySelector(".chart-box").hidden = Boolean(text);
-    const note = box.querySelector(".chart-empty");
-    note.textContent = text || "";
-    note.hidden = !text;
-  }
 
   function line(label, data, colour, dash) {
     return {
