@@ -25,16 +25,17 @@ MAX_GROUPS = 500
 
 
 def limit_of(run_set: RunSet, members: Sequence[Run] | None = None) -> dict[str, Any]:
-    """The group's limit: its result's "limit" where it stored one (jobs/sets/group_result.py, when it ended), else
-    computed by the same rule from its succeeded members (`members`, or read now)."""
+    """The group's limit (IOPS, bytes/s, and as `text` which figure binds or why there is none): its result's
+    "limit" where it stored one (jobs/sets/group_result.py, when it ended), else computed by the same rule from its
+    succeeded members (`members`, or read now)."""
     stored = (run_set.result or {}).get("limit") if isinstance(run_set.result, dict) else None
     if isinstance(stored, dict) and ("iops" in stored or "bytes_per_s" in stored):
-        return {"iops": stored.get("iops"), "bytes_per_s": stored.get("bytes_per_s"), "text": stored.get("text", "")}
+        return {"iops": stored.get("iops"), "bytes_per_s": stored.get("bytes_per_s"), "text": stored.get("how", "")}
     if members is None:
         members = list(run_set.members.order_by("set_index"))
     counted = [member for member in members if member.state == Run.State.SUCCEEDED]
     found = group_result.limit_of_members(counted, run_set.plan if isinstance(run_set.plan, dict) else {})
-    return {"iops": found.get("iops"), "bytes_per_s": found.get("bytes_per_s"), "text": found.get("text", "")}
+    return {"iops": found.get("iops"), "bytes_per_s": found.get("bytes_per_s"), "text": found.get("how", "")}
 
 
 def disks_of(run_set: RunSet) -> frozenset[int]:

@@ -113,7 +113,7 @@ def limit_of_members(counted: list[Run], plan: dict[str, Any]) -> dict[str, Any]
     """The group's limit: the counted members' limits at their block size summed, against the backend's cap."""
     if not counted:
         return {"iops": None, "bytes_per_s": None, "binds": "", "why": "no member succeeded",
-                "text": "no limit: no member succeeded"}  # fmt: skip
+                "how": "no limit: no member succeeded", "text": "no limit: no member succeeded"}  # fmt: skip
     limits = {}
     for member in counted:
         snapshot = member.limits_snapshot if isinstance(member.limits_snapshot, dict) else {}
@@ -128,8 +128,9 @@ def limit_of_members(counted: list[Run], plan: dict[str, Any]) -> dict[str, Any]
             limits, block_size, _number(plan.get("cap_iops")), cap_mb_s * 1e6 if cap_mb_s is not None else None
         )
     except ValueError as exc:
-        return {"iops": None, "bytes_per_s": None, "binds": "", "why": str(exc), "text": f"no limit: {exc}"}
-    return asdict(found) | {"text": found.text()}
+        return {"iops": None, "bytes_per_s": None, "binds": "", "why": str(exc), "how": f"no limit: {exc}",
+                "text": f"no limit: {exc}"}  # fmt: skip
+    return asdict(found) | {"how": found.how(), "text": found.text()}
 
 
 def _number(value: Any) -> float | None:

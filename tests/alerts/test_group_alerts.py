@@ -45,8 +45,8 @@ def test_a_group_under_its_limit_and_far_apart_opens_both_alerts_told_to_a_webho
     spread = Alert.objects.get(kind=Kind.GROUP_SPREAD)
     assert below.state == spread.state == "open" and below.run_set_id == low.pk
     assert below.summary.startswith(
-        f"Group {low.pk} gave 3,000 IOPS while every member ran (10.0 s): 37 % of its limit of 8,000 IOPS (the sum "
-        "of the 2 members' limits), under the 95 %"
+        f"Group {low.pk} gave 3,000 IOPS while every member ran (10.0 s): 37 % of its limit of 8,000 IOPS (the "
+        "members' limits summed), under the 95 %"
     )
     assert f"Group {low.pk}'s members' IOPS were 50.0 % apart" in spread.summary
     assert "the slowest was member 1" in spread.summary
