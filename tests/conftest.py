@@ -48,14 +48,17 @@ if any(database["ENGINE"] == "django.db.backends.postgresql" for database in set
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
-    """PostgreSQL's test database named for this session of ./bw test (or this process), as SQLite's test file is
-    (benchweb/settings.py): two test runs on one server at once (two checkouts, or CI beside a developer) would
-    otherwise create, use and drop the same test_benchweb under each other."""
-    suffix = os.environ.get("BENCHWEB_TEST_DB_SUFFIX") or os.getpid()
+    """PostgreSQL's test database named for this process, as SQLite's test file is (benchweb/settings.py), or for
+    this session of ./bw test (BENCHWEB_TEST_DB_SUFFIX, both databases): two test runs on one server at once (two
+    checkouts, or CI beside a developer) would otherwise create, use and drop the same test_benchweb under each
+    other."""
+    suffix = os.environ.get("BENCHWEB_TEST_DB_SUFFIX")
     for database in settings.DATABASES.values():
+        test = database.setdefault("TEST", {})
         if database["ENGINE"] != "django.db.backends.sqlite3":
-            test = database.setdefault("TEST", {})
-            test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{suffix}"
+            test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{suffix or os.getpid()}"
+        elif suffix:  # the file ./bw test copied from its template, beside the one settings.py names by pid
+            test["NAME"] = str(Path(test["NAME"]).with_name(f"test-{suffix}.sqlite3"))
 
 
 @pytest.fixture(scope="session")

@@ -108,6 +108,9 @@ def start_spread(starts: Mapping[str, float], offsets: Mapping[str, ClockOffset]
     if missing:
         raise ValueError(f"offsets: no clock offset for {', '.join(missing)}")
     corrected = {name: offsets[name].to_common(start) for name, start in starts.items()}
+    # From the earliest start on: epoch seconds hold a quarter of a microsecond at best, the uncertainties less.
+    earliest = min(corrected.values())
+    corrected = {name: moment - earliest for name, moment in corrected.items()}
     first, last = min(corrected, key=corrected.__getitem__), max(corrected, key=corrected.__getitem__)
     spread = corrected[last] - corrected[first]
     if len(corrected) == 1:
