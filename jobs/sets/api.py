@@ -397,7 +397,7 @@ class CapField(serializers.FloatField):
     """A backend's cap: a number above 0 (anything else is refused by requesting.group_caps, naming the field)."""
 
 
-# What a request's `kind` asks for, and which of `disk` and `disks` it takes.
+# The kinds of set started on `disks`; the others are started on one `disk`.
 ON_DISKS = (RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES)
 
 
@@ -440,6 +440,7 @@ class SetRequestSerializer(serializers.Serializer):
     )
     sizes = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=requesting.GROUP_MAX_MEMBERS),
+        max_length=requesting.GROUP_MAX_MEMBERS,
         required=False,
         help_text="A group-size sweep only, optional: the group sizes, at least two, growing, the last the number of "
         "disks, e.g. [1, 2, 3]. Left out: 1, 2, 4, … ending at the number of disks.",
