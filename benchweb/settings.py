@@ -169,7 +169,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 30,
     }
     # A file, not pytest's in-memory default, so that Celery workers started by tests share it.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
+    # Named by ./bw test's session (BENCHWEB_TEST_DB_SUFFIX), which made it from a migrated template, else by pid.
+    test_suffix = os.environ.get("BENCHWEB_TEST_DB_SUFFIX") or os.getpid()
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{test_suffix}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

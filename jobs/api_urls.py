@@ -12,7 +12,7 @@ from rest_framework.routers import DefaultRouter
 from jobs.alerts.api import AlertRuleViewSet, AlertViewSet
 from jobs.changes.api import AnnotationViewSet, ChangePointViewSet
 from jobs.disks.api import DiskTypeViewSet, DiskViewSet
-from jobs.exports.api import RunSamplesCsvView, RunsCsvView, SetPointsCsvView
+from jobs.exports.api import RunSamplesCsvView, RunsCsvView, SetExportView, SetPointsCsvView
 from jobs.hosts.api import HostViewSet
 from jobs.imports.api import ImportViewSet
 from jobs.notify.api import AlertChannelViewSet
@@ -50,6 +50,7 @@ urlpatterns = [
     path("v1/runs/export.csv", RunsCsvView.as_view(), name="api-runs-csv"),
     path("v1/runs/<int:pk>/samples.csv", RunSamplesCsvView.as_view(), name="api-run-samples-csv"),
     path("v1/sets/<int:pk>/points.csv", SetPointsCsvView.as_view(), name="api-set-points-csv"),
+    path("v1/sets/<int:pk>/export/", SetExportView.as_view(), name="api-set-export"),
     path("v1/", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file and the template has no inline style, so the docs

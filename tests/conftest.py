@@ -48,13 +48,22 @@ if any(database["ENGINE"] == "django.db.backends.postgresql" for database in set
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
-    """PostgreSQL's test database named for this process, as SQLite's test file is (benchweb/settings.py): two test
-    runs on one server at once (two checkouts, or CI beside a developer) would otherwise create, use and drop the
-    same test_benchweb under each other."""
+    """PostgreSQL's test database named for this session of ./bw test (or this process), as SQLite's test file is
+    (benchweb/settings.py): two test runs on one server at once (two checkouts, or CI beside a developer) would
+    otherwise create, use and drop the same test_benchweb under each other."""
+    suffix = os.environ.get("BENCHWEB_TEST_DB_SUFFIX") or os.getpid()
     for database in settings.DATABASES.values():
         if database["ENGINE"] != "django.db.backends.sqlite3":
             test = database.setdefault("TEST", {})
-            test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{os.getpid()}"
+            test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{suffix}"
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request: pytest.FixtureRequest) -> bool:
+    """./bw test made this session's test database already, a copy of a template it migrated once for all the
+    sessions (BENCHWEB_TEST_DB_MADE=1, named by BENCHWEB_TEST_DB_SUFFIX): kept as made, Django finds it and its
+    migrate has nothing to apply; ./bw test drops it at its end. Otherwise pytest-django's --reuse-db decides."""
+    return os.environ.get("BENCHWEB_TEST_DB_MADE") == "1" or bool(request.config.getvalue("reuse_db"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -36,7 +36,7 @@ class AlertSerializer(serializers.ModelSerializer):
         fields = [
             "id", "kind", "state", "title", "summary", "condition", "opened_at", "last_seen_at", "reopened_count",
             "acknowledged_at", "acknowledged_by", "resolved_at", "resolution", "host", "disk", "profile",
-            "profile_name", "schedule", "change_point", "runs", "links",
+            "profile_name", "schedule", "change_point", "run_set", "runs", "links",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -126,7 +126,7 @@ class AlertRuleSerializer(ModelSerializer):
 
     class Meta:
         model = AlertRule
-        fields = ["kind", "enabled", "consecutive_runs", "intervals", "help"]
+        fields = ["kind", "enabled", "consecutive_runs", "intervals", "promise_percent", "spread_percent", "help"]
         read_only_fields = ["kind"]
 
 

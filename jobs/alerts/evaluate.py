@@ -11,8 +11,10 @@ it judges every unresolved alert again and the failures and skipped fires of the
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import Max
 from django.utils import timezone
@@ -20,8 +22,9 @@ from django.utils import timezone
 from jobs import clock, scheduling, ssh
 from jobs.alerts.boundary import never_raise
 from jobs.alerts.lifecycle import Found, clear, raise_alert
-from jobs.models import Alert, AlertRule, ChangePoint, Disk, Host, Run, RunResult, Schedule
+from jobs.models import Alert, AlertRule, ChangePoint, Disk, Host, Run, RunResult, RunSet, Schedule
 from jobs.results.compliance import DEFAULT_TOLERANCE
+from jobs.sets import group_history
 
 Kind = Alert.Kind
 
@@ -61,6 +64,15 @@ def series_recorded(disk_id: int, names: Iterable[str]) -> None:
         below_promise(disk, name)
         regression(disk, name)
     stale(disk)
+
+
+def group_ended(run_set_id: int) -> None:
+    """After a synchronised group ended (its result stored): its total against its limit and its members' spread."""
+    group = RunSet.objects.select_related("disk__host").filter(pk=run_set_id, kind=RunSet.Kind.GROUP).first()
+    if group is None or group.state != RunSet.State.SUCCEEDED:
+        return  # a partial or cancelled group's totals leave members out: its failed members alert on their own
+    group_below_promise(group)
+    group_spread(group)
 
 
 def fires_skipped(schedule_ids: Iterable[int]) -> None:
@@ -211,6 +223,70 @@ def _change_text(change: ChangePoint) -> str:
     )
 
 
+def _group_condition(kind: str, group: RunSet) -> str:
+    """One condition per series (a profile on a set of disks, in any order): 'group_spread:disks=3,5,9:profile=x',
+    the disks as a digest when there are many."""
+    disks = ",".join(map(str, sorted(group_history.disks_of(group))))
+    if len(disks) > 40:
+        disks = "sha256-" + hashlib.sha256(disks.encode()).hexdigest()[:16]
+    return f"{kind}:disks={disks}:profile={group.profile_name}"
+
+
+def _group_found(kind: str, group: RunSet, title: str, summary: str) -> Found:
+    members = list(group.members.order_by("set_index").values_list("pk", flat=True))
+    return Found(
+        team_id=group.team_id, kind=kind, condition=_group_condition(kind, group),
+        title=f"{title}: {_workload(group.profile_name)} on {len(members)} disks", summary=summary,
+        host_id=group.disk.host_id, disk_id=group.disk_id, profile_id=group.profile_id,
+        profile_name=group.profile_name, run_set_id=group.pk, run_ids=members,
+    )  # fmt: skip
+
+
+def group_below_promise(group: RunSet) -> None:
+    """Holds while the series' latest group gave, while every member ran, under the rule's share of its limit;
+    clears with a group that reaches it. A group without the total or the limit is not judged."""
+    wanted = AlertRule.of(group.team_id, Kind.GROUP_BELOW_PROMISE).promise_percent
+    total = ((group.result or {}).get("totals") or {}).get("all_running") or {}
+    limit = group_history.limit_of(group)
+    iops, promised = total.get("iops"), limit.get("iops")
+    if iops is None or not promised:
+        return
+    share = group_history.share_text(iops, promised)
+    condition = _group_condition(Kind.GROUP_BELOW_PROMISE, group)
+    if iops >= promised * wanted / 100:
+        clear(group.team_id, condition, f"group {group.pk} gave {iops:,.0f} IOPS, {share} of its limit")
+        return
+    seconds = (total.get("window") or {}).get("seconds") or 0.0
+    raise_alert(_group_found(
+        Kind.GROUP_BELOW_PROMISE, group, "Group total below the promise",
+        f"Group {group.pk} gave {iops:,.0f} IOPS while every member ran ({seconds:.1f} s): {share} of its limit of "
+        f"{promised:,.0f} IOPS ({limit['text']}), under the {wanted} % the rule asks for.",
+    ))  # fmt: skip
+
+
+def group_spread(group: RunSet) -> None:
+    """Holds while the series' latest group's members were more than the rule's share apart in IOPS; clears with a
+    group within it. A group without a spread (a member without IOPS) is not judged."""
+    allowed = AlertRule.of(group.team_id, Kind.GROUP_SPREAD).spread_percent
+    compared = (group.result or {}).get("comparison") or {}
+    spread = compared.get("spread_percent")
+    if spread is None:
+        return
+    condition = _group_condition(Kind.GROUP_SPREAD, group)
+    if spread <= allowed:
+        clear(group.team_id, condition, f"group {group.pk}'s members were {spread:.1f} % apart")
+        return
+    slowest: dict[str, Any] = next(
+        (m for m in (group.result or {}).get("members", []) if m.get("name") == compared.get("slowest")), {}
+    )
+    where = f" (disk {slowest['disk']} on host {slowest['host']})" if slowest else ""
+    raise_alert(_group_found(
+        Kind.GROUP_SPREAD, group, "Group members far apart",
+        f"Group {group.pk}'s members' IOPS were {spread:.1f} % apart ((highest - lowest) / highest), above the "
+        f"{allowed} % the rule allows; the slowest was {compared.get('slowest')}{where}.",
+    ))  # fmt: skip
+
+
 def schedule_skipped(schedule: Schedule) -> None:
     """Holds while the schedule's latest fire that left its pending state was skipped; clears when a later fire
     starts."""
@@ -301,7 +377,9 @@ def sweep(now: datetime | None = None) -> str:
     scheduled = Disk.objects.filter(schedules__enabled=True).distinct().select_related("host")
     for disk in scheduled:
         never_raise(stale, disk, now)
-    unresolved = Alert.objects.filter(state__in=Alert.UNRESOLVED).select_related("host", "disk__host", "schedule")
+    unresolved = Alert.objects.filter(state__in=Alert.UNRESOLVED).select_related(
+        "host", "disk__host", "schedule", "run_set"
+    )
     for alert in unresolved:
         never_raise(_judge_again, alert, now)
     recent = Run.objects.filter(finished_at__gte=now - LOOKBACK)
@@ -313,6 +391,9 @@ def sweep(now: datetime | None = None) -> str:
 
 
 def _judge_again(alert: Alert, now: datetime) -> None:
+    if alert.kind in (Kind.GROUP_BELOW_PROMISE, Kind.GROUP_SPREAD):
+        _judge_group_again(alert, now)
+        return
     if alert.kind == Kind.HOST_KEY_CHANGED:
         host_key_check(alert, now)
         return
@@ -330,3 +411,16 @@ def _judge_again(alert: Alert, now: datetime) -> None:
         return
     judge = {Kind.RUN_FAILED: run_failed, Kind.BELOW_PROMISE: below_promise, Kind.REGRESSION: regression}
     judge[Kind(alert.kind)](alert.disk, alert.profile_name)
+
+
+def _judge_group_again(alert: Alert, now: datetime) -> None:
+    """A group's alert is judged again on the latest group of its series that succeeded."""
+    if alert.run_set is None:
+        clear(alert.team_id, alert.condition, "its group was deleted", now)
+        return
+    ids = group_history.series_ids(alert.run_set)
+    succeeded = RunSet.objects.filter(pk__in=ids, state=RunSet.State.SUCCEEDED).select_related("disk")
+    latest = succeeded.order_by("-finished_at", "-pk").first()
+    if latest is not None:
+        judge = group_below_promise if alert.kind == Kind.GROUP_BELOW_PROMISE else group_spread
+        judge(latest)

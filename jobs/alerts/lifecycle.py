@@ -40,13 +40,14 @@ class Found:
     profile_name: str = ""
     schedule_id: int | None = None
     change_point_id: int | None = None
+    run_set_id: int | None = None
     run_ids: list[int] = field(default_factory=list)
 
     def fields(self) -> dict[str, Any]:
         return {
             "title": self.title[:200], "summary": self.summary, "host_id": self.host_id, "disk_id": self.disk_id,
             "profile_id": self.profile_id, "profile_name": self.profile_name, "schedule_id": self.schedule_id,
-            "change_point_id": self.change_point_id,
+            "change_point_id": self.change_point_id, "run_set_id": self.run_set_id,
         }  # fmt: skip
 
 
@@ -181,6 +182,8 @@ def describe(alert: Alert) -> dict[str, Any]:
     """The alert as the channels and the API give it (the event format agreed with jobs.notify)."""
     run_ids = list(alert.runs.order_by("-pk").values_list("pk", flat=True)[:20])
     chart = reverse("disk_detail", args=[alert.disk_id]) + "#disk-charts" if alert.disk_id else None
+    if alert.run_set_id:  # a group's alert: its series' totals against their limits
+        chart = reverse("group_history", args=[alert.run_set_id])
     return {
         "id": alert.pk,
         "kind": str(alert.kind),

@@ -1,5 +1,6 @@
 """The API's CSV downloads: GET /api/v1/runs/export.csv (the runs list's filters), GET /api/v1/runs/{id}/samples.csv
-and GET /api/v1/sets/{id}/points.csv (a sweep's points). What a cell holds is said in jobs/exports/tables.py."""
+and GET /api/v1/sets/{id}/points.csv (a sweep's points, a group's members and totals), and the set's file as JSON
+(GET /api/v1/sets/{id}/export/). What a cell holds is said in jobs/exports/tables.py."""
 
 from __future__ import annotations
 
@@ -100,7 +101,34 @@ class SetPointsCsvView(_CsvView):
         """The sweep's points in their order, one row each: index (from 0), each axis's value, the member run and
         its state, total IOPS, bandwidth in bytes/s, p50/p99/p99.9 in µs (the worse direction), the limit and
         burst IOPS at the point's block size, the run's page. Empty where a point did not succeed or its tool did
-        not report the figure. While the sweep runs, the points so far."""
+        not report the figure. While the sweep runs, the points so far. A group: a row per member (row "member":
+        run, disk, host, state, start, IOPS, bytes/s, p99), a row per total (row "total": what it covers, its
+        window's start, end and seconds, why it is empty) and its limit (row "limit")."""
         return downloads.set_points(
             request, get_object_or_404(RunSet.objects.select_related("disk"), pk=pk, team=self.team)
         )
+
+
+SET_EXPORT = OpenApiResponse(
+    response=OpenApiTypes.OBJECT,
+    description=(
+        '{"set": id, "kind": "sweep" | "sla" | "group", "columns": [the CSV header], "rows": [{column: value}]}: '
+        "the rows of the set's points.csv, each an object keyed by the header's columns; null where the CSV has an "
+        "empty cell."
+    ),
+)
+
+
+class SetExportView(APIView):
+    permission_classes = [permissions.IsAuthenticated, TeamRole]
+
+    @extend_schema(operation_id="set_export", responses={200: SET_EXPORT})
+    def get(self, request: Request, pk: int) -> Response:
+        """The set's points.csv as JSON: a sweep's points, or a group's members (run, disk, host, state, start,
+        IOPS, bytes/s, p99) and its totals, each with its window, and its limit."""
+        found = access(request)
+        assert found is not None  # TeamRole refused the request otherwise
+        run_set = get_object_or_404(RunSet.objects.select_related("disk"), pk=pk, team=found.team)
+        header, *rows = downloads.set_rows(request, run_set)
+        return Response({"set": run_set.pk, "kind": run_set.kind, "columns": header,
+                         "rows": [dict(zip(header, row, strict=True)) for row in rows]})  # fmt: skip

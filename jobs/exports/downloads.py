@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from django.http import HttpRequest, StreamingHttpResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -10,7 +13,7 @@ from jobs import links
 from jobs.exports import tables
 from jobs.models import Disk, Run, RunSet, Team
 from jobs.runs.api import RunFilter
-from jobs.sets import reading
+from jobs.sets import group_history, reading
 
 
 def runs(request: HttpRequest, team: Team, filters: RunFilter) -> StreamingHttpResponse:
@@ -28,11 +31,29 @@ def samples(run: Run) -> StreamingHttpResponse:
 
 
 def set_points(request: HttpRequest, run_set: RunSet) -> StreamingHttpResponse:
-    """A sweep's points, one row each, from its result (its points so far while it runs)."""
+    """A sweep's points, one row each, from its result (its points so far while it runs); a group's members and
+    totals (group_rows)."""
+    if run_set.kind == RunSet.Kind.GROUP:
+        name = tables.filename(f"group-{run_set.pk}-members", run_set.profile_name, day=run_set.created_at)
+    else:
+        name = tables.filename(f"sweep-{run_set.pk}-points", run_set.disk.label, day=run_set.created_at)
+    return tables.streamed(set_rows(request, run_set), name)
+
+
+def _group_rows(request: HttpRequest, run_set: RunSet) -> Iterator[list[Any]]:
+    """A group's CSV rows: its members, its totals as its result stored them (none until it ended), its limit."""
+    members = list(run_set.members.select_related("disk__host").order_by("set_index"))
+    result = run_set.result if run_set.is_final and isinstance(run_set.result, dict) else {}
+    limit = group_history.limit_of(run_set, members)
+    return tables.group_rows(members, result, limit, _runs_url(request))
+
+
+def set_rows(request: HttpRequest, run_set: RunSet) -> Iterator[list[Any]]:
+    """The rows the set's CSV has, header first: a group's members and totals, a sweep's points."""
+    if run_set.kind == RunSet.Kind.GROUP:
+        return _group_rows(request, run_set)
     axes = [str(axis.get("field")) for axis in (run_set.plan or {}).get("axes", []) if isinstance(axis, dict)]
-    points = reading.result_of(run_set).get("points", [])
-    name = tables.filename(f"sweep-{run_set.pk}-points", run_set.disk.label, day=run_set.created_at)
-    return tables.streamed(tables.point_rows(points, axes, _runs_url(request)), name)
+    return tables.point_rows(reading.result_of(run_set).get("points", []), axes, _runs_url(request))
 
 
 def _runs_url(request: HttpRequest) -> str:

@@ -17,9 +17,11 @@ from django.views.decorators.http import require_GET
 
 from jobs import access, clock, limits, links
 from jobs.exports import downloads, drawing, report
+from jobs.models import RunSet
 from jobs.results import compare, compliance
 from jobs.runs.api import RunFilter
 from jobs.sets import facts as set_facts
+from jobs.sets import group_history
 from jobs.sets.forms import rule_form
 
 
@@ -55,6 +57,8 @@ def set_report(request: HttpRequest, pk: int) -> HttpResponse:
     """A sweep's plan, knees, limits, rule, points and its two curves, ready to print, under the knee rule its
     page's address asks for (?iops_growth=&p99_growth=)."""
     run_set = access.run_set(request, pk)
+    if run_set.kind == RunSet.Kind.GROUP:
+        return _group_report(request, run_set)
     form = rule_form(request.GET)
     if form.is_bound and not form.is_valid():
         return _refused(form.problems())
@@ -73,6 +77,33 @@ def set_report(request: HttpRequest, pk: int) -> HttpResponse:
     }  # fmt: skip
     context["csv_address"] = links.absolute(context["csv_url"], request)
     return render(request, "jobs/exports/sweep.html", context)
+
+
+def _group_report(request: HttpRequest, run_set: RunSet) -> HttpResponse:
+    """A group's report: its totals with their windows against its limit, its spreads, its members, and its series'
+    totals over time as shares of their limits."""
+    context = {**_made(request, timezone.now()), **set_facts.group_page(run_set)}
+    limit = group_history.limit_of(run_set, context["members"])
+    points = group_history.history(run_set)["points"] if run_set.is_final else []
+    shares = [(p["ms"], p["share"]) for p in points if p["share"] is not None and p["ms"] is not None]
+    all_running = (context["result"].get("totals") or {}).get("all_running") or {}
+    context |= {
+        "member_rows": [(member, group_history.member_figures(member)) for member in context["members"]],
+        "limit": limit,
+        "share_text": group_history.share_text(all_running.get("iops"), limit.get("iops")),
+        "history": points,
+        "chart": drawing.over_time(shares, PROMISE_SHARE, timezone.get_current_timezone()),
+        "promise_percent": f"{PROMISE_SHARE * 100:g}",
+        "report_zone": timezone.get_current_timezone_name(),
+        "csv_url": reverse("set_points_csv", args=[run_set.pk]),
+        "page_url": reverse("set_detail", args=[run_set.pk]),
+    }
+    context["csv_address"] = links.absolute(context["csv_url"], request)
+    return render(request, "jobs/exports/group.html", context)
+
+
+# A group's report draws its series' totals against this share of their limits, as the compliance report does.
+PROMISE_SHARE = 1 - compliance.DEFAULT_TOLERANCE / 100
 
 
 @login_required

@@ -1,5 +1,5 @@
-"""Runs, a run's per-second samples and a sweep's points as CSV, for a spreadsheet or a script (the pages' and the
-API's downloads).
+"""Runs, a run's per-second samples, a sweep's points and a group's members and totals as CSV, for a spreadsheet or
+a script (the pages' and the API's downloads).
 
 A row is written as it is read: the runs come from the database in chunks and leave as CSV lines through a
 StreamingHttpResponse, so an export of 100,000 runs never holds them all in memory.
@@ -33,6 +33,7 @@ from django.utils.text import slugify
 
 from jobs import limits
 from jobs.models import Run, RunSample
+from jobs.sets.group_history import member_figures
 from jobs.tools.summary import PERCENTILES
 
 # What a spreadsheet reads as the start of a formula (OWASP's list: = + - @, tab and carriage return), with the
@@ -185,6 +186,49 @@ def point_rows(points: Iterable[dict[str, Any]], axes: list[str], runs_url: str)
             point.get("index"), *[where.get(field) for field in axes], point.get("run"), point.get("state"),
             *[point.get(figure) for figure in POINT_FIGURES], f"{runs_url}{point.get('run')}/",
         ]  # fmt: skip
+
+
+# A group's file: a row per member, then a row per total (its window on the common clock), then its limit.
+GROUP_HEADER = [
+    "row", "member", "run_id", "disk", "host", "state", "started_at_utc", "iops", "bw_bytes_per_s", "p99_us",
+    "window_start_utc", "window_end_utc", "window_seconds", "note", "run_url",
+]  # fmt: skip
+GROUP_TOTALS = ("all_running", "whole_runs", "span")
+
+
+def group_rows(
+    members: Iterable[Run], result: dict[str, Any], limit: dict[str, Any], runs_url: str
+) -> Iterator[list[Any]]:
+    """The header, then one row per member in order (its whole run's IOPS, bytes/s and worse direction's p99, as its
+    page shows them; empty where it did not succeed), one per total of the group's result ("total", named by the
+    window it covers, with the window's start, end and length), and the group's limit ("limit", how it was found)."""
+    yield GROUP_HEADER
+    for member in members:
+        numbers = member_figures(member)
+        yield [
+            "member", f"member {(member.set_index or 0) + 1}", member.pk, member.disk.label, member.disk.host.name,
+            member.state, utc(member.started_at), numbers["iops"], numbers["bytes_per_s"], numbers["p99_us"],
+            None, None, None, None, f"{runs_url}{member.pk}/",
+        ]  # fmt: skip
+    totals = result.get("totals") or {}
+    for name in GROUP_TOTALS:
+        total = totals.get(name)
+        if total is None:
+            continue
+        window = total.get("window") or {}
+        yield [
+            "total", total.get("what"), None, None, None, None, None, total.get("iops"), total.get("bytes_per_s"),
+            None, _epoch_utc(window.get("start")), _epoch_utc(window.get("end")), window.get("seconds"),
+            total.get("why") or None, None,
+        ]  # fmt: skip
+    yield ["limit", None, None, None, None, None, None, limit.get("iops"), limit.get("bytes_per_s"), None, None, None,
+           None, limit.get("text") or None, None]  # fmt: skip
+
+
+def _epoch_utc(seconds: Any) -> str:
+    if not isinstance(seconds, int | float):
+        return ""
+    return utc(datetime.fromtimestamp(seconds, UTC))
 
 
 class _Line:

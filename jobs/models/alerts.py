@@ -1,5 +1,6 @@
 """Alerts: a condition worth a person's attention (a regression, runs below the promise, a failed run, a
-skipped fire, a stale disk, a changed host key), its lifecycle, and the team's rules for each kind.
+skipped fire, a stale disk, a changed host key, a group below its promise or with its members far apart), its
+lifecycle, and the team's rules for each kind.
 
 One alert per condition: `condition` is a key such as "run_failed:disk=3:profile=randread-4k", unique among
 the team's alerts that are not resolved, so a disk failing every hour keeps one alert open (the runs behind it
@@ -19,6 +20,7 @@ from jobs.models.hosts import Host
 from jobs.models.profiles import Profile
 from jobs.models.runs import Run
 from jobs.models.schedules import Schedule
+from jobs.models.sets import RunSet
 from jobs.models.teams import Team
 
 
@@ -29,6 +31,8 @@ class Kind(models.TextChoices):
     SCHEDULE_SKIPPED = "schedule_skipped", "Scheduled fire skipped"
     STALE = "stale", "No recent successful run"
     HOST_KEY_CHANGED = "host_key_changed", "Host key changed"
+    GROUP_BELOW_PROMISE = "group_below_promise", "Group total below the promise"
+    GROUP_SPREAD = "group_spread", "Group members far apart"
 
 
 # What each kind watches, as the rules page and the API describe it.
@@ -43,12 +47,18 @@ KIND_HELP = {
     Kind.STALE: "A disk with an enabled schedule and no successful run for N of its intervals (plus 15 minutes).",
     Kind.HOST_KEY_CHANGED: "A host presented another SSH key than the approved one; resolved when it presents the "
     "approved key again (a login, a test, a key scan, the minute's sweep) or a person approves a key.",
+    Kind.GROUP_BELOW_PROMISE: "A synchronised group whose total while every member ran was under X % of the group's "
+    "limit (its members' limits summed, or its cap); judged when a group ends, resolved by the next group of that "
+    "profile on those disks that reaches it.",
+    Kind.GROUP_SPREAD: "A synchronised group whose members' IOPS were more than N % apart ((highest - lowest) / "
+    "highest); judged when a group ends, resolved by the next group of that profile on those disks within it.",
 }
 
 
 class AlertRule(models.Model):
     """A team's setting for one kind of alert. A team with no row for a kind gets the defaults (`defaults`):
-    every kind on, 3 runs below the promise, 2 intervals before a disk is stale."""
+    every kind on, 3 runs below the promise, 2 intervals before a disk is stale, a group's total under 95 % of its
+    limit, its members more than 20 % apart."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alert_rules", editable=False)
     kind = models.CharField(max_length=20, choices=Kind.choices)
@@ -62,6 +72,16 @@ class AlertRule(models.Model):
         default=2,
         validators=[MinValueValidator(1), MaxValueValidator(100)],
         help_text="Stale: how many of the schedule's intervals without a successful run, 1 to 100.",
+    )
+    promise_percent = models.PositiveSmallIntegerField(
+        default=95,
+        validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="Group total below the promise: the % of the group's limit its total must reach, 1 to 100.",
+    )
+    spread_percent = models.PositiveSmallIntegerField(
+        default=20,
+        validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="Group members far apart: the spread of the members' IOPS above which it alerts, 1 to 100 %.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -117,6 +137,7 @@ class Alert(models.Model):
     profile = models.ForeignKey(Profile, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     profile_name = models.CharField(max_length=100, blank=True)
     schedule = models.ForeignKey(Schedule, on_delete=models.SET_NULL, null=True, blank=True, related_name="alerts")
+    run_set = models.ForeignKey(RunSet, on_delete=models.SET_NULL, null=True, blank=True, related_name="alerts")
     change_point = models.ForeignKey(ChangePoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     runs = models.ManyToManyField(Run, blank=True, related_name="alerts", help_text="The runs behind it.")
 

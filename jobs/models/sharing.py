@@ -1,7 +1,8 @@
-"""Share links: a read-only, expiring, revocable address of one disk page, one comparison or one sweep, for people
-without an account. Only a SHA-256 digest of the link's secret is stored, as for API tokens (jobs/api/models.py): the
-full address is shown once, when the link is made, and a copy of the database opens nothing. A lost address is
-revoked and made again, which costs nothing; keeping it encrypted to show it again would keep a way to read it."""
+"""Share links: a read-only, expiring, revocable address of one disk page, one comparison, one sweep or one group, for
+people without an account. Only a SHA-256 digest of the link's secret is stored, as for API tokens
+(jobs/api/models.py): the full address is shown once, when the link is made, and a copy of the database opens
+nothing. A lost address is revoked and made again, which costs nothing; keeping it encrypted to show it again would
+keep a way to read it."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class ShareLink(models.Model):
         DISK = "disk", "Disk page"
         COMPARE = "compare", "Comparison"
         SWEEP = "sweep", "Sweep"
+        GROUP = "group", "Group"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="share_links", editable=False)
     kind = models.CharField(max_length=8, choices=Kind.choices)
@@ -43,7 +45,8 @@ class ShareLink(models.Model):
     # The Compare page's query, validated when the link was made (jobs/shares/sharing.py compare_query):
     # {"disks": [ids]} or {"runs": [ids]}, and the Statistics card's choices.
     compare = models.JSONField(null=True, blank=True)
-    # With kind sweep: the sweep whose page the link shows (its members' numbers, never their run pages).
+    # With kind sweep or group: the sweep or synchronised group whose page the link shows (its members' numbers, never
+    # their run pages).
     run_set = models.ForeignKey(RunSet, on_delete=models.CASCADE, null=True, blank=True, related_name="share_links")
     token_digest = models.CharField(max_length=64, unique=True, editable=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, editable=False)
@@ -62,7 +65,7 @@ class ShareLink(models.Model):
             models.CheckConstraint(
                 condition=models.Q(kind="disk", disk__isnull=False, compare__isnull=True, run_set__isnull=True)
                 | models.Q(kind="compare", disk__isnull=True, compare__isnull=False, run_set__isnull=True)
-                | models.Q(kind="sweep", disk__isnull=True, compare__isnull=True, run_set__isnull=False),
+                | models.Q(kind__in=["sweep", "group"], disk__isnull=True, compare__isnull=True, run_set__isnull=False),
                 name="share_link_has_its_target",
             )
         ]
@@ -78,7 +81,7 @@ class ShareLink(models.Model):
         token = secrets.token_urlsafe(32)
         link = cls.objects.create(
             team=team,
-            kind=cls.Kind.DISK if disk else cls.Kind.SWEEP if run_set else cls.Kind.COMPARE,
+            kind=cls.Kind.DISK if disk else cls.set_kind(run_set) if run_set else cls.Kind.COMPARE,
             disk=disk,
             compare=compare,
             run_set=run_set,
@@ -88,6 +91,10 @@ class ShareLink(models.Model):
             time_zone=time_zone,
         )
         return link, token
+
+    @classmethod
+    def set_kind(cls, run_set: RunSet) -> str:
+        return cls.Kind.GROUP if run_set.kind == RunSet.Kind.GROUP else cls.Kind.SWEEP
 
     @classmethod
     def find(cls, token: str) -> ShareLink | None:

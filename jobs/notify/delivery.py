@@ -147,19 +147,23 @@ def _record(delivery: Delivery, lease: Any, outcome: senders.Outcome, counts: bo
         state = Delivery.State.SENT
     else:
         state = Delivery.State.GAVE_UP if wait is None else Delivery.State.FAILED
-    Delivery.objects.filter(pk=delivery.pk, leased_until=lease).update(
-        state=state,
-        response=outcome.response[:300],
-        error=outcome.error,
-        sent_at=finished if outcome.sent else None,
-        next_attempt_at=finished + timedelta(seconds=wait) if wait is not None else None,
-        leased_until=None,
-    )
-    channels = AlertChannel.objects.filter(pk=delivery.channel_id)
-    if outcome.sent:
-        channels.update(failures_in_a_row=0, last_sent_at=finished)
-    elif counts:  # a channel turned off said nothing about its receiver
-        channels.update(failures_in_a_row=F("failures_in_a_row") + 1, last_error=outcome.error, last_failed_at=finished)
+    # The delivery's outcome and its channel's together: no one reads a sent delivery whose channel says otherwise.
+    with transaction.atomic():
+        Delivery.objects.filter(pk=delivery.pk, leased_until=lease).update(
+            state=state,
+            response=outcome.response[:300],
+            error=outcome.error,
+            sent_at=finished if outcome.sent else None,
+            next_attempt_at=finished + timedelta(seconds=wait) if wait is not None else None,
+            leased_until=None,
+        )
+        channels = AlertChannel.objects.filter(pk=delivery.channel_id)
+        if outcome.sent:
+            channels.update(failures_in_a_row=0, last_sent_at=finished)
+        elif counts:  # a channel turned off said nothing about its receiver
+            channels.update(
+                failures_in_a_row=F("failures_in_a_row") + 1, last_error=outcome.error, last_failed_at=finished
+            )
     if wait is not None and wait <= SHORT_WAIT:
         _send(delivery.pk, countdown=wait)
     return f"delivery {delivery.pk} to channel {delivery.channel_id}: {state} after attempt {delivery.attempts}"

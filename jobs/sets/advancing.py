@@ -61,6 +61,8 @@ def advance(run_set_id: int) -> str:
             RunResult.record(by_pk[run_id], series=name)
         if series:
             boundary.after_commit(evaluate.series_recorded, run_set.disk_id, [name for _, name in series])
+        if run_set.kind == RunSet.Kind.GROUP:
+            boundary.after_commit(evaluate.group_ended, run_set.pk)
         # The disk is free now: the runs that waited for the set take it, as after any run (a group's other
         # disks were handed on as their members ended).
         states.hand_on(run_set.disk)

@@ -51,7 +51,7 @@ def group_result(members: list[Run], plan: dict[str, Any] | None = None) -> dict
     result["per_second"] = [asdict(second) for second in group_totals.per_second(runs)]
     result["per_second_note"] = SAMPLES_WITHOUT_BANDWIDTH
     result["latency"] = _latency(counted)
-    result["limit"] = _limit(counted, plan or {})
+    result["limit"] = limit_of_members(counted, plan or {})
     # Side by side over the all-running window where every member measured it; otherwise over each whole run.
     iops = {name: rates.iops for name, rates in totals.all_running.members.items()}
     if len(iops) < len(runs) or None in iops.values():
@@ -109,8 +109,11 @@ def _side_by_side(
     }  # fmt: skip
 
 
-def _limit(counted: list[Run], plan: dict[str, Any]) -> dict[str, Any]:
+def limit_of_members(counted: list[Run], plan: dict[str, Any]) -> dict[str, Any]:
     """The group's limit: the counted members' limits at their block size summed, against the backend's cap."""
+    if not counted:
+        return {"iops": None, "bytes_per_s": None, "binds": "", "why": "no member succeeded",
+                "how": "no limit: no member succeeded", "text": "no limit: no member succeeded"}  # fmt: skip
     limits = {}
     for member in counted:
         snapshot = member.limits_snapshot if isinstance(member.limits_snapshot, dict) else {}
@@ -125,8 +128,9 @@ def _limit(counted: list[Run], plan: dict[str, Any]) -> dict[str, Any]:
             limits, block_size, _number(plan.get("cap_iops")), cap_mb_s * 1e6 if cap_mb_s is not None else None
         )
     except ValueError as exc:
-        return {"iops": None, "bytes_per_s": None, "binds": "", "why": str(exc), "text": f"no limit: {exc}"}
-    return asdict(found) | {"text": found.text()}
+        return {"iops": None, "bytes_per_s": None, "binds": "", "why": str(exc), "how": f"no limit: {exc}",
+                "text": f"no limit: {exc}"}  # fmt: skip
+    return asdict(found) | {"how": found.how(), "text": found.text()}
 
 
 def _number(value: Any) -> float | None:

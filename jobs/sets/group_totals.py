@@ -280,13 +280,16 @@ class GroupLimit:
     cap_bytes_per_s: float | None
     why: str = ""
 
-    def text(self) -> str:
-        """'45,000 IOPS (the members' limits summed)', or why there is no limit."""
+    def how(self) -> str:
+        """Which figure binds ('the members' limits summed', 'the backend's IOPS cap'), or why there is no limit."""
         if self.iops is None:
             return f"no limit: {self.why}" if self.why else "no limit"
-        by = {MEMBERS: "the members' limits summed", CAP_IOPS: "the backend's IOPS cap",
-              CAP_MB_S: "the backend's MB/s cap at the block size"}[self.binds]  # fmt: skip
-        return f"{format_iops_exact(self.iops)} ({by})"
+        return {MEMBERS: "the members' limits summed", CAP_IOPS: "the backend's IOPS cap",
+                CAP_MB_S: "the backend's MB/s cap at the block size"}[self.binds]  # fmt: skip
+
+    def text(self) -> str:
+        """'45,000 IOPS (the members' limits summed)', or why there is no limit."""
+        return self.how() if self.iops is None else f"{format_iops_exact(self.iops)} ({self.how()})"
 
 
 def group_limit(

@@ -1,6 +1,6 @@
-"""The API's share links: POST /api/v1/share-links/ makes one of a disk page, a comparison or a sweep (its address
-is in the answer, once), GET lists the team's, DELETE revokes one (the row stays, answering 410 to its address, for
-the list and the audit log)."""
+"""The API's share links: POST /api/v1/share-links/ makes one of a disk page, a comparison, a sweep or a group (its
+address is in the answer, once), GET lists the team's, DELETE revokes one (the row stays, answering 410 to its
+address, for the list and the audit log)."""
 
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ class ShareLinkSerializer(JsonTypes, serializers.ModelSerializer):
 
     disk = TeamScoped(queryset=Disk.objects.all(), required=False, allow_null=True,
                       help_text="With kind disk: the disk whose page the link shows.")  # fmt: skip
-    run_set = TeamScoped(queryset=RunSet.objects.filter(kind=RunSet.Kind.SWEEP), required=False, allow_null=True,
-                         help_text="With kind sweep: the sweep (a set of runs) whose page the link shows.")  # fmt: skip
+    run_set = TeamScoped(queryset=RunSet.objects.filter(kind__in=sharing.SHARED_SETS), required=False, allow_null=True,
+                         help_text="With kind sweep or group: the sweep or group (a set of runs) whose page the link "
+                                   "shows.")  # fmt: skip
     compare = CompareQuerySerializer(required=False, allow_null=True, help_text="With kind compare.")
     expires_in_days = serializers.IntegerField(
         write_only=True, required=False, default=DEFAULT_DAYS, min_value=1, max_value=MAX_DAYS,
@@ -66,9 +67,11 @@ class ShareLinkSerializer(JsonTypes, serializers.ModelSerializer):
             if disk is None or compare or run_set is not None:
                 raise serializers.ValidationError({"disk": ["A disk link names its disk (and no compare or run_set)."]})
             return attrs
-        if kind == ShareLink.Kind.SWEEP:
-            if run_set is None or compare or disk is not None:
-                raise serializers.ValidationError({"run_set": ['A sweep link names its sweep, e.g. {"run_set": 12}.']})
+        if kind in (ShareLink.Kind.SWEEP, ShareLink.Kind.GROUP):
+            if run_set is None or compare or disk is not None or ShareLink.set_kind(run_set) != kind:
+                raise serializers.ValidationError(
+                    {"run_set": [f'A {kind} link names its {kind}, e.g. {{"run_set": 12}}.']}
+                )
             return attrs
         if disk is not None or run_set is not None or not compare:
             raise serializers.ValidationError({"compare": ['A comparison link gives compare, e.g. {"disks": [3, 7]}.']})
@@ -97,8 +100,8 @@ class NewShareLinkSerializer(ShareLinkSerializer):
 class ShareLinkViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, TeamViewSet
 ):
-    """Read-only links to a disk page, a comparison or a sweep for people without an account. Every member sees the
-    team's links; members and owners make and revoke them."""
+    """Read-only links to a disk page, a comparison, a sweep or a group for people without an account. Every member
+    sees the team's links; members and owners make and revoke them."""
 
     serializer_class = ShareLinkSerializer
 
@@ -111,8 +114,11 @@ class ShareLinkViewSet(
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        link, token = sharing.create(self.team, request.user, days=data["expires_in_days"], disk=data.get("disk"),
-                                     compare=data.get("compare"), run_set=data.get("run_set"))  # fmt: skip
+        try:
+            link, token = sharing.create(self.team, request.user, days=data["expires_in_days"], disk=data.get("disk"),
+                                         compare=data.get("compare"), run_set=data.get("run_set"))  # fmt: skip
+        except sharing.ShareRefused as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         link.url = links.absolute(reverse("shared", args=[token]), request)  # type: ignore[attr-defined]  # shown once
         return Response(NewShareLinkSerializer(link, context=self.get_serializer_context()).data,
                         status=status.HTTP_201_CREATED)  # fmt: skip

@@ -1,5 +1,5 @@
-"""The team's Share links page: the links made from the disk, sweep and Compare pages ("Share…"), who made each, how
-often it was opened, and Revoke. A new link's address is shown on this page once, in the answer to the POST
+"""The team's Share links page: the links made from the disk, sweep, group and Compare pages ("Share…"), who made
+each, how often it was opened, and Revoke. A new link's address is shown on this page once, in the answer to the POST
 that made it; only its digest is kept (jobs/models/sharing.py)."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _create(request: HttpRequest, team: Team) -> str:
         if disk is None:
             raise sharing.ShareRefused("disk", "Say which disk to share: open its page and use Share… there.")
         link, token = sharing.create(team, request.user, days=days, disk=disk, via="page", page_zone=_zone(request))
-    elif request.POST.get("kind") == ShareLink.Kind.SWEEP:
+    elif request.POST.get("kind") in (ShareLink.Kind.SWEEP, ShareLink.Kind.GROUP):
         set_id = request.POST.get("run_set", "")
         run_set = access.run_set(request, int(set_id)) if set_id.isdigit() else None
         if run_set is None:

@@ -24,10 +24,10 @@ from django.views.decorators.http import require_GET
 
 from jobs import clock
 from jobs.disks.facts import disk_facts
-from jobs.models import ShareLink
+from jobs.models import RunSet, ShareLink
 from jobs.results import compare, responses
 from jobs.sets import facts as set_facts
-from jobs.sets import reading
+from jobs.sets import group_history, reading
 
 # Unknown tokens one address may ask for in GUESS_WINDOW seconds before it gets 429s until the window ends.
 GUESS_LIMIT, GUESS_WINDOW = 20, 600
@@ -97,11 +97,14 @@ def _answer(request: HttpRequest, template: str, status: int, reason: str) -> Ht
 @require_GET
 @public
 def shared(request: HttpRequest, link: ShareLink, token: str) -> HttpResponse:
-    """The disk page, the sweep's page or the comparison, read-only."""
+    """The disk page, the sweep's or the group's page or the comparison, read-only."""
     context: dict[str, Any] = {"share_link": link, "share_token": token}
     if link.disk is not None:
         context |= disk_facts(link.disk, request.GET)
         template = "jobs/shares/disk.html"
+    elif link.run_set is not None and link.run_set.kind == RunSet.Kind.GROUP:
+        context |= _group(link.run_set)
+        template = "jobs/shares/group.html"
     elif link.run_set is not None:
         # The default knee rule: the link shows the sweep as it was shared, with no form to ask for another.
         context |= set_facts.page(link.run_set)
@@ -115,11 +118,26 @@ def shared(request: HttpRequest, link: ShareLink, token: str) -> HttpResponse:
     return response
 
 
+def _group(run_set: RunSet) -> dict[str, Any]:
+    """A group's page as a link shows it: its numbers and each member's own figures, and of its ending only how many
+    members succeeded (a failed member's reason names its host and may quote an address)."""
+    context = set_facts.group_page(run_set)
+    members = context["members"]
+    succeeded = sum(member.state == "succeeded" for member in members)
+    return context | {
+        "limit": group_history.limit_of(run_set, members),
+        "member_rows": [(member, group_history.member_figures(member)) for member in members],
+        "ending": f"{succeeded} of {len(members)} members succeeded",
+    }
+
+
 @require_GET
 @public
 def shared_series(request: HttpRequest, link: ShareLink, token: str) -> HttpResponse:
     """The shared disk's or sweep's chart data, as /disks/<pk>/series.json and /sets/<pk>/series.json give it to
     the team (a sweep's under the default knee rule, as its shared page shows it)."""
+    if link.run_set is not None and link.run_set.kind == RunSet.Kind.GROUP:
+        return JsonResponse({"error": "This link shows a group; its numbers are on its page."}, status=404)
     if link.run_set is not None:
         return JsonResponse(set_facts.series(link.run_set, reading.result_of(link.run_set)))
     if link.disk is None:

@@ -1,6 +1,6 @@
 """Making and revoking share links, and the checks on what a link may show: a disk of the team, a comparison
-of 2 to 8 of the team's disks or runs, or a sweep of the team. The pages and the API both come here, so they refuse
-the same things with the same words, naming the field."""
+of 2 to 8 of the team's disks or runs, a sweep of the team, or a group of the team that ended. The pages and the
+API both come here, so they refuse the same things with the same words, naming the field."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from jobs.results import stats
 
 # The expiry choices the pages offer; the API takes any whole number of days from 1 to MAX_DAYS.
 EXPIRY_CHOICES = [(1, "1 day"), (DEFAULT_DAYS, "7 days"), (30, "30 days"), (MAX_DAYS, "90 days")]
+# The sets a link may show: a sweep's page, or a group's once it ended.
+SHARED_SETS = (RunSet.Kind.SWEEP, RunSet.Kind.GROUP)
 # The Statistics card's choices a comparison keeps; the before/after split is a page of its own, not shared.
 STATS_KEYS = ("profile", "metric", "test", "skip_unsteady", "a_disk", "b_disk")
 
@@ -108,8 +110,10 @@ def create(team: Team, user: Any, *, days: int, disk: Disk | None = None, compar
     UTC."""
     if disk is not None and disk.team_id != team.pk:
         raise ShareRefused("disk", "No such disk in your team.")
-    if run_set is not None and (run_set.team_id != team.pk or run_set.kind != RunSet.Kind.SWEEP):
-        raise ShareRefused("run_set", "No such sweep in your team: open the sweep's page and use Share… there.")
+    if run_set is not None and (run_set.team_id != team.pk or run_set.kind not in SHARED_SETS):
+        raise ShareRefused("run_set", "No such sweep or group in your team: open its page and use Share… there.")
+    if run_set is not None and run_set.kind == RunSet.Kind.GROUP and not run_set.is_final:
+        raise ShareRefused("run_set", f"{run_set.label.capitalize()} has not ended: share it once its totals are in.")
     zone = clock.choose(_preference(user), page_zone).name
     link, token = ShareLink.issue(team=team, user=user, days=days, disk=disk, compare=compare, run_set=run_set,
                                   time_zone=zone)  # fmt: skip
@@ -135,10 +139,14 @@ def revoke(link: ShareLink, user: Any, via: str = "api") -> bool:
 
 
 def describe(link: ShareLink) -> str:
-    """What the link shows, for the team's list: "disk vm1:data", "sweep 12 (qd sweep on data)" or "comparison of
-    disks 3, 7"."""
+    """What the link shows, for the team's list: "disk vm1:data", "sweep 12 (qd sweep on data)", "group 14 (qd1 on
+    3 disks)" or "comparison of disks 3, 7"."""
     if link.disk is not None:
         return f"disk {link.disk}"
+    if link.run_set is not None and link.run_set.kind == RunSet.Kind.GROUP:
+        return (
+            f"{link.run_set.label} ({link.run_set.profile_name} on {len(link.run_set.plan.get('disks') or [])} disks)"
+        )
     if link.run_set is not None:
         return f"{link.run_set.label} ({link.run_set.profile_name} on {link.run_set.disk.label})"
     query = link.compare or {}

@@ -10,14 +10,7 @@
   const DASHES = { p50_us: [], p99_us: [6, 3], p99_9_us: [2, 3] };
   const NAMES = { p50_us: "p50", p99_us: "p99", p99_9_us: "p99.9" };
 
-  function say(id, text) {
-    const box = document.getElementById(id);
-    if (!box) return;
-    box.querySelector(".chart-box").hidden = Boolean(text);
-    const note = box.querySelector(".chart-empty");
-    note.textContent = text || "";
-    note.hidden = !text;
-  }
+  const say = window.benchCharts.figureNote;
 
   function named(curve, what) {
     return curve.label ? curve.label + " — " + what : what;

@@ -219,6 +219,16 @@
     };
   }
 
+  // A chart figure's note in place of its chart ("No group … yet"), or the chart again when text is empty.
+  function figureNote(id, text) {
+    const box = document.getElementById(id);
+    if (!box) return;
+    box.querySelector(".chart-box").hidden = Boolean(text);
+    const note = box.querySelector(".chart-empty");
+    note.textContent = text || "";
+    note.hidden = !text;
+  }
+
   if (window.Chart) {
     Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
     Chart.defaults.color = "#1d232b";
@@ -293,5 +303,7 @@
 
   if (window.Chart && window.benchClock) Chart._adapters._date.override(zonedAdapter(window.benchClock));
 
-  window.benchCharts = { fmt, logTick, palette, limitLines, getJSON, baseOptions, fitHeight, secondsStep, secondsAxis, zoneTitle };
+  window.benchCharts = {
+    fmt, logTick, palette, limitLines, getJSON, baseOptions, fitHeight, secondsStep, secondsAxis, zoneTitle, figureNote,
+  };
 })();

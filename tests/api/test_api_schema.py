@@ -139,6 +139,10 @@ def fuzzed() -> tuple[str, Team, list[object]]:
     return ApiToken.issue(world.owner, world.team, "fuzz")[1], bystander.team, snapshot(bystander.team)
 
 
+# Shared between the sessions of ./bw test (tests/sharing.py), as the slow tests are: some 100 operations of 15
+# requests each cost two minutes of CPU a session, an eighth of the suite's. Each operation is fuzzed on SQLite in
+# one run and on PostgreSQL in another, whichever session claims it first.
+@pytest.mark.slow
 @schema.parametrize()
 @settings(
     max_examples=15,

@@ -97,17 +97,7 @@ def smoke_runs(request, tmp_path_factory):
     run is waiting: for sshd, a worker, beat, fio), each in a TMPDIR of its own; SQLite runs start from one
     migrated database, PostgreSQL runs are created as copies of one (CREATE DATABASE ... TEMPLATE)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
-    template = tmp_path_factory.mktemp("template")
-    pg_template = f"bw_smoke_template_{os.getpid()}" if connection.vendor == "postgresql" else ""
-    if pg_template:
-        benchkit.create_pg_database(f"{_pg_server()}/postgres", pg_template)
-        url = f"{_pg_server()}/{pg_template}"
-        env["BENCHWEB_BENCH_PG_TEMPLATE"] = pg_template
-    else:
-        url = f"sqlite:///{template / 'benchweb.sqlite3'}"
-        env["BENCHWEB_BENCH_SQLITE_TEMPLATE"] = str(template / "benchweb.sqlite3")
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
-                   env=env | {"DATABASE_URL": url, "BENCHWEB_VAR_DIR": str(template)}, timeout=300)  # fmt: skip
+    pg_template, made = _smoke_template(env, tmp_path_factory)
     pool = ThreadPoolExecutor(max_workers=SMOKE_AT_ONCE)
     runs = {}
     # Only the scripts whose test this session runs: -k may have left some out, and a shared one (a script that
@@ -121,8 +111,31 @@ def smoke_runs(request, tmp_path_factory):
             runs[script] = (pool.submit(_smoke, script, env, tmp), tmp)
     yield runs
     pool.shutdown(wait=True, cancel_futures=True)
-    if pg_template:
+    if made:
         benchkit.drop_pg_database(f"{_pg_server()}/postgres", pg_template)
+
+
+def _smoke_template(env: dict[str, str], tmp_path_factory: Any) -> tuple[str, bool]:
+    """The migrated database the smoke runs copy (its PostgreSQL name, and whether it was made here), set in `env`:
+    ./bw test's own template of this session's database (BENCHWEB_TEST_TEMPLATE_SQLITE / _PG), else one migrated
+    here (pytest run by hand)."""
+    postgres = connection.vendor == "postgresql"
+    given = os.environ.get("BENCHWEB_TEST_TEMPLATE_PG" if postgres else "BENCHWEB_TEST_TEMPLATE_SQLITE", "")
+    if given:
+        env["BENCHWEB_BENCH_PG_TEMPLATE" if postgres else "BENCHWEB_BENCH_SQLITE_TEMPLATE"] = given
+        return (given if postgres else ""), False
+    template = tmp_path_factory.mktemp("template")
+    pg_template = f"bw_smoke_template_{os.getpid()}" if postgres else ""
+    if pg_template:
+        benchkit.create_pg_database(f"{_pg_server()}/postgres", pg_template)
+        url = f"{_pg_server()}/{pg_template}"
+        env["BENCHWEB_BENCH_PG_TEMPLATE"] = pg_template
+    else:
+        url = f"sqlite:///{template / 'benchweb.sqlite3'}"
+        env["BENCHWEB_BENCH_SQLITE_TEMPLATE"] = str(template / "benchweb.sqlite3")
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
+                   env=env | {"DATABASE_URL": url, "BENCHWEB_VAR_DIR": str(template)}, timeout=300)  # fmt: skip
+    return pg_template, bool(pg_template)
 
 
 def _sessions(script: str) -> Any:

@@ -1,21 +1,28 @@
-"""A synchronised group made and ended without a worker, as the group page tests share it: members that started a
-few milliseconds apart, each with its host's measured clock offset, its limits, per-second samples with ramps at
-either end, and the group ended as its last member's collection would end it."""
+"""Groups made and ended without a worker or fio, as the group tests share them.
+
+`finished_group`: each member succeeds with known IOPS, ten per-second samples at that rate, and the same start, so
+that every total (the all-running one too) is known (the history, compare, export, share and alert tests).
+`group_on_one_host`: members that started a few milliseconds apart, each with its host's measured clock offset, its
+limits, per-second samples with ramps at either end, and the group ended as its last member's collection would end
+it (the group page tests)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.test import TestCase
 from django.utils import timezone
 
 from jobs.models import Disk, Run, RunSample, RunSet
+from jobs.runs import states
 from jobs.sets import advancing, requesting
 from tests.factories import ProfileFactory
-from tests.sets.sweeps import members, succeed
+from tests.sets.sweeps import fail, members, succeed
+
+SECONDS = 10
 
 
-def finished_group(host, iops: list[float], seconds: int = 20, cap_iops: float | None = None) -> RunSet:
+def group_on_one_host(host, iops: list[float], seconds: int = 20, cap_iops: float | None = None) -> RunSet:
     """A group of len(iops) members on `host`'s disks, each limited to 1,600 IOPS, member n starting n × 7 ms after
     the first (its host's clock 1 ms ahead, ± 0.3 ms) and running `seconds` - 2n seconds (from 0), a per-second sample
     of its IOPS each: the last seconds are a ramp where the first members run alone."""
@@ -41,5 +48,32 @@ def finished_group(host, iops: list[float], seconds: int = 20, cap_iops: float |
             )
             succeed(member, rate, 180 + 40 * n)
         advancing.advance(run_set.pk)
+    run_set.refresh_from_db()
+    return run_set
+
+
+def finished_group(disks, profile, iops: list[float | None], *, plan: dict | None = None,
+                   at: datetime | None = None) -> RunSet:  # fmt: skip
+    """A group of `profile` on `disks` whose members measured `iops` in order (None: the member failed), ended at
+    `at` (now by default). Its next steps are captured, not run: call the alert hook yourself."""
+    start = (at or timezone.now()) - timedelta(seconds=SECONDS)
+    with TestCase.captureOnCommitCallbacks(execute=False):
+        run_set = requesting.create_group(disks, profile)
+        if plan:
+            RunSet.objects.filter(pk=run_set.pk).update(plan=run_set.plan | plan)
+        states.claim_group(run_set.pk)
+        for member, measured in zip(members(run_set), iops, strict=True):
+            Run.objects.filter(pk=member.pk).update(
+                started_at=start, progress={"elapsed_from": "host", "elapsed_s": SECONDS}
+            )
+            member.refresh_from_db()
+            if measured is None:
+                fail(member)
+                continue
+            RunSample.objects.bulk_create(RunSample(run=member, t_s=t, read_iops=measured) for t in range(1, 11))
+            succeed(member, measured, 900.0)
+        advancing.advance(run_set.pk)
+    if at is not None:
+        RunSet.objects.filter(pk=run_set.pk).update(finished_at=at)
     run_set.refresh_from_db()
     return run_set

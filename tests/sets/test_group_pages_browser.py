@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser import UNLABELLED_CONTROLS, assert_fits, log_in, wait_until
-from tests.sets.groups import finished_group
+from tests.sets.groups import group_on_one_host
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 def test_the_group_page_draws_its_total_against_its_limit_on_a_phone_and_a_desktop(
     request, screen, host, owner, live_server, screenshot, broker
 ):
-    run_set = finished_group(host, [1450.0, 1210.0, 1380.0, 990.0], cap_iops=5000)
+    run_set = group_on_one_host(host, [1450.0, 1210.0, 1380.0, 990.0], cap_iops=5000)
     page = request.getfixturevalue(screen)
     log_in(page, live_server.url, "olga", "a-long-test-password-1")
 

@@ -1,6 +1,7 @@
 """Share links of a sweep: made from the sweep's page and through the API, the public page showing the sweep
 read-only (its facts, both charts' data under the token, no form, no link into the team's pages), revoked and
-expired as the other links are, and never a way to another sweep or another team."""
+expired as the other links are, and never a way to another sweep or another team. A group's, once it ended: its
+totals, limit and members' figures without the owner's controls, the run pages, the hosts or why a member failed."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from django.utils import timezone
 
 from jobs.models import ShareLink
 from jobs.models.sharing import digest
+from jobs.sets import requesting
+from tests.factories import DiskFactory, ProfileFactory
+from tests.sets.groups import finished_group
 from tests.sets.sweeps import finished_sweep, sweep_profile
 from tests.world import make_world, post
 
@@ -139,3 +143,51 @@ def test_the_token_reaches_neither_another_sweep_nor_another_teams(api, ours, sw
     nameless = post(api, URL, {"kind": "sweep"}).json()
     assert nameless["run_set"] == ['A sweep link names its sweep, e.g. {"run_set": 12}.']
     assert ShareLink.objects.count() == 1
+
+
+# ----------------------------------------------------------------------------- groups
+
+
+def _pair(world):
+    return [world.disk, DiskFactory(host=world.host, label="second", spec_iops=2000)]
+
+
+def test_a_group_shared_from_its_page_shows_its_numbers_read_only(ours):
+    world, _ = ours
+    group = finished_group(_pair(world), ProfileFactory(team=world.team, name="pair"), [1000, None])
+    client = Client()
+    client.force_login(world.owner)
+    assert 'id="share-box"' in client.get(f"/sets/{group.pk}/").content.decode()
+
+    made = client.post("/shares/", {"kind": "group", "run_set": group.pk, "expires_in_days": 7})
+    address = re.search(r"https?://[^\s\"<]+/s/[A-Za-z0-9_-]{43}/", made.content.decode())[0]
+    token = address.rstrip("/").rsplit("/", 1)[1]
+    shared = Client().get(f"/s/{token}/")
+    page = shared.content.decode()
+
+    link = ShareLink.objects.get(run_set=group)
+    assert link.kind == "group" and f"group {group.pk} (pair on 2 disks)" in client.get("/shares/").content.decode()
+    assert shared.status_code == 200 and "Read-only shared view" in page and "shared this group" in page
+    assert "IOPS IOPS" not in page
+    assert "1 of 2 members succeeded" in page and "6,000 IOPS" in page and "1,000" in page
+    assert "while every member ran" in page and "second" in page
+    for private in ("Cancel", "/runs/", "/sets/", world.host.name, world.host.address, "fio exited", "csrf"):
+        assert private not in page, private
+    series = Client().get(f"/s/{token}/series.json")
+    assert series.status_code == 404 and "shows a group" in series.json()["error"]
+
+
+def test_the_api_shares_a_group_that_ended_and_refuses_a_running_one_or_the_wrong_kind(ours, api):
+    world, _ = ours
+    profile = ProfileFactory(team=world.team)
+    ended = finished_group(_pair(world), profile, [1000, 1000])
+    running = requesting.create_group([world.disk, DiskFactory(host=world.host)], profile)
+
+    made = post(api, URL, {"kind": "group", "run_set": ended.pk})
+    wrong = post(api, URL, {"kind": "sweep", "run_set": ended.pk})
+    early = post(api, URL, {"kind": "group", "run_set": running.pk})
+
+    assert made.status_code == 201 and made.json()["kind"] == "group"
+    assert wrong.status_code == 400
+    assert wrong.json()["run_set"] == ['A sweep link names its sweep, e.g. {"run_set": 12}.']
+    assert early.status_code == 400 and "has not ended" in early.json()["run_set"][0]
