@@ -24,6 +24,7 @@ from jobs.results import burst, series, stability
 from jobs.results.burst_serializers import RunBurstSerializer
 from jobs.results.compliance_serializers import RunStabilitySerializer
 from jobs.runs import queueing, stopping
+from jobs.sets import group_result
 
 
 class SteadyStateSerializer(serializers.Serializer):
@@ -218,6 +219,46 @@ class RunSetMembershipSerializer(serializers.Serializer):
     url = serializers.CharField(help_text="The set in the API.")
 
 
+class ClockOffsetSerializer(serializers.Serializer):
+    """A group member's host clock against the worker's (docs/user-guide/groups.md, "Starting together"): measured
+    over the host's SSH session at the member's launch, or why it was not. Each figure is null when not measured."""
+
+    offset_s = serializers.FloatField(
+        allow_null=True, help_text="The host's clock minus the worker's, seconds: positive when the host is ahead."
+    )
+    uncertainty_s = serializers.FloatField(
+        allow_null=True, help_text="The true offset lies within offset_s ± this, seconds: half the round trip."
+    )
+    delay_s = serializers.FloatField(allow_null=True, help_text="The believed probe's round trip, seconds.")
+    probes = serializers.IntegerField(allow_null=True, help_text="How many probes were sent (the shortest believed).")
+    why = serializers.CharField(allow_null=True, help_text="Why the offset was not measured (yet); null when it was.")
+
+
+# A group member's offset is probed when it is launched; before then it is not known yet.
+NOT_LAUNCHED = (Run.State.PENDING, Run.State.QUEUED, Run.State.LAUNCHING)
+
+
+def clock_offset(run: Run) -> dict[str, Any] | None:
+    """A run's clock offset as the API gives it: null outside a group (or a group-size sweep), else its measured
+    figures or why there are none (not launched yet, a probe that failed, or never measured)."""
+    if run.run_set is None or run.run_set.kind not in (RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES):
+        return None
+    stored = run.clock_offset if isinstance(run.clock_offset, dict) else {}
+    found = group_result.measured_offset(stored)
+    if found is not None:
+        probes = stored.get("probes")
+        probes = probes if isinstance(probes, int) and not isinstance(probes, bool) else None
+        return {"offset_s": found.offset_s, "uncertainty_s": found.uncertainty_s, "delay_s": found.delay_s,
+                "probes": probes, "why": None}  # fmt: skip
+    if stored.get("why"):
+        why = str(stored["why"])
+    elif run.state in NOT_LAUNCHED:
+        why = "not measured yet: a member's host clock is probed when the member is launched"
+    else:
+        why = "offset not measured"
+    return {"offset_s": None, "uncertainty_s": None, "delay_s": None, "probes": None, "why": why}
+
+
 class RunDetailSerializer(RunSerializer):
     progress = serializers.JSONField(
         source="live_progress",
@@ -245,11 +286,16 @@ class RunDetailSerializer(RunSerializer):
         help_text="How steady the run was inside itself (CV of per-second IOPS, p99/p50, seconds below 80 % of its "
         "median); null for a run without a result."
     )
+    clock_offset = serializers.SerializerMethodField(
+        help_text="A group member's host clock against the worker's, measured at its launch (offset_s, "
+        "uncertainty_s, delay_s, probes), or why it was not (why); null for a run outside a group."
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "result", "limits_snapshot",
             "command", "exit_status", "cancel_requested", "burst", "environment", "stability", "run_set",
+            "clock_offset",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -273,6 +319,10 @@ class RunDetailSerializer(RunSerializer):
         url = links.absolute(reverse("api-set-detail", kwargs={"pk": run.run_set_id}), self.context.get("request"))
         return {"id": run.run_set_id, "kind": run.run_set.kind, "index": run.set_index, "point": run.set_point or {},
                 "url": url}  # fmt: skip
+
+    @extend_schema_field(ClockOffsetSerializer(allow_null=True))
+    def get_clock_offset(self, run: Run) -> dict[str, Any] | None:
+        return clock_offset(run)
 
     @extend_schema_field(RunBurstSerializer(allow_null=True))
     def get_burst(self, run: Run) -> dict[str, Any] | None:

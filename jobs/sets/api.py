@@ -1,8 +1,8 @@
-"""The API's sets of runs (sweeps, latency-target searches, synchronised groups): list (filtered by kind, state,
-disk; paged), detail with the plan, the members and the result (a sweep's curves drawn again under other knee
-thresholds on request), start one (trigger 'api': a set profile on one `disk`, or one profile on several `disks` as
-a group, with the backend's caps) and cancel one (every member). The CSV of a set's points is with the other
-downloads (jobs/exports/api.py)."""
+"""The API's sets of runs (sweeps, latency-target searches, synchronised groups, group-size sweeps): list (filtered
+by kind, state, disk; paged), detail with the plan, the members and the result (a sweep's curves drawn again under
+other knee thresholds on request), start one (trigger 'api': a set profile on one `disk`, or one profile on several
+`disks` as a group, with the backend's caps, or as a group-size sweep, with its sizes) and cancel one (every
+member). The CSV of a set's points is with the other downloads (jobs/exports/api.py)."""
 
 from __future__ import annotations
 
@@ -76,6 +76,20 @@ class GroupPlanSerializer(serializers.Serializer):
     cap_mb_s = serializers.FloatField(required=False, help_text="The backend's cap, MB/s (10⁶ bytes), likewise.")
     count = serializers.IntegerField(help_text="How many members.")
     text = serializers.CharField(help_text="'3 members, one a disk, started at one instant'.")
+
+
+class GroupSizesPlanSerializer(serializers.Serializer):
+    """A group-size sweep's plan as stored when it was made (RunSet.plan), with its member runs and words. Told
+    from a group's plan by its `sizes` (and `members` where a group's has `count`)."""
+
+    disks = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Its disks in member order: a size of k members runs the first k."
+    )
+    sizes = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The group sizes in the order they run, the last the disks'."
+    )
+    members = serializers.IntegerField(help_text="How many member runs: the sizes added up (1, 2, 3: 6).")
+    text = serializers.CharField(help_text="'3 group sizes (1, 2, 3 members) on 3 disks: 6 member runs, …'.")
 
 
 class SweepPointSerializer(serializers.Serializer):
@@ -213,15 +227,70 @@ class GroupResultSerializer(serializers.Serializer):
     comparison = _part("The members side by side: the slowest, the worst p99, the spread of their IOPS.")
 
 
+class GroupSizeRunSerializer(serializers.Serializer):
+    run = serializers.IntegerField(help_text="The member run's id.")
+    disk = serializers.CharField(help_text="Its disk's label.")
+    host = serializers.CharField(help_text="Its host's name.")
+    state = serializers.ChoiceField(choices=Run.State.choices)
+
+
+class GroupSizeSerializer(serializers.Serializer):
+    """One size of a group-size sweep (jobs/sets/group_sizes_result.py): its numbers once every member succeeded,
+    else null with `why`."""
+
+    number = serializers.IntegerField(help_text="Its place among the sizes, from 1.")
+    members = serializers.IntegerField(help_text="How many members it runs: the sweep's first that many disks.")
+    state = serializers.ChoiceField(
+        choices=[*Run.State.values, "waiting"],
+        help_text="succeeded when every member did; waiting (none started) or running until they end; else the "
+        "state of its first member that did not succeed.",
+    )
+    runs = GroupSizeRunSerializer(many=True, help_text="Its members, in member order.")
+    total_iops = serializers.FloatField(
+        allow_null=True,
+        help_text="The group's total IOPS while every member ran (from the last start to the first end).",
+    )
+    member_iops = serializers.ListField(
+        child=serializers.FloatField(), help_text="Each member's IOPS over that window, in member order; [] uncounted."
+    )
+    mean_iops = serializers.FloatField(allow_null=True, help_text="The members' mean over the window.")
+    min_iops = serializers.FloatField(allow_null=True, help_text="The lowest member's.")
+    max_iops = serializers.FloatField(allow_null=True, help_text="The highest member's.")
+    window_s = serializers.FloatField(allow_null=True, help_text="The window's length, seconds.")
+    spread = serializers.CharField(allow_null=True, help_text="Its start spread: 'started within 0.08 s ± 0.01 s'.")
+    why = serializers.CharField(allow_null=True, help_text="Why it has no numbers; null when it has them.")
+
+
+class GroupSaturationSerializer(serializers.Serializer):
+    members = serializers.IntegerField(
+        allow_null=True, help_text="The size from which adding members stopped adding IOPS; null: none found."
+    )
+    text = serializers.CharField(
+        help_text="Why, either way: 'from 4 members (36k IOPS, …) on, no larger group gave …'."
+    )
+    gain_per_doubling = serializers.FloatField(help_text="The threshold applied, a fraction: 0.1 is 10 % a doubling.")
+    left_out = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The sizes (their members) without numbers, left out of the curve."
+    )
+
+
+class GroupSizesResultSerializer(serializers.Serializer):
+    """A group-size sweep's result: each size's numbers and where adding members stopped adding IOPS. Stored when the
+    sweep ended; until then drawn from its members so far."""
+
+    sizes = GroupSizeSerializer(many=True, help_text="Every size, in the order they run.")
+    saturation = GroupSaturationSerializer(help_text="Over the sizes with numbers (docs/user-guide/groups.md).")
+
+
 SET_PLAN = PolymorphicProxySerializer(
     component_name="SetDetailPlan",
-    serializers=[SetPlanSerializer, GroupPlanSerializer],
+    serializers=[SetPlanSerializer, GroupPlanSerializer, GroupSizesPlanSerializer],
     resource_type_field_name=None,
     allow_null=True,
 )
 SET_RESULT = PolymorphicProxySerializer(
     component_name="SetDetailResult",
-    serializers=[SweepResultSerializer, GroupResultSerializer],
+    serializers=[SweepResultSerializer, GroupResultSerializer, GroupSizesResultSerializer],
     resource_type_field_name=None,
     allow_null=True,
 )
@@ -254,7 +323,8 @@ class SetSerializer(serializers.ModelSerializer):
     )
     final = serializers.BooleanField(source="is_final", read_only=True)
     points = serializers.SerializerMethodField(
-        help_text="How many points (member runs) a sweep has; a group: how many members."
+        help_text="How many points (member runs) a sweep has; a group: how many members; a group-size sweep: how "
+        "many member runs, its sizes added up."
     )
 
     class Meta:
@@ -268,12 +338,15 @@ class SetSerializer(serializers.ModelSerializer):
 
     def get_points(self, run_set: RunSet) -> int:
         plan = run_set.plan if isinstance(run_set.plan, dict) else {}
+        if run_set.kind == RunSet.Kind.GROUP_SIZES:
+            return sum(int(size) for size in plan.get("sizes") or [])
         return len(plan.get("disks" if run_set.kind == RunSet.Kind.GROUP else "points") or [])
 
 
 class SetDetailSerializer(SetSerializer):
     plan = serializers.SerializerMethodField(
-        help_text="A sweep's axes, points and time; a group's disks and caps; as planned when made. null: a search."
+        help_text="A sweep's axes, points and time; a group's disks and caps; a group-size sweep's disks and sizes; "
+        "as planned when made. null: a search."
     )
     members = serializers.SerializerMethodField(
         help_text="The member runs in the order they run (a group: member order)."
@@ -282,7 +355,9 @@ class SetDetailSerializer(SetSerializer):
         help_text="A sweep's points with their numbers, its curves along the load axis with their knees and the "
         "vendor's limit, in numbers and words. Stored when the set ended; until then drawn from the points that "
         "ended so far. ?iops_growth= and ?p99_growth= draw the curves again under those thresholds. A group's: "
-        "its start spread, windows, totals, per-second series, latency and comparison, once it ended (null before)."
+        "its start spread, windows, totals, per-second series, latency and comparison, once it ended (null before). A "
+        "group-size sweep's: each size's total and per-member IOPS and where adding members stopped adding IOPS "
+        "(stored when it ended; until then drawn from its members so far)."
     )
 
     class Meta(SetSerializer.Meta):
@@ -297,6 +372,8 @@ class SetDetailSerializer(SetSerializer):
     def get_plan(self, run_set: RunSet) -> dict[str, Any] | None:
         if run_set.kind == RunSet.Kind.GROUP:
             return reading.group_plan(run_set)
+        if run_set.kind == RunSet.Kind.GROUP_SIZES:
+            return reading.group_sizes_plan(run_set)
         plan = reading.stored_plan(run_set)
         if plan is None:
             return None
@@ -308,6 +385,8 @@ class SetDetailSerializer(SetSerializer):
 
     @extend_schema_field(SET_RESULT)
     def get_result(self, run_set: RunSet) -> dict[str, Any] | None:
+        if run_set.kind == RunSet.Kind.GROUP_SIZES:
+            return reading.group_sizes_result_of(run_set, self._members(run_set))
         if run_set.kind != RunSet.Kind.SWEEP:
             return run_set.result
         return reading.result_of(run_set, self._members(run_set), self.context.get("rule"))
@@ -318,9 +397,21 @@ class CapField(serializers.FloatField):
     """A backend's cap: a number above 0 (anything else is refused by requesting.group_caps, naming the field)."""
 
 
+# The kinds of set started on `disks`; the others are started on one `disk`.
+ON_DISKS = (RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES)
+
+
 class SetRequestSerializer(serializers.Serializer):
-    """A sweep or a latency-target search on one `disk`, or a group of one profile on `disks`: exactly one of the
-    two. The disks are resolved in the order given, each refused naming its member."""
+    """A sweep or a latency-target search on one `disk`, or a group (or a group-size sweep) of one profile on
+    `disks`: exactly one of the two. The disks are resolved in the order given, each refused naming its member."""
+
+    kind = serializers.ChoiceField(
+        choices=RunSet.Kind.choices,
+        required=False,
+        help_text="Optional: group_sizes for a group-size sweep over `disks` (the group of the first k disks for "
+        "each of `sizes`). Left out: `disk` starts the profile's kind of set (sweep or sla), `disks` a group. Given, "
+        "it must be the kind the request makes.",
+    )
 
     disk = TeamScoped(
         queryset=Disk.objects.select_related("host", "team"),
@@ -347,6 +438,13 @@ class SetRequestSerializer(serializers.Serializer):
         required=False,
         help_text="A group only, optional: the backend's cap in MB/s (10⁶ bytes a second), above 0; plan.cap_mb_s.",
     )
+    sizes = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=requesting.GROUP_MAX_MEMBERS),
+        max_length=requesting.GROUP_MAX_MEMBERS,
+        required=False,
+        help_text="A group-size sweep only, optional: the group sizes, at least two, growing, the last the number of "
+        "disks, e.g. [1, 2, 3]. Left out: 1, 2, 4, … ending at the number of disks.",
+    )
 
     def validate_disks(self, ids: list[int]) -> list[Disk]:
         mine = Disk.objects.filter(team=team_of(self), pk__in=ids).select_related("host", "team")
@@ -359,14 +457,29 @@ class SetRequestSerializer(serializers.Serializer):
         return [found[pk] for pk in ids]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        kind = attrs.get("kind")
         if ("disk" in attrs) == ("disks" in attrs):
-            field = "disks" if "disk" in attrs else "disk"
+            field = "disks" if "disk" in attrs or kind in ON_DISKS else "disk"
             raise ValidationError({field: [
-                "Give disk (one disk: a sweep or a latency-target search) or disks (2 to 100 disks: a group), "
-                "exactly one of them."
+                "Give disk (one disk: a sweep or a latency-target search) or disks (2 to 100 disks: a group or a "
+                "group-size sweep), exactly one of them."
+            ]})  # fmt: skip
+        if kind is not None and (kind in ON_DISKS) != ("disks" in attrs):
+            needed, given = ("disks", "disk") if kind in ON_DISKS else ("disk", "disks")
+            raise ValidationError({needed: [
+                f"A {RunSet.Kind(kind).label.lower()} is started with {needed}, not {given}: give {needed} in place "
+                f"of {given}, or leave kind out."
             ]})  # fmt: skip
         if "disk" in attrs and (caps := sorted(set(attrs) & set(requesting.GROUP_CAPS))):
             raise ValidationError({caps[0]: [f"Only a group takes a backend cap: give disks, or leave {caps[0]} out."]})
+        if kind == RunSet.Kind.GROUP_SIZES and (caps := sorted(set(attrs) & set(requesting.GROUP_CAPS))):
+            raise ValidationError({caps[0]: [
+                f"A group-size sweep takes no backend cap (its curve shows where the backend stops giving more): "
+                f"leave {caps[0]} out, or start a group."
+            ]})  # fmt: skip
+        if "sizes" in attrs and kind != RunSet.Kind.GROUP_SIZES:
+            raise ValidationError({"sizes": ['Only a group-size sweep takes sizes: give "kind": "group_sizes", or '
+                                             "leave sizes out."]})  # fmt: skip
         return attrs
 
 
@@ -436,8 +549,8 @@ def knee_rule(query: QueryDict) -> curves.Rule | None:
     create=extend_schema(request=SetRequestSerializer, responses={201: SetDetailSerializer}),
 )
 class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, TeamViewSet):
-    """Sets of runs (sweeps, latency-target searches, groups): list with filters, start one now (trigger 'api'),
-    cancel every member, and read the result."""
+    """Sets of runs (sweeps, latency-target searches, groups, group-size sweeps): list with filters, start one now
+    (trigger 'api'), cancel every member, and read the result."""
 
     pagination_class = NewestFirst
     list_parameters = tuple(SetFilter().fields)
@@ -469,22 +582,38 @@ class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         body = SetRequestSerializer(data=request.data, context=self.get_serializer_context())
         body.is_valid(raise_exception=True)
-        profile = body.validated_data["profile"]
-        if "disks" in body.validated_data:
-            caps = {name: body.validated_data.get(name) for name in requesting.GROUP_CAPS}
-            run_set = requesting.request_group(
-                body.validated_data["disks"], profile, caps, trigger=Run.Trigger.API, user=request.user
-            )
-            return Response(self._detail(run_set), status=status.HTTP_201_CREATED)
-        disk = body.validated_data["disk"]
+        data = body.validated_data
+        run_set = (
+            self._start_on_disks(data, request.user) if "disks" in data else self._start_on_disk(data, request.user)
+        )
+        return Response(self._detail(run_set), status=status.HTTP_201_CREATED)
+
+    @staticmethod
+    def _start_on_disks(data: dict[str, Any], user: Any) -> RunSet:
+        """A group-size sweep when the kind asks for one, else a group with the backend's caps."""
+        disks, profile = data["disks"], data["profile"]
+        if data.get("kind") == RunSet.Kind.GROUP_SIZES:
+            return requesting.request_group_sizes(disks, profile, data.get("sizes"), trigger=Run.Trigger.API, user=user)
+        caps = {name: data.get(name) for name in requesting.GROUP_CAPS}
+        return requesting.request_group(disks, profile, caps, trigger=Run.Trigger.API, user=user)
+
+    @staticmethod
+    def _start_on_disk(data: dict[str, Any], user: Any) -> RunSet:
+        """The set profile's own kind of set on the disk: a sweep or a latency-target search."""
+        profile = data["profile"]
         if not profile.is_set:
             why = (
                 f"{profile.name} is neither a sweep (sweep_axes) nor a latency-target search (sla_target_us): "
                 "POST it to /api/v1/runs/ to run it once."
             )
             raise ValidationError({"profile": [why]})
-        run_set = requesting.request_set(disk, profile, trigger=Run.Trigger.API, user=request.user)
-        return Response(self._detail(run_set), status=status.HTTP_201_CREATED)
+        made = RunSet.Kind.SLA if profile.is_sla else RunSet.Kind.SWEEP
+        if data.get("kind", made) != made:
+            raise ValidationError({"kind": [
+                f"{profile.name} starts a {made.label.lower()} ({made}), not {data['kind']}: give {made}, or leave "
+                "kind out."
+            ]})  # fmt: skip
+        return requesting.request_set(data["disk"], profile, trigger=Run.Trigger.API, user=user)
 
     @extend_schema(parameters=COMPARE_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
     @action(detail=False, methods=["get"])

@@ -12,7 +12,7 @@ from typing import Any
 from jobs import figures, units
 from jobs.analysis import curves
 from jobs.models import Disk, Run, RunSet
-from jobs.sets import group_clocks, group_sizes, group_sizes_result, reading, summary
+from jobs.sets import group_clocks, group_sizes, reading, summary
 from jobs.tools import sweep_plan
 
 # The latencies the hockey stick draws, as the points name them and as a person reads them.
@@ -146,11 +146,7 @@ def _moment(window: dict[str, Any] | None) -> datetime | None:
 def group_sizes_page(run_set: RunSet) -> dict[str, Any]:
     """What a group-size sweep's page shows: its disks in order, each size's numbers (stored once it ended, drawn
     from its members so far until then), the saturation sentence, and the chart's data."""
-    members = list(run_set.members.select_related("disk__host").order_by("set_index"))
-    if run_set.is_final and isinstance(run_set.result, dict):
-        result = run_set.result
-    else:
-        result = group_sizes_result.sizes_result(run_set, members)
+    result = reading.group_sizes_result_of(run_set)
     disks = Disk.objects.select_related("host").in_bulk(run_set.plan["disks"])
     sizes = result.get("sizes", [])
     running = next((size for size in sizes if size["state"] == Run.State.RUNNING), None)

@@ -1,6 +1,6 @@
 """The set pages' forms: the knee rule's two thresholds, in percent, asked for in the address
 (?iops_growth=10&p99_growth=50) so that a sweep read under another rule can be linked to; and the form that starts a
-synchronised group."""
+synchronised group, or a group-size sweep over its disks."""
 
 from __future__ import annotations
 
@@ -83,9 +83,10 @@ def rule_form(query: Mapping[str, str]) -> KneeRuleForm:
 
 
 class GroupForm(forms.Form):
-    """A synchronised group asked for on the page: one single-run profile on 2 to 100 of the team's disks, chosen from
-    a list grouped by host (the members in the order listed: by host, then label), and the backend's optional caps.
-    The refusals (requesting.group_problem) go on the field they blame, naming the member and the fix."""
+    """A synchronised group asked for on the page: one single-run profile on 2 to 100 of the team's disks, chosen
+    from a list grouped by host (the members in the order listed: by host, then label), and the backend's optional
+    caps; or, ticked as a group-size sweep, the group of the first k disks for each of its sizes. The refusals
+    (requesting.group_problem, group_sizes_problem) go on the field they blame, naming the member and the fix."""
 
     profile = forms.ModelChoiceField(
         queryset=Profile.objects.none(),
@@ -110,6 +111,21 @@ class GroupForm(forms.Form):
         required=False,
         help_text="Optional, likewise, in MB/s (10⁶ bytes a second).",
         widget=forms.NumberInput(attrs={"step": "any", "min": "0", "inputmode": "decimal"}),
+    )
+
+    as_sizes = forms.BooleanField(
+        label="As a group-size sweep (1, 2, 4, … members)",
+        required=False,
+        help_text="Run the group of the first member, then of the first 2, 4, … and of all the disks ticked, one size "
+        "after another, to see where adding members stops adding IOPS.",
+    )
+    sizes = forms.CharField(
+        label="Group sizes",
+        required=False,
+        max_length=400,
+        help_text="Optional, with a group-size sweep: the sizes, growing, the last the number of disks ticked, e.g. "
+        "1,2,3. Empty: 1, 2, 4, … ending at the number of disks.",
+        widget=forms.TextInput(attrs={"placeholder": "1,2,4", "inputmode": "numeric", "autocomplete": "off"}),
     )
 
     def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
@@ -143,6 +159,31 @@ class GroupForm(forms.Form):
         """The disks ticked, in the order listed (the members' order)."""
         ticked = set(self.cleaned_data.get("disks") or [])
         return [disk for disk in self.team_disks if disk.pk in ticked]
+
+    def clean_sizes(self) -> list[int] | None:
+        """The sizes typed ("1, 2, 3"), or None when left empty; a part that is not a whole number is refused."""
+        text = self.cleaned_data.get("sizes", "").strip()
+        if not text:
+            return None
+        parts = [part.strip() for part in text.split(",")]
+        if not all(part.isascii() and part.isdigit() for part in parts):
+            raise forms.ValidationError(
+                f"Group sizes: give whole numbers of members separated by commas, e.g. 1,2,4; not {text[:40]!r}."
+            )
+        return [int(part) for part in parts]
+
+    def clean(self) -> dict[str, Any]:
+        """Sizes go only with a group-size sweep, and a sweep takes no backend cap: each refused on its field."""
+        cleaned = super().clean() or {}
+        if cleaned.get("as_sizes"):
+            for name in requesting.GROUP_CAPS:
+                if cleaned.get(name) is not None:
+                    self.add_error(
+                        name, "A group-size sweep takes no backend cap: leave it empty, or untick the sweep."
+                    )
+        elif cleaned.get("sizes") is not None:
+            self.add_error("sizes", "Group sizes go with a group-size sweep: tick it above, or leave the sizes empty.")
+        return cleaned
 
     def caps(self) -> dict[str, Any]:
         return {name: self.cleaned_data.get(name) for name in requesting.GROUP_CAPS}

@@ -65,23 +65,29 @@ def set_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def group_new(request: HttpRequest) -> HttpResponse:
-    """Run one profile as a group on the disks ticked; refused whole on the form (nothing written), else the group's
-    page. ?profile= starts the form on that profile."""
+    """Run one profile as a group on the disks ticked, or as a group-size sweep over them; refused whole on the form
+    (nothing written), else the group's or the sweep's page. ?profile= starts the form on that profile."""
     team = access.team(request)
     form = GroupForm(request.POST or None, team=team, initial={"profile": request.GET.get("profile")})
     if request.method == "POST":
         access.require_change(request, team)
         if form.is_valid():
             try:
-                run_set = requesting.request_group(
-                    form.chosen_disks(), form.cleaned_data["profile"], form.caps(), user=request.user
-                )
+                run_set = _start_group(form, request)
             except RunRefused as refused:
                 form.refuse(refused)
             else:
                 return redirect("set_detail", pk=run_set.pk)
     context = {"form": form, "can_change": access.can_change(request, team), "chosen": len(form["disks"].value() or [])}
     return render(request, "jobs/sets/group_form.html", context)
+
+
+def _start_group(form: GroupForm, request: HttpRequest) -> RunSet:
+    """The group the form asks for, or its group-size sweep when ticked as one."""
+    disks, profile = form.chosen_disks(), form.cleaned_data["profile"]
+    if form.cleaned_data["as_sizes"]:
+        return requesting.request_group_sizes(disks, profile, form.cleaned_data["sizes"], user=request.user)
+    return requesting.request_group(disks, profile, form.caps(), user=request.user)
 
 
 @login_required

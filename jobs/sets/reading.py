@@ -7,7 +7,7 @@ from typing import Any
 
 from jobs.analysis import curves
 from jobs.models import Run, RunSet
-from jobs.sets import summary
+from jobs.sets import group_sizes_result, summary
 from jobs.tools import sweep_plan
 
 
@@ -26,6 +26,29 @@ def group_plan(run_set: RunSet) -> dict[str, Any]:
         "count": len(disks),
         "text": f"{len(disks)} members, one a disk, started at one instant",
     }
+
+
+def group_sizes_plan(run_set: RunSet) -> dict[str, Any]:
+    """A group-size sweep's stored plan (its disks in member order, its sizes) with its member runs and words."""
+    plan = run_set.plan if isinstance(run_set.plan, dict) else {}
+    disks = [int(pk) for pk in plan.get("disks") or []]
+    sizes = [int(size) for size in plan.get("sizes") or []]
+    listed = ", ".join(str(size) for size in sizes)
+    return {
+        "disks": disks,
+        "sizes": sizes,
+        "members": sum(sizes),
+        "text": f"{len(sizes)} group sizes ({listed} members) on {len(disks)} disks: {sum(sizes)} member runs, "
+        "each size started at one instant once the smaller ones have ended",
+    }
+
+
+def group_sizes_result_of(run_set: RunSet, members_now: list[Run] | None = None) -> dict[str, Any]:
+    """A group-size sweep's sizes and saturation sentence: the stored ones once it ended, else drawn from its
+    members so far (a size not ended has no numbers, and says why)."""
+    if run_set.is_final and isinstance(run_set.result, dict):
+        return run_set.result
+    return group_sizes_result.sizes_result(run_set, members(run_set) if members_now is None else members_now)
 
 
 def result_of(run_set: RunSet, members_now: list[Run] | None = None, rule: curves.Rule | None = None) -> dict[str, Any]:

@@ -118,16 +118,11 @@ GROUP_MIN_MEMBERS = 2
 GROUP_MAX_MEMBERS = 100
 
 
-def group_refusal(disks: Sequence[Disk], profile: Profile) -> str | None:
-    """Why `profile` cannot run as a group on `disks` (in member order), or None: the number of members, a disk
-    given twice, a disk of another team, two members on a host that runs one benchmark at a time, a set profile,
-    or the first member the safety rules refuse, named with its disk, host and fix."""
-    problem = group_problem(disks, profile)
-    return problem[1] if problem else None
-
-
 def group_problem(disks: Sequence[Disk], profile: Profile) -> tuple[str, str] | None:
-    """group_refusal with the field to blame: `profile` for a set profile or another team's, `disks` otherwise."""
+    """Why `profile` cannot run as a group on `disks` (in member order), with the field to blame, or None: the number
+    of members, a disk given twice, a disk of another team, two members on a host that runs one benchmark at a
+    time (`disks`), a set profile or another team's (`profile`), or the first member the safety rules refuse, named
+    with its disk, host and fix (`disks`)."""
     if not GROUP_MIN_MEMBERS <= len(disks) <= GROUP_MAX_MEMBERS:
         given = f"{len(disks)} {'was' if len(disks) == 1 else 'were'} given"
         bounds = f"{GROUP_MIN_MEMBERS} to {GROUP_MAX_MEMBERS}"
@@ -214,14 +209,12 @@ def create_group_sizes(
     """A pending group-size sweep: for each size k (`sizes`, by default 1, 2, 4, … up to the number of disks), a
     pending member on each of the first k disks, size after size; none claimed yet. The sizes and every disk are
     checked before anything is written, as a group of all the disks is: one refused refuses the sweep (RunRefused
-    on `sizes` or `profile`)."""
+    on `sizes`, `disks` or `profile`)."""
     for disk in disks:
         queueing.check_team(disk, profile)
     sizes = list(sizes) if sizes is not None else group_sizes.default_sizes(len(disks))
-    if problem := group_sizes.sizes_problem(sizes, len(disks)):
-        raise RunRefused("sizes", problem)
-    if refusal := group_refusal(disks, profile):
-        raise RunRefused("profile", refusal)
+    if problem := group_sizes_problem(disks, profile, sizes):
+        raise RunRefused(*problem)
     with transaction.atomic():
         plan = {"disks": [disk.pk for disk in disks], "sizes": sizes}
         # A size that did not all succeed ends the sweep: its larger groups hold the same disks.
@@ -231,6 +224,17 @@ def create_group_sizes(
                 queueing.create_run(disk, profile, run_set=run_set, point={}, **when)
         run_set.members.filter(set_index__gte=sizes[0]).update(explanation=states.SMALLER_SIZES_FIRST)
     return run_set
+
+
+def group_sizes_problem(disks: Sequence[Disk], profile: Profile, sizes: Sequence[int]) -> tuple[str, str] | None:
+    """Why a group-size sweep cannot run, with the field to blame, or None: the number of disks first (sizes over
+    one disk would be judged against the wrong count), then the sizes, then the disks and the profile as a group of
+    all the disks is judged (group_problem: `disks` or `profile`)."""
+    if not GROUP_MIN_MEMBERS <= len(disks) <= GROUP_MAX_MEMBERS:
+        return group_problem(disks, profile)
+    if problem := group_sizes.sizes_problem(sizes, len(disks)):
+        return "sizes", problem
+    return group_problem(disks, profile)
 
 
 def request_group_sizes(

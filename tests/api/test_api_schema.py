@@ -129,6 +129,9 @@ def fuzzed() -> tuple[str, Team, list[object]]:
         # A group on two more disks, its members queued: a group's detail and cancel as the schema says them.
         pair = [DiskFactory(host=HostFactory(team=team_world.team, name=f"g{n}"), label=f"g{n}") for n in (1, 2)]
         requesting.request_group(pair, team_world.profile, {"cap_iops": 9000})
+        # A group-size sweep on two more, its first size queued: its plan and its sizes so far as the schema says.
+        duo = [DiskFactory(host=HostFactory(team=team_world.team, name=f"s{n}"), label=f"s{n}") for n in (1, 2)]
+        requesting.request_group_sizes(duo, team_world.profile)
     # An account without an email address: the members list shows "" for it, which the schema must allow.
     Membership.objects.create(user=User.objects.create_user("no-email"), team=world.team, role=Membership.Role.VIEWER)
     # A member, not an owner: owner-only writes answer 403, which the schema allows like any other 4xx.

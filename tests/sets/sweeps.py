@@ -5,8 +5,9 @@ known numbers."""
 from __future__ import annotations
 
 from django.test import TestCase
+from django.utils import timezone
 
-from jobs.models import Disk, Run, RunSet
+from jobs.models import Disk, Run, RunSample, RunSet
 from jobs.runs import states
 from jobs.sets import advancing, requesting
 from tests.factories import DiskFactory, HostFactory, ProfileFactory, TeamFactory, fio_summary
@@ -37,6 +38,16 @@ def succeed(run: Run, iops: float, p99_us: float) -> None:
     Run.objects.filter(pk=run.pk).update(summary=summary)
     run.refresh_from_db()
     assert states.finish(run, Run.State.SUCCEEDED, "finished", from_states=Run.ACTIVE_STATES)
+
+
+def measured(member: Run, iops: float, seconds: int = 4) -> None:
+    """A claimed member ended succeeded as its collection ends it: started now, its host saying how long it ran,
+    one sample a second at `iops`."""
+    Run.objects.filter(pk=member.pk).update(
+        started_at=timezone.now(), progress={"elapsed_from": "host", "elapsed_s": seconds}
+    )
+    RunSample.objects.bulk_create(RunSample(run=member, t_s=t, read_iops=iops) for t in range(1, seconds + 1))
+    succeed(member, iops, 100)
 
 
 def fail(run: Run, why: str = "fio exited with status 1") -> None:

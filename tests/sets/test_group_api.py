@@ -12,6 +12,7 @@ from jobs.models import Disk, Run, RunSet
 from jobs.sets import advancing
 from tests.factories import DiskFactory, HostFactory, ProfileFactory
 from tests.openapi import json_schema
+from tests.sets.group_requests import assert_refused_whole, changed, refused_disk
 from tests.sets.sweeps import members, succeed, sweep_profile
 from tests.world import client_for, make_world, post
 
@@ -29,10 +30,6 @@ def three_disks(world) -> list[Disk]:
     """The world's disk and two more, each on a host of its own."""
     others = [DiskFactory(host=HostFactory(team=world.team, name=f"db-{n}"), label=f"d{n}") for n in (2, 3)]
     return [world.disk, *others]
-
-
-def written() -> tuple[int, int]:
-    return RunSet.objects.count(), Run.objects.count()
 
 
 def test_a_group_started_through_the_api_answers_its_plan_members_and_start_instant(
@@ -125,7 +122,7 @@ def _refusals(world):
         ({"disks": lambda d: [d[0], stranger, d[2]]}, "disks", f"member 2 (disk {stranger.pk}): no disk of your team"),
         ({"disks": lambda d: [d[0], d[1], d[0]]}, "disks", "is given more than once"),
         ({"profile": sweep_profile(world.team).pk}, "profile", "is a set profile"),
-        ({"disks": lambda d: [*d, _destructive(world)]}, "disks", "Member 4 (disk raw on host db-raw) is refused"),
+        ({"disks": lambda d: [*d, refused_disk(world)]}, "disks", "Member 4 (disk raw on host db-raw) is refused"),
         ({"disk": world.disk.pk}, "disks", "exactly one of them"),
         ({"disks": None}, "disk", "exactly one of them"),
         ({"cap_iops": 0}, "cap_iops", "as a number above 0"),
@@ -134,25 +131,10 @@ def _refusals(world):
     ]
 
 
-def _destructive(world) -> Disk:
-    host = HostFactory(team=world.team, name="db-raw")
-    return DiskFactory(host=host, label="raw", kind=Disk.Kind.BLOCK, target_path="/dev/vdb", allow_destructive=False)
-
-
 def test_every_refusal_names_its_field_and_member_and_writes_nothing(ours):
     world, api = ours
     writer = ProfileFactory(team=world.team, name="writes", rw="randwrite", size_bytes=2**20)
     disks = three_disks(world)
     for change, field, words in _refusals(world):
-        body = {"profile": writer.pk, "disks": [d.pk for d in disks]}
-        for name, value in change.items():
-            value = [d.pk for d in value(disks)] if callable(value) else value
-            body.pop(name) if value is None else body.update({name: value})
-        before = written()
-
-        response = post(api, "/api/v1/sets/", body)
-
-        assert response.status_code == 400, (body, response.content)
-        assert list(response.json()) == [field], (body, response.json())
-        assert words in response.json()[field][0], (body, response.json())
-        assert written() == before
+        body = changed({"profile": writer.pk, "disks": [d.pk for d in disks]}, change, disks)
+        assert_refused_whole(api, body, field, words)

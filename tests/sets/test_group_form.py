@@ -5,6 +5,7 @@ viewers look only. Its look at 390 and 1280 px in Chromium is in test_group_form
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 from django.contrib.auth.models import User
@@ -92,3 +93,58 @@ def test_a_viewer_sees_the_form_but_cannot_start_a_group(lab, team):
     assert "You are a viewer in this team" in client.get("/sets/group/new/").content.decode()
     response = client.post("/sets/group/new/", {"profile": quick.pk, "disks": [disks[0].pk, disks[2].pk]})
     assert response.status_code == 403 and not RunSet.objects.exists()
+
+
+def test_the_form_offers_a_group_size_sweep_with_its_sizes(owner_client, lab):
+    page = html.unescape(owner_client.get("/sets/group/new/").content.decode())
+
+    assert 'name="as_sizes"' in page and "As a group-size sweep (1, 2, 4, … members)" in page
+    assert 'name="sizes"' in page and 'placeholder="1,2,4"' in page and ">Start the group</button>" in page
+
+
+@pytest.mark.parametrize(("sizes", "planned"), [("", [1, 2, 3]), (" 1, 3 ", [1, 3])], ids=["default", "typed"])
+def test_a_group_size_sweep_started_from_the_form_leads_to_its_page(
+    owner_client, lab, sizes, planned, django_capture_on_commit_callbacks
+):
+    disks, quick, _ = lab
+    data = {"profile": quick.pk, "disks": [d.pk for d in reversed(disks)], "as_sizes": "on", "sizes": sizes}
+    with django_capture_on_commit_callbacks():
+        response = owner_client.post("/sets/group/new/", data)
+
+    run_set = RunSet.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/sets/{run_set.pk}/"
+    assert run_set.kind == RunSet.Kind.GROUP_SIZES and run_set.trigger == "manual"
+    assert run_set.plan == {"disks": [d.pk for d in disks], "sizes": planned}
+    assert len(members(run_set)) == sum(planned) and members(run_set)[0].state == "queued"
+    assert "Group-size sweep" in owner_client.get(response["Location"]).content.decode()
+
+
+def test_every_refusal_of_a_group_size_sweep_is_shown_on_its_field_with_the_choices_kept(owner_client, lab, team):
+    disks, quick, _ = lab
+    raw = DiskFactory(host=HostFactory(team=team, name="db-3"), label="raw", kind=Disk.Kind.BLOCK,
+                      target_path="/dev/vdb", allow_destructive=False)  # fmt: skip
+    writer = ProfileFactory(team=team, name="writes", rw="randwrite", size_bytes=2**20)
+    three = [d.pk for d in disks]
+    refusals = [
+        ({"disks": three, "sizes": "1,2"}, "sizes", "The last group size is the number of disks given (3), not 2"),
+        ({"disks": three, "sizes": "2,1,3"}, "sizes", "The group sizes must grow from one to the next"),
+        ({"disks": three, "sizes": "1,two,3"}, "sizes", "give whole numbers of members separated by commas"),
+        ({"disks": three, "sizes": "-1,3"}, "sizes", "give whole numbers of members separated by commas"),
+        ({"disks": three, "as_sizes": "", "sizes": "1,3"}, "sizes", "Group sizes go with a group-size sweep"),
+        ({"disks": three, "cap_iops": "5000"}, "cap_iops", "A group-size sweep takes no backend cap"),
+        ({"disks": three[:1]}, "disks", "A group has 2 to 100 members, one a disk; 1 was given"),
+        ({"disks": [disks[2].pk, raw.pk], "profile": writer.pk}, "disks", "Member 2 (disk raw on host db-3) is"),
+    ]  # fmt: skip
+    for change, field, words in refusals:
+        data = {"profile": quick.pk, "as_sizes": "on", "sizes": ""} | change
+
+        response = owner_client.post("/sets/group/new/", data)
+
+        assert response.status_code == 200
+        errors = response.context["form"].errors
+        assert list(errors) == [field] and words in " ".join(errors[field]), (data, errors)
+        page = response.content.decode()
+        assert "Nothing was started" in page and f'value="{html.escape(data["sizes"])}"' in page
+        sweep_box = re.search(r'<input type="checkbox" name="as_sizes"[^>]*>', page).group(0)
+        assert (" checked" in sweep_box) == bool(data["as_sizes"]), data
+        assert not RunSet.objects.exists() and not Run.objects.exists()

@@ -17,24 +17,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from jobs.models import Disk, Run, RunSample, RunSet
+from jobs.models import Disk, Run, RunSet
 from jobs.runs import queueing, states
 from jobs.runs.queueing import RunRefused
 from jobs.sets import advancing, cancelling, requesting
 from tests.factories import ProfileFactory
-from tests.sets.sweeps import fail, members, succeed, three_disks
+from tests.sets.sweeps import fail, measured, members, three_disks
 
 pytestmark = pytest.mark.django_db
-
-
-def measured(member: Run, iops: float, seconds: int = 4) -> None:
-    """A claimed member ended succeeded as its collection ends it: started now, its host saying how long it ran,
-    one sample a second at `iops`."""
-    Run.objects.filter(pk=member.pk).update(
-        started_at=timezone.now(), progress={"elapsed_from": "host", "elapsed_s": seconds}
-    )
-    RunSample.objects.bulk_create(RunSample(run=member, t_s=t, read_iops=iops) for t in range(1, seconds + 1))
-    succeed(member, iops, 100)
 
 
 def test_a_sweep_is_made_size_after_size_and_only_its_first_size_is_claimed(django_capture_on_commit_callbacks):
@@ -199,7 +189,7 @@ def test_a_busy_disk_of_the_next_size_makes_the_sweep_wait_saying_which(django_c
     ("sizes", "third", "field", "message"),
     [
         ([1, 2], {}, "sizes", "The last group size is the number of disks given (3), not 2"),
-        (None, {"kind": Disk.Kind.BLOCK, "target_path": "/dev/vdb", "allow_destructive": False}, "profile",
+        (None, {"kind": Disk.Kind.BLOCK, "target_path": "/dev/vdb", "allow_destructive": False}, "disks",
          "Member 3 (disk c on host host-3) is refused, so the whole group is, and nothing was started"),
     ],
 )  # fmt: skip
