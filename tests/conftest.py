@@ -92,8 +92,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     walks the tests in collection order and runs a shared one only if it claims it first (a file made with
     O_EXCL), so the sessions end together whatever each test costs, where a fixed share left one session minutes
     behind the other. A test is claimed just before the one before it starts: pytest must know which test comes
-    next to keep the fixtures they share. `every_database` keeps a slow test in every session (the bench
-    scripts that write their own SQL)."""
+    next to keep the fixtures they share."""
     if sharing.claims_dir() is None or session.config.option.collectonly or session.testsfailed:
         return None  # pytest's own loop
     mine = (item for item in session.items if sharing.claim(item))

@@ -20,9 +20,7 @@ DATABASE_FIXTURES = {
 
 
 def shared(item: pytest.Item) -> bool:
-    """A slow test, or one that uses no database, runs in one session; `every_database` keeps it in every one."""
-    if item.get_closest_marker("every_database"):
-        return False
+    """A slow test, or one that uses no database, runs in one session."""
     if item.get_closest_marker("slow"):
         return True
     uses_database = item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))

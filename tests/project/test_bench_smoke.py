@@ -138,15 +138,10 @@ def _smoke_template(env: dict[str, str], tmp_path_factory: Any) -> tuple[str, bo
     return pg_template, bool(pg_template)
 
 
-def _sessions(script: str) -> Any:
-    """A script that takes a database writes its rows in its own SQL, which each database must take: it runs in every
-    session. One that measures processes only (a worker, the run command) runs in one, as other slow tests do."""
-    marks = [pytest.mark.every_database] if _takes_database(script) else []
-    return pytest.param(script, marks=marks, id=script)
-
-
+# Each script runs in one session of ./bw test, as the other slow tests do: one that writes its rows in its own SQL
+# runs on SQLite in one run and on PostgreSQL in another, whichever session claims it.
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [_sessions(script) for script in SCRIPTS])
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_the_bench_script_runs_at_smoke_size_and_prints_its_figures(script, smoke_runs):
     for what in _missing(script):
         _require(what)
