@@ -62,7 +62,12 @@ def wait_final(run: Final, timeout: float = 90) -> Final:
         if run.is_final:
             return run
         time.sleep(0.3)
-    raise AssertionError(f"{run} stayed {run.state} ({run.explanation}) for {timeout} s")
+    members = ""
+    if isinstance(run, RunSet):  # where each member got to, to tell a lost launch from a stuck run
+        members = "; its members: " + ", ".join(
+            f"{member.pk} {member.state} ({member.explanation})" for member in run.members.order_by("set_index")
+        )
+    raise AssertionError(f"{run} stayed {run.state} ({run.explanation}) for {timeout} s{members}")
 
 
 def wait_state(run: Run, state: str, timeout: float = 60) -> Run:

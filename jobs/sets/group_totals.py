@@ -111,11 +111,11 @@ class Member:
 
 @dataclass(frozen=True)
 class Second:
-    """One second of the group's per-second series: t, the whole second of the common clock nearest the end of
-    the samples in it; iops and bytes_per_s summed over the members with a sample there (bytes_per_s None when one
-    of those samples has none); every, whether every member has one."""
+    """One second of the group's per-second series: t, on the common clock, a whole number of seconds after the
+    first member's start, the nearest to the samples in it; iops and bytes_per_s summed over the members with a
+    sample there (bytes_per_s None when one of those samples has none); every, whether every member has one."""
 
-    t: int
+    t: float
     iops: float
     bytes_per_s: float | None
     members: int
@@ -125,28 +125,34 @@ class Second:
 def per_second(members: Sequence[Member]) -> list[Second]:
     """The group's per-second total series, on the common clock, in time order.
 
-    Each sample is moved onto the common clock by its host's offset and counted in the nearest whole second; two
-    samples of one member that land in one second (a host's timer jitter) count as their mean. A second counts
-    as every member's only when each member has a sample in it: the rest are the ramps at either end, where some
+    Each sample is moved onto the common clock by its host's offset and counted in the second nearest to it,
+    counting whole seconds from the first member's start (not the clock's own whole seconds: two members that
+    started 50 ms apart would fall into different seconds whenever a second of the clock began between them); two
+    samples of one member that land in one second (a host's timer jitter) count as their mean. A second counts as
+    every member's only when each member has a sample in it: the rest are the ramps at either end, where some
     members had not started or had ended."""
     _check_members(members)
-    series = [_by_second(member) for member in members]
+    origin = min(member.offset.to_common(member.start) for member in members)
+    series = [_by_second(member, origin) for member in members]
     seconds = sorted(set().union(*series))
     found = []
-    for t in seconds:
-        present = [samples[t] for samples in series if t in samples]
+    for k in seconds:
+        present = [samples[k] for samples in series if k in samples]
         iops = sum(iops for iops, _ in present)
         found.append(
-            Second(t, iops, _sum_or_none([bw for _, bw in present]), len(present), len(present) == len(members))
+            Second(
+                origin + k, iops, _sum_or_none([bw for _, bw in present]), len(present), len(present) == len(members)
+            )
         )
     return found
 
 
-def _by_second(member: Member) -> dict[int, tuple[float, float | None]]:
+def _by_second(member: Member, origin: float) -> dict[int, tuple[float, float | None]]:
+    """A member's samples by the whole second after `origin` nearest to each (halves round up)."""
     grouped: dict[int, list[Sample]] = {}
     for sample in member.samples:
-        grouped.setdefault(round(member.offset.to_common(sample[0])), []).append(sample)
-    return {t: _mean_rates(samples) for t, samples in grouped.items()}
+        grouped.setdefault(math.floor(member.offset.to_common(sample[0]) - origin + 0.5), []).append(sample)
+    return {k: _mean_rates(samples) for k, samples in grouped.items()}
 
 
 def _mean_rates(samples: Sequence[Sample]) -> tuple[float, float | None]:

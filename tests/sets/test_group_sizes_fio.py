@@ -16,8 +16,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_sweep_of_one_two_and_three_hosts_runs_size_after_size_and_its_page_draws_the_curve(
-    fio_installed, sshd, sshd_factory, worker, team, live_server, page, phone_page, screenshot, tmp_path
+    fio_installed, sshd, sshd_factory, worker_factory, team, live_server, page, phone_page, screenshot, tmp_path
 ):
+    # A worker of its own, not one kept from an earlier test: in one ./bw test of four, the second size's members
+    # were claimed and then never ran with the kept worker (not reproduced alone or after the group test).
+    worker_factory()
     disks = []
     for number, server in enumerate([sshd, sshd_factory(), sshd_factory()], 1):
         host = HostFactory.for_sshd(server, team=team, name=f"host-{number}")

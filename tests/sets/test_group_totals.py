@@ -270,16 +270,21 @@ def test_the_whole_run_and_span_totals_are_the_members_rates_and_their_io_over_t
 @given(laid_out_groups())
 def test_the_per_second_series_sums_the_members_samples_at_each_common_second(group):
     members, layout = group
+    # Whole seconds counted from the first member's start: a sample k seconds into a member that started d ms after
+    # the first is in second round(k + d / 1000), halves up.
+    first = min(m["start_ms"] for m in layout)
     expected: dict[int, list[float]] = {}
     for m in layout:
         for k, (iops, _) in enumerate(m["rates"], 1):
-            expected.setdefault(EPOCH + (m["start_ms"] + 1000 * k + 500) // 1000, []).append(iops)
+            expected.setdefault((m["start_ms"] - first + 1000 * k + 500) // 1000, []).append(iops)
     series = per_second(members)
-    assert [second.t for second in series] == sorted(expected)
-    for second in series:
-        assert second.iops == pytest.approx(sum(expected[second.t]))
-        assert second.members == len(expected[second.t])
-        assert second.every == (len(expected[second.t]) == len(layout))
+    assert [second.t for second in series] == pytest.approx(
+        [EPOCH + first / 1000 + k for k in sorted(expected)], rel=0, abs=1e-6
+    )
+    for second, k in zip(series, sorted(expected), strict=True):
+        assert second.iops == pytest.approx(sum(expected[k]))
+        assert second.members == len(expected[k])
+        assert second.every == (len(expected[k]) == len(layout))
 
 
 def test_two_samples_of_one_member_in_one_second_count_as_their_mean():
