@@ -196,9 +196,8 @@ def saturation(points: Sequence[SizePoint], gain: float = GAIN_PER_DOUBLING) -> 
         best = max(points[index + 1 :], key=lambda later: _gain_per_doubling(point, later))
         if _gain_per_doubling(point, best) < gain:
             return Saturation(point, _saturated_why(point, best, gain), gain)
-    return Saturation(
-        None, f"total IOPS still grew by {gain * 100:g} % or more per doubling up to {points[-1].members} members", gain
-    )
+    grew = f"total IOPS still grew by {gain * 100:g} % or more per doubling up to {_members(points[-1].members)}"
+    return Saturation(None, grew, gain)
 
 
 def _gain_per_doubling(before: SizePoint, after: SizePoint) -> float:
@@ -210,11 +209,15 @@ def _gain_per_doubling(before: SizePoint, after: SizePoint) -> float:
 def _saturated_why(point: SizePoint, best: SizePoint, gain: float) -> str:
     per_member = statistics.fmean(point.member_iops)
     return (
-        f"from {point.members} members ({format_iops(point.total_iops)}, {format_iops(per_member)} a member on "
+        f"from {_members(point.members)} ({format_iops(point.total_iops)}, {format_iops(per_member)} a member on "
         f"average) on, no "
-        f"larger group gave {gain * 100:g} % more IOPS per doubling; the most was {best.members} members: "
+        f"larger group gave {gain * 100:g} % more IOPS per doubling; the most was {_members(best.members)}: "
         f"{format_iops(best.total_iops)}, {_signed_percent(_gain_per_doubling(point, best))} per doubling"
     )
+
+
+def _members(count: int) -> str:
+    return f"{count} member" if count == 1 else f"{count} members"
 
 
 def _signed_percent(fraction: float) -> str:

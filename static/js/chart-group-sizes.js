@@ -79,7 +79,7 @@
     if (at >= 0 && sizes[at].total_iops != null) {
       found.push({
         type: "line",
-        label: "saturated from " + data.saturation + " members",
+        label: "saturated from " + data.saturation + (data.saturation === 1 ? " member" : " members"),
         data: sizes.map((s, n) => (n === at ? s.total_iops : null)),
         yAxisID: "y",
         borderColor: palette[0],
@@ -115,7 +115,7 @@
     // The legend in the datasets' order (the marker is drawn on top, which would list it first).
     options.plugins.legend.labels.sort = (a, b) => a.datasetIndex - b.datasetIndex;
     options.plugins.tooltip.callbacks = {
-      title: (items) => (items.length ? items[0].label + " members" : ""),
+      title: (items) => (items.length ? items[0].label + (items[0].label === "1" ? " member" : " members") : ""),
       label: (ctx) => ctx.dataset.label + ": " + fmt.iops(ctx.parsed.y),
     };
     fitHeight(canvas, 340, sets.length);

@@ -455,7 +455,7 @@ def test_the_curve_saturates_where_the_backend_stops_giving_more(case, per_membe
     count, knee = case
     found = saturation(capped(per_member, 2**knee, count))
     assert found.point is not None and found.point.members == 2**knee
-    assert found.why.startswith(f"from {2**knee} members (")
+    assert found.why.startswith(f"from {2**knee} member{'' if knee == 0 else 's'} (")
 
 
 @FAST
