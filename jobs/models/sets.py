@@ -43,6 +43,8 @@ class RunSet(models.Model):
 
     UNFINISHED_STATES = ("pending", "running")
     FINAL_STATES = ("succeeded", "failed", "cancelled")
+    # The kinds whose members start together on several disks: a group, and each size of a group-size sweep.
+    TOGETHER_KINDS = ("group", "group_sizes")
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="run_sets", editable=False)
@@ -118,7 +120,7 @@ class RunSet(models.Model):
     @classmethod
     def holding_text(cls, kind: str, pk: int | None) -> str:
         """Why a run waits for the disk a set holds: 'waiting: disk held by sweep 12 until its last point ends'."""
-        last = "member" if kind in (cls.Kind.GROUP, cls.Kind.GROUP_SIZES) else "point"
+        last = "member" if kind in cls.TOGETHER_KINDS else "point"
         return f"waiting: disk held by {cls.label_of(kind, pk)} until its last {last} ends"
 
     @property

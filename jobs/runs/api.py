@@ -241,7 +241,7 @@ NOT_LAUNCHED = (Run.State.PENDING, Run.State.QUEUED, Run.State.LAUNCHING)
 def clock_offset(run: Run) -> dict[str, Any] | None:
     """A run's clock offset as the API gives it: null outside a group (or a group-size sweep), else its measured
     figures or why there are none (not launched yet, a probe that failed, or never measured)."""
-    if run.run_set is None or run.run_set.kind not in (RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES):
+    if run.run_set is None or run.run_set.kind not in RunSet.TOGETHER_KINDS:
         return None
     stored = run.clock_offset if isinstance(run.clock_offset, dict) else {}
     found = group_result.measured_offset(stored)

@@ -156,7 +156,7 @@ def measure_clock(conn: ssh.Connection, run: Run) -> None:
     the wrapper waits for the shared start; a failed probe is stored as the reason and never fails the run."""
     if run.clock_offset or run.run_set_id is None:
         return
-    if not RunSet.objects.filter(pk=run.run_set_id, kind__in=(RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES)).exists():
+    if not RunSet.objects.filter(pk=run.run_set_id, kind__in=RunSet.TOGETHER_KINDS).exists():
         return
     try:
         found = group_clocks.clock_offset(remote.clock_probes(conn))

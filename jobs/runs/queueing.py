@@ -139,15 +139,11 @@ def dispatch_due(now: Any = None) -> int:
             ):
                 # A group's members are claimed together, by its first due one; a group-size sweep's next size,
                 # by its first pending member.
-                if run.run_set is not None and run.run_set.kind in (RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES):
-                    if run.run_set.pk not in groups:
-                        groups.add(run.run_set.pk)
-                        sizes = run.run_set.kind == RunSet.Kind.GROUP_SIZES
-                        claimed_members += (
-                            states.claim_group_size(run, now) if sizes else states.claim_group(run.run_set.pk, now)
-                        )
-                    continue
-                claimed_members += states.claim(run, now)
+                if run.run_set is not None and run.run_set.kind in RunSet.TOGETHER_KINDS:
+                    if run.run_set.pk in groups:
+                        continue
+                    groups.add(run.run_set.pk)
+                claimed_members += states.claim_members(run, now)
             due = [row for row in due if row[0] not in members]
         places = {row[0]: Place(row[1], row[3], row[4], row[5]) for row in due}
         occupancy = Occupancy.of(places.values())

@@ -172,28 +172,35 @@ def _hold_set(run: Run, now: Any) -> None:
 
 
 def claim(run: Run, now: Any = None) -> bool:
-    """pending -> queued for one run, if its disk (and an exclusive host) is free; the launch goes out on commit."""
+    """pending -> queued for one run, if its disk (and an exclusive host) is free; the launch goes out on commit.
+    A member of a group (or of a group-size sweep) is claimed with its group's (its size's) other members."""
+    return claim_members(run, now) > 0
+
+
+def claim_members(run: Run, now: Any = None) -> int:
+    """claim() saying how many runs it claimed: the run alone (0 or 1), or its group's (its size's) members."""
     now = now or timezone.now()
     if run.not_before and run.not_before > now + CLAIM_LEAD:
-        return False
+        return 0
     if paused := paused_schedule(run):
         # Paused after this fire was made: the pause cancelled it, or it raced the pause; either way it ends here.
         move_all(Run.objects.filter(pk=run.pk), (State.PENDING,), State.CANCELLED,
                  finished_at=now, explanation=paused_explanation(paused))  # fmt: skip
-        return False
-    if run.run_set_id is not None and run.run_set is not None and run.run_set.kind == RunSet.Kind.GROUP:
-        return claim_group(run.run_set_id, now) > 0
+        return 0
+    if run.run_set is not None and run.run_set.kind == RunSet.Kind.GROUP:
+        return claim_group(run.run_set.pk, now)
     if run.run_set is not None and run.run_set.kind == RunSet.Kind.GROUP_SIZES:
-        return claim_group_size(run, now) > 0
+        return claim_group_size(run, now)
     host = run.disk.host
+    place = Place.of_run(run)
     try:
         with transaction.atomic():
-            if busy := Occupancy.of([Place.of_run(run)], own_set=run.run_set_id).why(Place.of_run(run)):
+            if busy := Occupancy.of([place], own_set=run.run_set_id).why(place):
                 _explain_if_changed(run, busy)
-                return False
+                return 0
             if turn := _set_turn(run):
                 _explain_if_changed(run, turn)
-                return False
+                return 0
             changed = move_all(Run.objects.filter(pk=run.pk), (State.PENDING,), State.QUEUED,
                                queued_at=now, heartbeat_at=now, explanation=steps.QUEUED_TEXT)  # fmt: skip
             if changed:
@@ -201,10 +208,10 @@ def claim(run: Run, now: Any = None) -> bool:
     except IntegrityError:
         # Another run took the disk between our look and our update: the constraint said no.
         _explain_if_changed(run, "waiting: disk busy with another run")
-        return False
+        return 0
     if changed:
         transaction.on_commit(lambda: steps.send_launch(run, host.site))
-    return bool(changed)
+    return changed
 
 
 def group_start_lead(members: int) -> timedelta:

@@ -398,7 +398,7 @@ class CapField(serializers.FloatField):
 
 
 # The kinds of set started on `disks`; the others are started on one `disk`.
-ON_DISKS = (RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES)
+ON_DISKS = RunSet.TOGETHER_KINDS
 
 
 class SetRequestSerializer(serializers.Serializer):

@@ -97,7 +97,7 @@ def comparison(query: Query) -> dict[str, Any]:
 def compared() -> QuerySet[RunSet]:
     """The sets compared curve on curve: not groups or group-size sweeps, whose result has no points (their pages
     show their own)."""
-    return RunSet.objects.exclude(kind__in=(RunSet.Kind.GROUP, RunSet.Kind.GROUP_SIZES))
+    return RunSet.objects.exclude(kind__in=RunSet.TOGETHER_KINDS)
 
 
 def _profile(disks: list[Disk], given: str) -> str:

@@ -66,8 +66,12 @@ def group_page(run_set: RunSet) -> dict[str, Any]:
 
 
 def _with_mb_per_s(total: dict[str, Any]) -> dict[str, Any]:
-    bytes_per_s = total.get("bytes_per_s")
-    return total | {"mb_per_s": bytes_per_s / 1e6 if bytes_per_s is not None else None}
+    return total | {"mb_per_s": _mb_per_s(total.get("bytes_per_s"))}
+
+
+def _mb_per_s(bytes_per_s: float | None) -> float | None:
+    """MB/s (10^6 bytes a second) as the pages show bandwidth; None: not reported."""
+    return bytes_per_s / 1e6 if bytes_per_s is not None else None
 
 
 def _group_row(run: Run, entry: dict[str, Any], comparison: dict[str, Any], places: int) -> dict[str, Any]:
@@ -76,13 +80,12 @@ def _group_row(run: Run, entry: dict[str, Any], comparison: dict[str, Any], plac
     name = entry.get("name", "")
     offset, uncertainty = entry.get("clock_offset_s"), entry.get("clock_uncertainty_s")
     start = entry.get("start_s")
-    bytes_per_s = entry.get("bytes_per_s")
     return {
         "run": run,
         "name": name or f"member {(run.set_index or 0) + 1}",
         "iops_shown": figures.total_iops_shown(run.summary) if "iops" in entry else None,
         "all_running_iops": entry.get("all_running_iops"),
-        "mb_per_s": bytes_per_s / 1e6 if bytes_per_s is not None else None,
+        "mb_per_s": _mb_per_s(entry.get("bytes_per_s")),
         "p99_us": entry.get("p99_us"),
         "start_text": f"{start:.{places}f} s" if start is not None else "",
         "clock_text": _offset_text(offset, uncertainty),
@@ -220,7 +223,7 @@ def rows(run_set: RunSet, result: dict[str, Any]) -> list[dict[str, Any]]:
             "values": [(name, _value_text(f, values.get(f))) for name, f in zip(names, fields, strict=True)],
             "text": sweep_plan.point_text(in_plan_order(run_set.plan, values), tool),
             "is_knee": point.get("index") in knees,
-            "mb_per_s": point["bw_bytes_per_s"] / 1e6 if point.get("bw_bytes_per_s") is not None else None,
+            "mb_per_s": _mb_per_s(point.get("bw_bytes_per_s")),
         })  # fmt: skip
     return found
 

@@ -41,7 +41,8 @@ def group_result(members: list[Run], plan: dict[str, Any] | None = None) -> dict
     result: dict[str, Any] = {"members": listed, "offsets": _offsets_text(unmeasured, len(counted)),
                               "offsets_not_measured": unmeasured}  # fmt: skip
     if not counted:
-        return result | {"why": "no member succeeded with a measured start: the group has no numbers"}
+        why = "no member succeeded with a measured start: the group has no numbers"
+        return result | {"why": why, "limit": limit_of_members([], plan or {})}
     runs = [_member(member, offsets[member_name(member)] or SAME_CLOCK) for member in counted]
     spread = start_spread({run.name: run.start for run in runs}, {run.name: run.offset for run in runs})
     totals = group_totals.totals(runs)

@@ -210,8 +210,6 @@ def create_group_sizes(
     pending member on each of the first k disks, size after size; none claimed yet. The sizes and every disk are
     checked before anything is written, as a group of all the disks is: one refused refuses the sweep (RunRefused
     on `sizes`, `disks` or `profile`)."""
-    for disk in disks:
-        queueing.check_team(disk, profile)
     sizes = list(sizes) if sizes is not None else group_sizes.default_sizes(len(disks))
     if problem := group_sizes_problem(disks, profile, sizes):
         raise RunRefused(*problem)
