@@ -25,7 +25,19 @@ STOP_RUN = "jobs.stop_run"
 PUSH_TO_GRAFANA = "jobs.push_to_grafana"
 DELIVER = "jobs.deliver"
 ADVANCE_SET = "jobs.advance_set"
-NAMES = (LAUNCH_RUN, LAUNCH_RUNS, POLL_RUN, OBSERVE_HOST, COLLECT_RUN, STOP_RUN, PUSH_TO_GRAFANA, DELIVER, ADVANCE_SET)
+DRIVE_GROUP = "jobs.drive_group"
+NAMES = (
+    LAUNCH_RUN,
+    LAUNCH_RUNS,
+    POLL_RUN,
+    OBSERVE_HOST,
+    COLLECT_RUN,
+    STOP_RUN,
+    PUSH_TO_GRAFANA,
+    DELIVER,
+    ADVANCE_SET,
+    DRIVE_GROUP,
+)
 
 
 def _app() -> Celery:

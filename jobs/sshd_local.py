@@ -95,7 +95,9 @@ def sshd_config(
         "LoginGraceTime 30",
         "PrintMotd no",
         "X11Forwarding no",
-        "AllowTcpForwarding no",
+        # fio's client/server mode reaches each member's server socket over a stream-local channel, which OpenSSH
+        # allows only where local forwarding is allowed; PermitOpen none still refuses every TCP destination.
+        "AllowTcpForwarding local",
         "Subsystem sftp internal-sftp",
     ]
     return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ from jobs.alerts import evaluate as alerts
 from jobs.metrics import grafana
 from jobs.models import Team
 from jobs.notify import delivery
-from jobs.runs import collecting, launching, retention, sites, stopping, sweeping, watching
+from jobs.runs import collecting, driving, launching, retention, sites, stopping, sweeping, watching
 from jobs.schedules import dispatcher
 from jobs.sets import advancing
 
@@ -139,6 +139,12 @@ def tick() -> str:
 @shared_task(name="jobs.advance_set")
 def advance_set(run_set_id: int) -> str:
     return advancing.advance(run_set_id)
+
+
+@shared_task(name="jobs.drive_group")
+def drive_group(run_set_id: int) -> str:
+    """A group run by fio's client/server mode: its fio client, once every member's server is up."""
+    return driving.drive(run_set_id)
 
 
 @shared_task(name="jobs.deliver")

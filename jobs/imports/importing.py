@@ -22,7 +22,7 @@ from jobs.alerts import boundary
 from jobs.alerts import evaluate as alerts
 from jobs.analysis import steady
 from jobs.models import Disk, Profile, Run, RunResult, RunSample, RunSet
-from jobs.runs import collecting
+from jobs.runs import storing
 from jobs.tools import completion, detect
 from jobs.tools.summary import ParseError, ParseResult
 
@@ -243,7 +243,7 @@ def store_result(
         finished_at=finished,
         raw_output=text,
         import_fingerprint=fingerprint(text, parsed.label),
-        summary=collecting.stored_summary(summary),
+        summary=storing.stored_summary(summary),
         limits_snapshot=disk.limits_snapshot(summary.get("block_size_bytes")),
         steady_state=None if errors else steady.stamp(parsed.steadystate, summary.get("samples", [])),
         run_set=member.run_set if member else None,

@@ -45,6 +45,10 @@ class RunSet(models.Model):
     FINAL_STATES = ("succeeded", "failed", "cancelled")
     # The kinds whose members start together on several disks: a group, and each size of a group-size sweep.
     TOGETHER_KINDS = ("group", "group_sizes")
+    # How a group's members start together (plan["synchronised_by"]): benchweb's shared start instant (the
+    # default), or fio's client/server mode.
+    SYNCHRONISED_BY = ("benchweb", "fio")
+    BY_FIO = "fio"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="run_sets", editable=False)
@@ -78,6 +82,9 @@ class RunSet(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     result = models.JSONField(
         null=True, blank=True, help_text="The set's own result beside its members': a sweep's knee, an SLA answer."
+    )
+    driven_at = models.DateTimeField(
+        null=True, blank=True, help_text="A group run by fio's client/server mode: when a worker took its fio client."
     )
 
     class Meta:
@@ -126,3 +133,9 @@ class RunSet(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in self.FINAL_STATES
+
+    @property
+    def run_by_fio(self) -> bool:
+        """A group synchronised by fio's client/server mode (plan["synchronised_by"] "fio"), not by benchweb's
+        shared start instant (docs/user-guide/groups.md#running-with-fios-own-clientserver-mode)."""
+        return self.kind == self.Kind.GROUP and (self.plan or {}).get("synchronised_by") == self.BY_FIO

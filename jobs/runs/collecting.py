@@ -4,18 +4,18 @@ An observation step (jobs/runs/watching.py) moves an ended run to *collecting* a
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from jobs import environment, remote, ssh
 from jobs import runners as runner
-from jobs.disks import identity, precondition
+from jobs.disks import identity
 from jobs.hosts import connecting
-from jobs.models import Run, RunResult, RunSample
-from jobs.runs import cleaning, steps
+from jobs.models import Run
+from jobs.runs import cleaning, steps, storing
 from jobs.runs.states import finish, lost_reason
 from jobs.safety import guard
 
@@ -47,11 +47,6 @@ def _note_started(run: Run, status: remote.PollResult) -> None:
         run.started_at = started
 
 
-def stored_summary(summary: dict[str, Any] | None) -> dict[str, Any] | None:
-    # The per-second samples are kept as RunSample rows; a second copy in the summary is dead weight.
-    return summary and {key: value for key, value in summary.items() if key != "samples"}
-
-
 def _final_clock(run: Run, status: remote.PollResult) -> dict[str, Any]:
     """elapsed_s of a finished run: from the host's `started` to its `finished` (both its own clock), not the
     last poll's figure, which is up to a poll interval old; elapsed_from says which clock (a wrapper older than
@@ -78,27 +73,20 @@ def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.P
     limit = runner.watchdog_seconds(run.parameters, run.disk.kind)
     outcome = tool.interpret(outputs, exit_status, run.parameters, elapsed_s=elapsed, limit_s=limit)
     tuning = _tuning_outcome(conn, run)
-    with transaction.atomic():
-        RunSample.store(run, (outcome.summary or {}).get("samples", []))
-        finished = finish(
-            run,
-            outcome.state,
-            outcome.explanation,
-            summary=stored_summary(outcome.summary),
-            raw_output=outcome.raw_output,
-            raw_stderr=outcome.raw_stderr,
-            exit_status=exit_status,
-            progress=run.progress | clock,
-            steady_state=outcome.steady_state,
-            **tuning,
-        )
-        if not finished:
-            # Another collector finished it first (a sweep raced a slow one): keep its result, not ours.
-            transaction.set_rollback(True)
-            return
-        RunResult.record(run)
-        precondition.note_fill(run)
-    cleaning.clean_up(conn, run)
+    if run.run_set is not None and run.run_set.run_by_fio:
+        outcome = _driver_lost(outcome)
+    if storing.store_outcome(run, outcome, exit_status=exit_status, progress=run.progress | clock, **tuning):
+        cleaning.clean_up(conn, run)
+
+
+def _driver_lost(outcome: runner.Outcome) -> runner.Outcome:
+    """A member of a group run by fio's client/server mode is only collected here when its server ended before
+    the group's driver stored the client's result: the driver (a worker) was lost, or the server stopped."""
+    return dataclasses.replace(outcome, state="failed", summary=None, explanation=(
+        "fio's server on this host ended before the group's fio client on the worker reported its result (the "
+        "worker driving the group was stopped or lost, or the server was stopped on the host): nothing of this run "
+        "was measured"
+    ))  # fmt: skip
 
 
 def _refused_on_host(conn: ssh.Connection, run: Run) -> str:

@@ -4,9 +4,10 @@ its host's chain of observation steps (jobs/runs/watching.py), started through j
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timedelta
 
-from django.db.models import F
+from django.db.models import Case, F, TextField, Value, When
 from django.utils import timezone
 
 from jobs import environment, remote, safety, ssh
@@ -14,6 +15,7 @@ from jobs import runners as runner
 from jobs.disks import identity, precondition
 from jobs.hosts import connecting
 from jobs.models import Run, RunSet
+from jobs.remote import fio_server
 from jobs.runs import cleaning, states, steps
 from jobs.runs.states import finish, move
 from jobs.safety import guard
@@ -80,7 +82,7 @@ def launch(run_id: int) -> str:
         # A scheduled run re-checks its schedule here: one paused since the claim starts nothing.
         paused = states.paused_schedule(run)
         if run.cancel_requested or paused:
-            why = states.paused_explanation(paused) if paused else "cancelled before it started"
+            why = states.paused_explanation(paused) if paused else states.CANCELLED_BEFORE_START
             finish(run, Run.State.CANCELLED, why, attempt=attempt)
             return _state_of(run)
     tool = runner.for_parameters(run.parameters)
@@ -141,12 +143,17 @@ def launch(run_id: int) -> str:
         remote_dir=run_dir,
         # Until the host reports the real start, the planned one (the wrapper waits for not_before).
         started_at=run.started_at or _planned_start(run),
-        explanation="running",
+        # A run cancelled while it launched keeps saying so (and why: states.call_off), for its stop to end it.
+        explanation=Case(
+            When(cancel_requested=True, then=F("explanation")), default=Value("running"), output_field=TextField()
+        ),
     ):
         # The host's chain of observation steps takes it from here; this starts one if the host has none.
         steps.watch(disk.host)
         if run.cancel_requested:
             steps.send("stop", run)  # cancelled while it launched
+        elif run.run_set_id is not None and _run_by_fio(run):
+            steps.send_drive(run.run_set_id, disk.host.site)  # the last member's server up starts fio's client
     return run.state
 
 
@@ -258,6 +265,15 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
         return None
     pinned = {"queue_cpus": pinning.queue_cpus} if pinning.queue_cpus else {}
     argv, files, command_text = tool.build(params | pinned, disk.target_path, disk.kind, pre.run_dir, str(run.uuid))
+    served = _run_by_fio(run)
+    if served:
+        if problem := fio_server.socket_problem(pre.run_dir, disk.host.name):
+            finish(run, Run.State.ERROR, f"refused, nothing was started: {problem}", attempt=attempt)
+            return None
+        # fio's server in place of the job: the group's fio client on the worker sends the job (docs/user-guide/
+        # groups.md#running-with-fios-own-clientserver-mode); the same checks and lock come first.
+        argv = fio_server.server_argv(argv, pre.run_dir)
+        command_text = f"{shlex.join(argv)}\n# fio's client on the worker sends it:\n{command_text}"
     guarded = runner.writes(params)
     if guarded:
         files |= guard.files(disk.target_path, disk.kind, pre.safety_report)
@@ -268,9 +284,11 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
         argv=argv,
         limit_s=runner.watchdog_seconds(params, disk.kind),
         files=files,
-        start_at=run.not_before.timestamp() if run.not_before else None,
+        # A server starts at once: fio's client starts the members' jobs together.
+        start_at=run.not_before.timestamp() if run.not_before and not served else None,
         tunables=pinning.tunables,
-        guard_before=guard.before_tool(disk.target_path, disk.kind) if guarded else "",
+        guard_before=(fio_server.SERVER_SETUP if served else "")
+        + (guard.before_tool(disk.target_path, disk.kind) if guarded else ""),
         guard_after=guard.after_tool() if guarded else "",
     )
     files["run.sh"] = remote.wrapper_script(plan).encode()
@@ -282,6 +300,11 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
         environment=pinning.environment,
     )
     return plan
+
+
+def _run_by_fio(run: Run) -> bool:
+    """A member of a group run by fio's client/server mode."""
+    return run.run_set_id is not None and run.run_set is not None and run.run_set.run_by_fio
 
 
 def _pinning(run: Run, pre: remote.Preflight, attempt: int) -> environment.Pinning | None:

@@ -117,6 +117,9 @@ def _member_finished(run: Run, state: str) -> None:
                  finished_at=timezone.now(),
                  explanation=f"skipped: {where} ended {state} and this {noun} stops on a failure")  # fmt: skip
     transaction.on_commit(lambda: steps.send_advance(run_set.pk, run.disk.host.site))
+    if state != State.SUCCEEDED and run_set.run_by_fio and run_set.driven_at is None:
+        # A member of a group run by fio that ended before its client started: the others are called off.
+        transaction.on_commit(lambda: steps.send_drive(run_set.pk, run.disk.host.site))
 
 
 def _claim_waiting(run: Run) -> None:
@@ -303,6 +306,33 @@ def _group_busy(run_set: RunSet, members: list[Run]) -> str | None:
 
 def _explain_if_changed(run: Run, explanation: str) -> None:
     Run.objects.filter(pk=run.pk, state=State.PENDING).exclude(explanation=explanation).update(explanation=explanation)
+
+
+# What a person's cancel says of a run that had not started.
+CANCELLED_BEFORE_START = "cancelled before it started"
+
+
+def call_off(run: Run, why: str) -> Run:
+    """Stop a run before it ends by itself. Pending and queued runs end at once, saying `why`; running ones are
+    stopped on the host by their own task (a launching one by its host's next observation step, once it runs).
+
+    A queued run is one no worker holds yet: a launch moves it to *launching* with a conditional UPDATE before
+    it does anything, so of that UPDATE and this one only one wins. When the cancel wins, the launch message
+    still waiting in the queue finds the run cancelled and starts nothing; when the launch won, the run is
+    cancelled as a launching one."""
+    unheld = (State.PENDING, State.QUEUED)
+    if run.state in unheld and finish(run, State.CANCELLED, why, from_states=unheld):
+        return run
+    run.refresh_from_db()  # a launch may have taken it meanwhile
+    if run.is_active:
+        # The stop (jobs/runs/stopping.py) ends it saying `why`, when `why` is not a person's plain cancel.
+        saying = "cancelling" if why == CANCELLED_BEFORE_START else f"cancelling: {why}"
+        Run.objects.filter(pk=run.pk).update(cancel_requested=True, explanation=saying,
+                                             heartbeat_at=timezone.now())  # fmt: skip
+        if run.state == State.RUNNING:
+            steps.send("stop", run)
+    run.refresh_from_db()
+    return run
 
 
 def paused_explanation(schedule_name: str) -> str:

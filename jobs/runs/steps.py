@@ -53,6 +53,12 @@ def send_advance(run_set_id: int, site: str) -> None:
     messages.send(messages.ADVANCE_SET, run_set_id, queue=queue_for(site))
 
 
+def send_drive(run_set_id: int, site: str) -> None:
+    """A member of a group run by fio's client/server mode is up (or ended): the group's driver
+    (jobs/runs/driving.py) looks whether its fio client can start, or its members must be called off."""
+    messages.send(messages.DRIVE_GROUP, run_set_id, queue=queue_for(site))
+
+
 def send_launch(run: Run, site: str) -> None:
     """The launch of one run just claimed."""
     send("launch", run)

@@ -16,24 +16,8 @@ from jobs.runs.states import finish
 
 
 def cancel(run: Run) -> Run:
-    """Pending and queued runs stop at once; running ones are stopped on the host by their own task (a launching
-    one by its host's next observation step, once it runs).
-
-    A queued run is one no worker holds yet: a launch moves it to *launching* with a conditional UPDATE before
-    it does anything, so of that UPDATE and this one only one wins. When the cancel wins, the launch message
-    still waiting in the queue finds the run cancelled and starts nothing; when the launch won, the run is
-    cancelled as a launching one."""
-    unheld = (Run.State.PENDING, Run.State.QUEUED)
-    if run.state in unheld and finish(run, Run.State.CANCELLED, "cancelled before it started", from_states=unheld):
-        return run
-    run.refresh_from_db()  # a launch may have taken it meanwhile
-    if run.is_active:
-        Run.objects.filter(pk=run.pk).update(cancel_requested=True, explanation="cancelling",
-                                             heartbeat_at=timezone.now())  # fmt: skip
-        if run.state == Run.State.RUNNING:
-            steps.send("stop", run)
-    run.refresh_from_db()
-    return run
+    """A person's (or a paused schedule's) cancel: states.call_off."""
+    return states.call_off(run, states.CANCELLED_BEFORE_START)
 
 
 def stop(run_id: int) -> str:
@@ -54,9 +38,12 @@ def stop(run_id: int) -> str:
 
 def _stopped_on_host(run: Run) -> str:
     """A cancelled run stopped before its start (the wrapper was still waiting for not_before) says that
-    nothing ran, and why: a paused schedule, or a person's cancel."""
+    nothing ran, and why: a paused schedule, or a person's cancel. A run called off for a reason of its own
+    (states.call_off) says that reason."""
+    if run.explanation.startswith("cancelling: "):
+        return run.explanation.removeprefix("cancelling: ") + "; stopped on the host"
     if not (run.not_before and run.not_before > timezone.now()):
         return "cancelled: the benchmark was stopped on the host"
     paused = states.paused_schedule(run)
-    why = states.paused_explanation(paused) if paused else "cancelled before it started"
+    why = states.paused_explanation(paused) if paused else states.CANCELLED_BEFORE_START
     return f"{why}; the wrapper waiting on the host for its start was stopped, nothing ran"

@@ -74,6 +74,11 @@ class GroupPlanSerializer(serializers.Serializer):
         required=False, help_text="The backend's cap, IOPS, where the team set one (e.g. a cluster's QoS total)."
     )
     cap_mb_s = serializers.FloatField(required=False, help_text="The backend's cap, MB/s (10⁶ bytes), likewise.")
+    synchronised_by = serializers.ChoiceField(
+        choices=RunSet.SYNCHRONISED_BY,
+        required=False,
+        help_text="fio: the members were started by fio's own client/server mode. Absent: benchweb's shared instant.",
+    )
     count = serializers.IntegerField(help_text="How many members.")
     text = serializers.CharField(help_text="'3 members, one a disk, started at one instant'.")
 
@@ -438,6 +443,13 @@ class SetRequestSerializer(serializers.Serializer):
         required=False,
         help_text="A group only, optional: the backend's cap in MB/s (10⁶ bytes a second), above 0; plan.cap_mb_s.",
     )
+    synchronised_by = serializers.ChoiceField(
+        choices=RunSet.SYNCHRONISED_BY,
+        required=False,
+        help_text="A group only, optional: benchweb (the default: each member's host waits for one shared start "
+        "instant, the spread measured) or fio (fio's own client/server mode: fio's server on each member behind the "
+        "same safety checks, driven by fio's client on a worker, which needs the members' fio release).",
+    )
     sizes = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=requesting.GROUP_MAX_MEMBERS),
         max_length=requesting.GROUP_MAX_MEMBERS,
@@ -476,6 +488,10 @@ class SetRequestSerializer(serializers.Serializer):
             raise ValidationError({caps[0]: [
                 f"A group-size sweep takes no backend cap (its curve shows where the backend stops giving more): "
                 f"leave {caps[0]} out, or start a group."
+            ]})  # fmt: skip
+        if "synchronised_by" in attrs and ("disk" in attrs or kind == RunSet.Kind.GROUP_SIZES):
+            raise ValidationError({"synchronised_by": [
+                "Only a group takes synchronised_by: give disks without kind group_sizes, or leave it out."
             ]})  # fmt: skip
         if "sizes" in attrs and kind != RunSet.Kind.GROUP_SIZES:
             raise ValidationError({"sizes": ['Only a group-size sweep takes sizes: give "kind": "group_sizes", or '
@@ -595,7 +611,8 @@ class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
         if data.get("kind") == RunSet.Kind.GROUP_SIZES:
             return requesting.request_group_sizes(disks, profile, data.get("sizes"), trigger=Run.Trigger.API, user=user)
         caps = {name: data.get(name) for name in requesting.GROUP_CAPS}
-        return requesting.request_group(disks, profile, caps, trigger=Run.Trigger.API, user=user)
+        return requesting.request_group(disks, profile, caps, synchronised_by=data.get("synchronised_by", "benchweb"),
+                                        trigger=Run.Trigger.API, user=user)  # fmt: skip
 
     @staticmethod
     def _start_on_disk(data: dict[str, Any], user: Any) -> RunSet:

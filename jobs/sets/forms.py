@@ -13,7 +13,7 @@ from django.db.models import Q
 
 from jobs import presets
 from jobs.analysis import curves
-from jobs.models import Disk, Profile, Team
+from jobs.models import Disk, Profile, RunSet, Team
 from jobs.runs.queueing import RunRefused
 from jobs.sets import requesting
 
@@ -113,6 +113,13 @@ class GroupForm(forms.Form):
         widget=forms.NumberInput(attrs={"step": "any", "min": "0", "inputmode": "decimal"}),
     )
 
+    by_fio = forms.BooleanField(
+        label="Started by fio's client/server mode",
+        required=False,
+        help_text="Instead of each host waiting for one shared start instant (measured), fio's server runs on each "
+        "member behind the same safety checks and fio's client on a worker starts them; the worker needs the "
+        "members' fio release. A group only.",
+    )
     as_sizes = forms.BooleanField(
         label="As a group-size sweep (1, 2, 4, … members)",
         required=False,
@@ -176,6 +183,8 @@ class GroupForm(forms.Form):
         """Sizes go only with a group-size sweep, and a sweep takes no backend cap: each refused on its field."""
         cleaned = super().clean() or {}
         if cleaned.get("as_sizes"):
+            if cleaned.get("by_fio"):
+                self.add_error("by_fio", "A group-size sweep is started by benchweb: untick fio's mode, or the sweep.")
             for name in requesting.GROUP_CAPS:
                 if cleaned.get(name) is not None:
                     self.add_error(
@@ -184,6 +193,9 @@ class GroupForm(forms.Form):
         elif cleaned.get("sizes") is not None:
             self.add_error("sizes", "Group sizes go with a group-size sweep: tick it above, or leave the sizes empty.")
         return cleaned
+
+    def synchronised_by(self) -> str:
+        return RunSet.BY_FIO if self.cleaned_data.get("by_fio") else "benchweb"
 
     def caps(self) -> dict[str, Any]:
         return {name: self.cleaned_data.get(name) for name in requesting.GROUP_CAPS}

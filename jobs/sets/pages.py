@@ -87,7 +87,9 @@ def _start_group(form: GroupForm, request: HttpRequest) -> RunSet:
     disks, profile = form.chosen_disks(), form.cleaned_data["profile"]
     if form.cleaned_data["as_sizes"]:
         return requesting.request_group_sizes(disks, profile, form.cleaned_data["sizes"], user=request.user)
-    return requesting.request_group(disks, profile, form.caps(), user=request.user)
+    return requesting.request_group(
+        disks, profile, form.caps(), synchronised_by=form.synchronised_by(), user=request.user
+    )
 
 
 @login_required

@@ -20,11 +20,14 @@ def group_plan(run_set: RunSet) -> dict[str, Any]:
     plan = run_set.plan if isinstance(run_set.plan, dict) else {}
     disks = [int(pk) for pk in plan.get("disks") or []]
     caps = {name: float(plan[name]) for name in ("cap_iops", "cap_mb_s") if plan.get(name) is not None}
+    by_fio = run_set.run_by_fio
     return {
         "disks": disks,
         **caps,
+        **({"synchronised_by": RunSet.BY_FIO} if by_fio else {}),
         "count": len(disks),
-        "text": f"{len(disks)} members, one a disk, started at one instant",
+        "text": f"{len(disks)} members, one a disk, "
+        + ("started together by fio's client/server mode" if by_fio else "started at one instant"),
     }
 
 

@@ -171,15 +171,35 @@ def group_caps(caps: dict[str, Any] | None) -> dict[str, float]:
     return found
 
 
+def synchronisation(synchronised_by: str, profile: Profile) -> dict[str, str]:
+    """The plan's word on how the members start together: {} for benchweb's shared instant (the default), or
+    {"synchronised_by": "fio"} for fio's client/server mode, which only a fio profile has (RunRefused else)."""
+    if synchronised_by not in RunSet.SYNCHRONISED_BY:
+        choices = " or ".join(RunSet.SYNCHRONISED_BY)
+        raise RunRefused("synchronised_by", f"A group is synchronised by {choices}, not {synchronised_by!r}; leave "
+                                            "it out for benchweb's shared start.")  # fmt: skip
+    if synchronised_by != RunSet.BY_FIO:
+        return {}
+    if profile.tool != Profile.Tool.FIO:
+        raise RunRefused("synchronised_by", f"{profile.name} runs {profile.tool}: only fio has a client/server mode; "
+                                            "choose a fio profile, or leave synchronised_by out.")  # fmt: skip
+    return {"synchronised_by": RunSet.BY_FIO}
+
+
 def create_group(
-    disks: Sequence[Disk], profile: Profile, caps: dict[str, Any] | None = None, **when: Unpack[When]
+    disks: Sequence[Disk],
+    profile: Profile,
+    caps: dict[str, Any] | None = None,
+    synchronised_by: str = "benchweb",
+    **when: Unpack[When],
 ) -> RunSet:
     """A pending group and its members, one pending run a disk in the order given; none claimed yet. Every member
-    is checked before anything is written: one refused refuses the group (RunRefused on `disks` or `profile`, or
-    on a cap that is not a positive number)."""
+    is checked before anything is written: one refused refuses the group (RunRefused on `disks` or `profile`, on
+    a cap that is not a positive number, or on a synchronisation the profile cannot have)."""
     if problem := group_problem(disks, profile):
         raise RunRefused(*problem)
-    plan: dict[str, Any] = {"disks": [disk.pk for disk in disks], **group_caps(caps)}
+    plan: dict[str, Any] = {"disks": [disk.pk for disk in disks], **group_caps(caps),
+                            **synchronisation(synchronised_by, profile)}  # fmt: skip
     with transaction.atomic():
         run_set = _new_set(RunSet.Kind.GROUP, disks[0], profile, plan, RunSet.OnFailure.CONTINUE, when)
         for disk in disks:
@@ -192,12 +212,13 @@ def request_group(
     profile: Profile,
     caps: dict[str, Any] | None = None,
     *,
+    synchronised_by: str = "benchweb",
     trigger: str = Run.Trigger.MANUAL,
     user: Any = None,
 ) -> RunSet:
     """Make a group and start its members together now if every disk is free; otherwise it waits and says which
     disk it waits for."""
-    run_set = create_group(disks, profile, caps, trigger=trigger, user=user)
+    run_set = create_group(disks, profile, caps, synchronised_by, trigger=trigger, user=user)
     states.claim_group(run_set.pk)
     run_set.refresh_from_db()
     return run_set

@@ -18,6 +18,7 @@ from jobs.ssh.connection import MAX_COMMAND_CHANNELS, Connection
 from jobs.ssh.files import MAX_SFTP_CHANNELS, SFTP_STALL_TIMEOUT_S
 from jobs.ssh.login import KEEPALIVE_S, connect, host_key_from_line, load_private_key, scan_host_key
 from jobs.ssh.shells import SHELL_COMMAND
+from jobs.ssh.sockets import Forward as SocketForward
 from jobs.ssh.values import MAX_OUTPUT_BYTES, CommandResult, HostKey, SSHError, Target
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "Connection",
     "HostKey",
     "SSHError",
+    "SocketForward",
     "Target",
     "connect",
     "host_key_from_line",

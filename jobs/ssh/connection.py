@@ -9,6 +9,7 @@ from types import TracebackType
 
 import paramiko
 
+from jobs.ssh import sockets
 from jobs.ssh.files import FileTransfer
 from jobs.ssh.shells import SHELL_COMMAND, Shell, ShellGone, ShellOverflow, ShellPool, ShellTimeout, exec_command
 from jobs.ssh.values import IDLE_WAIT_S, MAX_OUTPUT_BYTES, READ_CHUNK, CommandResult, SSHError
@@ -43,6 +44,10 @@ class Connection(FileTransfer):
         self._close_sftp()
         self._shells.close_idle()
         self._transport.close()
+
+    def forward_socket(self, remote_path: str, local_path: str) -> sockets.Forward:
+        """A local Unix socket whose connections reach the host's socket `remote_path` (jobs.ssh.sockets)."""
+        return sockets.Forward(self._transport, remote_path, local_path)
 
     def is_active(self) -> bool:
         """Whether the connection is still up as far as this side knows (keepalives notice a dead peer)."""
