@@ -82,6 +82,7 @@ urlpatterns = [
     # exports: CSV downloads and printable reports
     path("runs/export.csv", exports.runs_csv, name="runs_csv"),
     path("runs/<int:pk>/samples.csv", exports.run_samples_csv, name="run_samples_csv"),
+    path("runs/<int:pk>/telemetry.csv", exports.run_telemetry_csv, name="run_telemetry_csv"),
     path("disks/<int:pk>/report/", exports.disk_report, name="disk_report"),
     path("compare/report/", exports.compare_report, name="compare_report"),
     path("sets/<int:pk>/report/", exports.set_report, name="set_report"),

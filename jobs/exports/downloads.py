@@ -30,6 +30,11 @@ def samples(run: Run) -> StreamingHttpResponse:
     return tables.streamed(tables.sample_rows(run), name)
 
 
+def telemetry(run: Run) -> StreamingHttpResponse:
+    name = tables.filename(f"run-{run.pk}-telemetry", run.disk.label, day=run.started_at or run.created_at)
+    return tables.streamed(tables.telemetry_rows(run), name)
+
+
 def set_points(request: HttpRequest, run_set: RunSet) -> StreamingHttpResponse:
     """A sweep's points, one row each, from its result (its points so far while it runs); a group's members and
     totals (group_rows)."""

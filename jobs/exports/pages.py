@@ -47,6 +47,12 @@ def run_samples_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
 
 @login_required
 @require_GET
+def run_telemetry_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    return downloads.telemetry(access.run(request, pk))
+
+
+@login_required
+@require_GET
 def set_points_csv(request: HttpRequest, pk: int) -> StreamingHttpResponse:
     return downloads.set_points(request, access.run_set(request, pk))
 

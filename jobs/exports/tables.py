@@ -32,7 +32,7 @@ from django.http import StreamingHttpResponse
 from django.utils.text import slugify
 
 from jobs import limits
-from jobs.models import Run, RunSample
+from jobs.models import HostSample, Run, RunSample
 from jobs.sets.group_history import member_figures
 from jobs.tools.summary import PERCENTILES
 
@@ -173,6 +173,37 @@ def sample_rows(run: Run) -> Iterator[list[Any]]:
         at = run.started_at + timedelta(seconds=t_s) if run.started_at else None
         total = None if read is None and write is None else (read or 0.0) + (write or 0.0)
         yield [t_s, utc(at), read, write, total]
+
+
+TELEMETRY_HEADER = [
+    "t_s", "time_utc", "cpu_user_percent", "cpu_system_percent", "cpu_iowait_percent", "cpu_steal_percent",
+    "cpu_idle_percent", "busiest_cpu", "busiest_cpu_busy_percent", "mem_available_bytes", "page_cache_bytes",
+    "dirty_bytes", "load1", "psi_io_some_percent", "psi_io_full_percent", "psi_cpu_some_percent",
+    "psi_memory_some_percent", "psi_memory_full_percent", "device", "device_read_iops", "device_write_iops",
+    "device_read_mb_s", "device_write_mb_s", "device_queue", "device_await_ms", "device_util_percent",
+]  # fmt: skip
+
+
+def telemetry_rows(run: Run) -> Iterator[list[Any]]:
+    """The header, then the run's host telemetry second by second (HostSample.of_run), one row per device of each
+    second (one row with the device empty for a second without device figures). An empty cell: not reported."""
+    yield TELEMETRY_HEADER
+    for second in HostSample.of_run(run):
+        at = datetime.fromtimestamp(second["t"], tz=UTC)
+        cpu, memory, pressure = second.get("cpu") or {}, second.get("memory") or {}, second.get("pressure") or {}
+        busiest = cpu.get("busiest") or {}
+        host = [
+            second["t_s"], utc(at), cpu.get("user"), cpu.get("system"), cpu.get("iowait"), cpu.get("steal"),
+            cpu.get("idle"), busiest.get("cpu"), busiest.get("busy"), memory.get("available_bytes"),
+            memory.get("cached_bytes"), memory.get("dirty_bytes"), second.get("load1"), pressure.get("io_some"),
+            pressure.get("io_full"), pressure.get("cpu_some"), pressure.get("memory_some"), pressure.get("memory_full"),
+        ]  # fmt: skip
+        devices = second.get("devices") or {}
+        for name, figures in sorted(devices.items()) or [("", {})]:
+            yield [*host, name, *(figures.get(key) for key in DEVICE_FIGURES)]
+
+
+DEVICE_FIGURES = ("read_iops", "write_iops", "read_mb_s", "write_mb_s", "queue", "await_ms", "util")
 
 
 def point_rows(points: Iterable[dict[str, Any]], axes: list[str], runs_url: str) -> Iterator[list[Any]]:

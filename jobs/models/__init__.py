@@ -14,6 +14,7 @@ from jobs.models.schedules import Schedule, ScheduleProfile
 from jobs.models.sets import RunSet
 from jobs.models.sharing import ShareLink
 from jobs.models.teams import Invitation, InvitationQuerySet, Membership, Preferences, Team
+from jobs.models.telemetry import HostSample
 
 __all__ = [
     "SPEC_FIELDS",
@@ -26,6 +27,7 @@ __all__ = [
     "Delivery",
     "Disk",
     "Host",
+    "HostSample",
     "Invitation",
     "InvitationQuerySet",
     "Membership",

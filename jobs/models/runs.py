@@ -93,6 +93,10 @@ class Run(models.Model):
     destructive = models.BooleanField(default=False)
     # Steady state: {"state": "steady" | "not_steady" | "not_checked", "by": "fio" | "benchweb", ...details}.
     steady_state = models.JSONField(null=True, blank=True, editable=False)
+    # Whether the number is the disk's: the verdicts judged from the host's telemetry and fio's own view when the
+    # run was collected (jobs/analysis/verdicts.py): a list, empty when the run measured the disk; null when not
+    # judged (a run before telemetry, an import, a failed run).
+    verdicts = models.JSONField(null=True, blank=True, editable=False)
     # What the read-only environment probe found before the launch (kernel, fio, CPUs, device queue, mount).
     environment = models.JSONField(null=True, blank=True, editable=False)
     # A member of a set of runs (a sweep's point, a search's step): its place in the set and what it varies.

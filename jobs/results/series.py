@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from jobs import figures, limits, timeseries
-from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample, changes
+from jobs.models import Disk, HostSample, Run, RunResult, RunResultDay, RunSample, changes
 from jobs.results import day_rows
 from jobs.results.day_rows import AT, D
 from jobs.timeseries import CHART_PERCENTILES, DAY_POINTS, DIRECTIONS, SERIES
@@ -473,7 +473,53 @@ def run_series(run: Run) -> dict[str, Any]:
         },
         "percentiles": _percentile_curve(summary),
         "histogram": _latency_histogram(summary.get("latency_bins_ns")),
+        "telemetry": telemetry_series(run),
     }
+
+
+# The host's figures drawn under the IOPS chart, each a % of its whole (jobs/telemetry/proc.py's sample).
+TELEMETRY_LINES = {
+    "cpu_busy": "CPU busy (user + system), % of all CPUs",
+    "iowait": "CPU iowait, %",
+    "steal": "CPU steal, %",
+    "busiest": "busiest CPU, % busy",
+    "psi_io": "I/O pressure (PSI some), % of the second",
+}
+
+
+def telemetry_series(run: Run) -> dict[str, Any]:
+    """The run's host telemetry as lines of {x: seconds since the run started, y: %}: the CPU, the pressure, and
+    each device's %util; `count` seconds read (0: none, the chart says why)."""
+    seconds = HostSample.of_run(run)
+    lines: dict[str, list[dict[str, float]]] = {name: [] for name in TELEMETRY_LINES}
+    devices: dict[str, list[dict[str, float]]] = {}
+    for second in seconds:
+        x = second["t_s"]
+        cpu = second.get("cpu") or {}
+        figures = {
+            "cpu_busy": _sum_of(cpu.get("user"), cpu.get("system")),
+            "iowait": cpu.get("iowait"),
+            "steal": cpu.get("steal"),
+            "busiest": (cpu.get("busiest") or {}).get("busy"),
+            "psi_io": (second.get("pressure") or {}).get("io_some"),
+        }
+        for name, value in figures.items():
+            if value is not None:
+                lines[name].append({"x": x, "y": value})
+        for device, values in (second.get("devices") or {}).items():
+            if values.get("util") is not None:
+                devices.setdefault(device, []).append({"x": x, "y": values["util"]})
+    return {
+        "count": len(seconds),
+        "lines": {name: {"label": TELEMETRY_LINES[name], "points": points} for name, points in lines.items() if points},
+        "devices": {name: {"label": f"{name} %util", "points": points} for name, points in sorted(devices.items())},
+        "verdicts": run.verdicts,
+    }
+
+
+def _sum_of(*values: float | None) -> float | None:
+    present = [value for value in values if value is not None]
+    return round(sum(present), 1) if present else None
 
 
 def _epoch_ms(moment: datetime | None) -> int | None:

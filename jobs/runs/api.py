@@ -19,7 +19,7 @@ from jobs import links
 from jobs.analysis.steady import NOT_CHECKED, NOT_STEADY, STEADY
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
 from jobs.api.pagination import NewestFirst, Pagination
-from jobs.models import Disk, Profile, Run, RunSample, RunSet
+from jobs.models import Disk, HostSample, Profile, Run, RunSample, RunSet
 from jobs.results import burst, series, stability
 from jobs.results.burst_serializers import RunBurstSerializer
 from jobs.results.compliance_serializers import RunStabilitySerializer
@@ -58,6 +58,69 @@ class SteadyStateSerializer(serializers.Serializer):
     slope_percent = serializers.FloatField(
         required=False, help_text="benchweb: the fitted line's change across the window, % of the average (at most 10)."
     )
+
+
+def _percent(help_text: str) -> serializers.FloatField:
+    return serializers.FloatField(required=False, help_text=help_text)
+
+
+class TelemetryBusiestSerializer(serializers.Serializer):
+    cpu = serializers.IntegerField(help_text="The busiest CPU's number (cpuN in /proc/stat).")
+    busy = _percent("Its busy share of the second, % (all but idle and iowait).")
+
+
+class TelemetryCpuSerializer(serializers.Serializer):
+    user = _percent("User time (with nice), % of all CPUs.")
+    system = _percent("System time (with irq and softirq), % of all CPUs.")
+    iowait = _percent("I/O wait, % of all CPUs.")
+    steal = _percent("Stolen by the hypervisor, % of all CPUs.")
+    idle = _percent("Idle, % of all CPUs.")
+    busiest = TelemetryBusiestSerializer(required=False)
+
+
+class TelemetryMemorySerializer(serializers.Serializer):
+    total_bytes = serializers.IntegerField(required=False)
+    available_bytes = serializers.IntegerField(required=False)
+    cached_bytes = serializers.IntegerField(required=False, help_text="The page cache (Cached in /proc/meminfo).")
+    dirty_bytes = serializers.IntegerField(required=False)
+
+
+class TelemetryPressureSerializer(serializers.Serializer):
+    io_some = _percent("Share of the second some task stalled on I/O (PSI), %.")
+    io_full = _percent("Share of the second every non-idle task stalled on I/O, %.")
+    cpu_some = _percent("Share stalled waiting for a CPU, %.")
+    memory_some = _percent("Share some task stalled on memory, %.")
+    memory_full = _percent("Share every non-idle task stalled on memory, %.")
+
+
+class TelemetryDeviceSerializer(serializers.Serializer):
+    read_iops = serializers.FloatField(required=False)
+    write_iops = serializers.FloatField(required=False)
+    read_mb_s = serializers.FloatField(required=False, help_text="MB/s, 10⁶ bytes a second.")
+    write_mb_s = serializers.FloatField(required=False)
+    queue = serializers.FloatField(required=False, help_text="Average queue size (iostat's aqu-sz).")
+    await_ms = serializers.FloatField(required=False, allow_null=True, help_text="Average I/O time, ms; null: none.")
+    util = _percent("Time with I/O in flight, % of the second (iostat's %util).")
+
+
+class TelemetrySecondSerializer(serializers.Serializer):
+    t = serializers.FloatField(help_text="When the second ended, epoch seconds on the worker's clock.")
+    t_s = serializers.FloatField(help_text="Seconds since the run's start, as its IOPS samples count them.")
+    cpu = TelemetryCpuSerializer(required=False)
+    memory = TelemetryMemorySerializer(required=False)
+    load1 = serializers.FloatField(required=False, help_text="The 1-minute load average.")
+    pressure = TelemetryPressureSerializer(required=False, help_text="Absent where the kernel has no PSI.")
+    devices = serializers.DictField(
+        child=TelemetryDeviceSerializer(), required=False, help_text="The run's devices by kernel name."
+    )
+
+
+class RunTelemetrySerializer(serializers.Serializer):
+    seconds = TelemetrySecondSerializer(many=True, help_text="The host, second by second, during the run.")
+    verdicts = serializers.ListField(
+        child=serializers.DictField(), allow_null=True,
+        help_text="Whether the number is the disk's (kind, text, evidence); empty: it is; null: not judged.",
+    )  # fmt: skip
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -441,6 +504,14 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         run = self.get_object()
         page = self.paginate_queryset(run.samples.order_by("t_s"))
         return self.get_paginated_response(RunSampleSerializer(page, many=True).data)
+
+    @extend_schema(responses={200: RunTelemetrySerializer})
+    @action(detail=True, methods=["get"])
+    def telemetry(self, request: Request, pk: str) -> Response:
+        """The run's host second by second while it ran (CPU, memory, load, pressure, its devices' counters), read
+        by the host's observation step; and its verdicts once collected. CSV: /runs/{id}/telemetry.csv."""
+        run = self.get_object()
+        return Response({"seconds": HostSample.of_run(run, until=timezone.now()), "verdicts": run.verdicts})
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])

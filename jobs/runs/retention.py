@@ -1,5 +1,5 @@
 """Retention: old runs lose their raw output and per-second samples but keep their summaries, so the disk
-charts (which read summaries and the per-run results) keep working."""
+charts (which read summaries and the per-run results) keep working; the hosts' telemetry seconds of that age go."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from jobs.models import Run, RunSample
+from jobs.models import HostSample, Run, RunSample
 
 BATCH = 500
 
@@ -22,6 +22,7 @@ class Pruned:
     runs: int = 0
     samples: int = 0
     raw_bytes: int = 0
+    telemetry: int = 0  # host seconds (HostSample) older than the cut-off
 
 
 def prunable(older_than_days: int) -> Q:
@@ -36,6 +37,9 @@ def prune(older_than_days: int, *, dry_run: bool = False, progress: Callable[[Pr
     if older_than_days < 1:
         raise ValueError(f"--older-than must be at least 1 day, got {older_than_days}")
     done = Pruned()
+    # The hosts' telemetry seconds go with the runs' samples: older than the cut-off, whole.
+    seconds = HostSample.objects.filter(at__lt=timezone.now() - timedelta(days=older_than_days))
+    done.telemetry = seconds.count() if dry_run else seconds.delete()[0]
     candidates = Run.objects.filter(prunable(older_than_days)).order_by("pk")
     last_pk = 0
     while True:

@@ -41,8 +41,9 @@ from django.utils import timezone
 from jobs import remote, ssh
 from jobs import runners as runner
 from jobs.hosts import connecting
-from jobs.models import Host, Run
+from jobs.models import Host, HostSample, Run
 from jobs.runs import states, steps
+from jobs.telemetry import proc
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,9 @@ LOOK_BUDGET_S = 0.5
 STOP_AGAIN_AFTER = timedelta(seconds=15)
 # How long a launched wrapper may take to write its pid before it counts as dead.
 START_GRACE = timedelta(seconds=60)
+# A host's telemetry is read this often while it has running runs, each file up to this size.
+TELEMETRY_EVERY_S = 1.0
+TELEMETRY_MAX_BYTES = 2**20
 
 
 @dataclass
@@ -109,6 +113,9 @@ class _HostMemory:
     host: Host | None = None
     due: list[Run] = field(default_factory=list)
     loaded_at: float = float("-inf")
+    # The host's telemetry: the counters read last (jobs/telemetry/proc.py), and the files it does not have.
+    reading: proc.Reading | None = None
+    absent: set[str] = field(default_factory=set)
 
     def forget_all_but(self, run_ids: set[int]) -> None:
         for gone in set(self.watches) - run_ids:
@@ -168,6 +175,38 @@ def _full_step(host_id: int, token: str, memory: _HostMemory, now: datetime) -> 
     _keep_alive(watched, memory, now)
     steps.send_watch_step(host, token, _step_in(memory))
     return f"{len(due)} looked at, {len(watched) - len(due)} waiting for their start"
+
+
+def _telemetry(conn: ssh.Connection, host: Host, due: list[Run], memory: _HostMemory) -> None:
+    """One second of the host's telemetry, stored, when a second has passed since the last reading: its /proc
+    files read over the session's SFTP channel (nothing started on the host), the devices of its running runs
+    only. A host without /proc (AIX) is not asked again by this process."""
+    if not due or "stat" in memory.absent:
+        return
+    if memory.reading is not None and time.time() - memory.reading.at < TELEMETRY_EVERY_S - QUICK_STEP_SLACK_S:
+        return
+    begun = time.time()
+    texts: dict[str, str | None] = {}
+    for key, path in proc.FILES.items():
+        if key in memory.absent:
+            continue
+        data = conn.read_from(path, 0, max_bytes=TELEMETRY_MAX_BYTES)
+        if data is None:
+            memory.absent.add(key)
+        texts[key] = None if data is None else data.decode(errors="replace")
+    reading = proc.reading(texts, (begun + time.time()) / 2, _devices_of(due))
+    before, memory.reading = memory.reading, reading
+    if before is not None and (found := proc.sample(before, reading)) is not None:
+        HostSample.objects.create(host=host, at=datetime.fromtimestamp(reading.at, tz=UTC), data=found)
+
+
+def _devices_of(runs: list[Run]) -> set[str]:
+    """The block devices whose counters matter to these runs: each one's device and its chain (its environment)."""
+    names: set[str] = set()
+    for run in runs:
+        device = (run.environment or {}).get("device") or {}
+        names.update(name for name in (device.get("name"), device.get("partition_of")) if name)
+    return names
 
 
 def _quick_step(token: str, memory: _HostMemory, now: datetime) -> str:
@@ -254,6 +293,8 @@ def _look(conn: ssh.Connection, due: list[Run], memory: _HostMemory) -> list[_Fi
             findings.append(_Finding(run, "finished"))
         else:
             others.append(run)
+    if memory.host is not None:
+        _telemetry(conn, memory.host, due, memory)
     others.sort(key=lambda run: _last_read(memory.watches[run.pk]))
     until = time.monotonic() + LOOK_BUDGET_S
     for run in others:

@@ -75,6 +75,42 @@
     new Chart(document.getElementById("run-iops-chart"), { type: "line", data: { datasets }, options });
   }
 
+  // The host under the IOPS chart, on the same seconds: CPU, pressure and each device's %util, all in %.
+  const hostColours = ["#1d232b", "#E69F00", "#CC79A7", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#F0E442"];
+
+  function drawHost(data, span) {
+    const t = data.telemetry;
+    if (!t || !t.count) {
+      return say("run-host", "No host telemetry for this run: benchweb reads it from Linux's /proc while a run of " +
+        "this version runs (imported results, ndisk64 hosts without /proc and runs from before have none).");
+    }
+    say("run-host", "");
+    const lines = [...Object.values(t.lines), ...Object.values(t.devices)];
+    const datasets = lines.map((line, i) => ({
+      label: line.label,
+      data: line.points,
+      borderColor: hostColours[i % hostColours.length],
+      backgroundColor: hostColours[i % hostColours.length],
+      borderWidth: 1.5,
+      borderDash: i >= Object.keys(t.lines).length ? [] : [4, 3],
+      pointRadius: 0,
+      pointHitRadius: 6,
+      tension: 0,
+    }));
+    const options = baseOptions();
+    options.interaction = { mode: "index", intersect: false, axis: "x" };
+    options.scales = {
+      x: secondsAxis("time since the run started (s, then m:ss)", 0, span, root.clientWidth < 600),
+      y: { min: 0, max: 100, title: { display: true, text: "% (of CPUs, of the second)" }, ticks: { callback: (v) => v + "%" } },
+    };
+    options.plugins.tooltip.callbacks = {
+      title: (items) => (items.length ? "at " + fmt.clock(items[0].parsed.x) : ""),
+      label: (ctx) => ctx.dataset.label + ": " + ctx.parsed.y.toFixed(1) + "%",
+    };
+    window.benchCharts.fitHeight(document.getElementById("run-host-chart"), 220, datasets.length);
+    new Chart(document.getElementById("run-host-chart"), { type: "line", data: { datasets }, options });
+  }
+
   function drawPercentiles(data) {
     const curve = data.percentiles;
     const directions = ["read", "write"].filter((d) => curve[d]);
@@ -155,6 +191,14 @@
     new Chart(document.getElementById("run-histogram-chart"), { type: "bar", data: { labels, datasets }, options });
   }
 
+  // The IOPS chart's last second, so that the host chart below shares its axis (the host's own, without samples).
+  function iopsSpan(data) {
+    const ends = ["read", "write", "total"].map((d) => data.samples[d].x).filter((x) => x.length).map((x) => x[x.length - 1]);
+    const host = data.telemetry ? [...Object.values(data.telemetry.lines), ...Object.values(data.telemetry.devices)] : [];
+    const hostEnds = host.filter((l) => l.points.length).map((l) => l.points[l.points.length - 1].x);
+    return Math.max(1, ...(ends.length ? ends : hostEnds));
+  }
+
   // The result as the tool printed it (jobs/figures.py), or the stored number in full: never "20k".
   function measured(r) {
     return r.total_printed || fmt.exact(r.total_iops) + " IOPS";
@@ -191,6 +235,7 @@
     }
     status.textContent = describe(data);
     drawIops(data);
+    drawHost(data, iopsSpan(data));
     drawPercentiles(data);
     drawHistogram(data);
   }

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from jobs.imports import importing
-from jobs.models import Run, RunSample
+from jobs.models import HostSample, Run, RunSample
 from tests.builders import rerun_of
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures/fio-3.33-randrw-status-interval.json"
@@ -27,10 +27,14 @@ def _imported(disk, days_ago: float) -> Run:
 
 def test_old_runs_lose_raw_output_and_samples_but_keep_summary_and_chart(owner_client, disk):
     old, recent = _imported(disk, days_ago=40), _imported(disk, days_ago=5)
+    for days in (40, 5):  # the host's telemetry seconds of either age
+        HostSample.objects.create(host=disk.host, at=timezone.now() - timedelta(days=days), data={"load1": 0.5})
     chart_before = owner_client.get(f"/disks/{disk.pk}/series.json?range=all").json()
     out = io.StringIO()
     call_command("prune_results", "--older-than", "30", stdout=out, stderr=io.StringIO())
     assert "of 1 runs that finished more than 30 days ago" in out.getvalue()
+    assert "and 1 seconds of host telemetry from before then" in out.getvalue()
+    assert [s.at.date() for s in HostSample.objects.all()] == [(timezone.now() - timedelta(days=5)).date()]
     old.refresh_from_db()
     recent.refresh_from_db()
     assert old.raw_output == "" and old.pruned_at is not None and not old.samples.exists()

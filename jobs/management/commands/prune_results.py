@@ -31,5 +31,6 @@ class Command(BaseCommand):
         verb = "would drop" if dry else "dropped"
         self.stdout.write(
             f"{verb} the raw output ({units.format_bytes(done.raw_bytes)}) and {done.samples} per-second samples "
-            f"of {done.runs} runs that finished more than {days} days ago; their summaries are kept"
+            f"of {done.runs} runs that finished more than {days} days ago; their summaries are kept; and "
+            f"{done.telemetry} seconds of host telemetry from before then"
         )

@@ -1,0 +1,1 @@
+"""A host's telemetry from its own counters (pure): jobs/telemetry/proc.py."""
