@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 
 from jobs.disks import precondition
 from jobs.models import Disk, Membership, Run
-from jobs.runs.collecting import stored_summary
+from jobs.runs.storing import stored_summary
 from jobs.tools import fio
 from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, log_in, wait_until
 from tests.disks.preconditioning import fill_params, run_fio
