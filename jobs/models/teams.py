@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from jobs.analysis import verdicts
+
 
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
@@ -14,9 +16,19 @@ class Team(models.Model):
         default=4 * 3600,
         help_text="The longest a sweep of this team may take (points x (ramp + runtime)); longer ones are refused.",
     )
+    verdict_thresholds = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The team's own limits of the verdict rules, by key (jobs.analysis.verdicts.THRESHOLDS); "
+        "a key not here keeps its default.",
+    )
 
     def __str__(self) -> str:
         return self.name
+
+    def verdict_limits(self) -> dict[str, float]:
+        """Every verdict threshold: the team's own over the defaults."""
+        return verdicts.merged_thresholds(self.verdict_thresholds)
 
 
 class Membership(models.Model):

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
 from jobs import clock, units
+from jobs.analysis import verdicts
 from jobs.models import Membership, Preferences, Team
 
 
@@ -61,8 +62,25 @@ class PreferencesForm(forms.ModelForm):
         return name
 
 
+VERDICT_FIELD_PREFIX = "verdict_"
+
+
+def _threshold_field(threshold: verdicts.Threshold) -> forms.FloatField:
+    """One verdict threshold: empty keeps the default (and follows it if it changes); its range is checked by
+    the verdicts module, whose sentence names the key and the fix."""
+    default = f"{threshold.default:g} {threshold.unit}"
+    return forms.FloatField(
+        label=f"{threshold.label} ({threshold.unit})",
+        required=False,
+        help_text=f"{threshold.meaning} Default {default}; empty keeps the default. Key: {threshold.key}.",
+        widget=forms.NumberInput(attrs={"step": "any", "placeholder": f"{threshold.default:g}"}),
+        error_messages={"invalid": f"{threshold.key}: give a number, e.g. {threshold.default:g} (the default)."},
+    )
+
+
 class TeamSettingsForm(forms.ModelForm):
-    """The team's own settings: the longest a sweep may take, typed in minutes and stored in seconds."""
+    """The team's own settings: the longest a sweep may take, typed in minutes and stored in seconds, and the
+    thresholds of the verdict rules (docs/user-guide/verdicts.md), one field each."""
 
     sweep_bound_minutes = forms.IntegerField(
         label="Longest sweep (minutes)",
@@ -82,10 +100,42 @@ class TeamSettingsForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["sweep_bound_minutes"].initial = self.instance.sweep_bound_s // 60
+        own = self.instance.verdict_thresholds or {}
+        for threshold in verdicts.THRESHOLDS:
+            name = VERDICT_FIELD_PREFIX + threshold.key
+            self.fields[name] = _threshold_field(threshold)
+            self.fields[name].initial = own.get(threshold.key)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for key, problem in verdicts.threshold_problems(self.typed_thresholds()).items():
+            self.add_error(VERDICT_FIELD_PREFIX + key, problem)
+        return cleaned
+
+    def typed_thresholds(self) -> dict[str, float]:
+        """The thresholds typed in; an empty field is no value of the team's own."""
+        values = ((t.key, self.cleaned_data.get(VERDICT_FIELD_PREFIX + t.key)) for t in verdicts.THRESHOLDS)
+        return {key: value for key, value in values if value is not None}
 
     def save(self, commit: bool = True) -> Team:
         self.instance.sweep_bound_s = self.cleaned_data["sweep_bound_minutes"] * 60
+        self.instance.verdict_thresholds = self.typed_thresholds()
         return super().save(commit)
+
+    def verdict_groups(self) -> list[tuple[str, list[forms.BoundField]]]:
+        """The threshold fields under the verdict each belongs to; the general ones first."""
+        groups: dict[str, list[forms.BoundField]] = {}
+        for threshold in verdicts.THRESHOLDS:
+            title = verdicts.label(threshold.kind).capitalize() if threshold.kind else "Every rule"
+            groups.setdefault(title, []).append(self[VERDICT_FIELD_PREFIX + threshold.key])
+        return list(groups.items())
+
+    @property
+    def own_thresholds_text(self) -> str:
+        count = len(self.instance.verdict_thresholds or {})
+        if not count:
+            return "every verdict threshold at its default"
+        return f"{count} verdict threshold{'s' if count > 1 else ''} of its own (the others at their defaults)"
 
     @property
     def bound_text(self) -> str:

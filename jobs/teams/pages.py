@@ -1,6 +1,6 @@
 """Signing in and up, your team and your access: switch team, the team's members (owners invite and change
-them) and settings (the longest sweep), invitations to answer, personal API tokens, your preferences (time
-zone)."""
+them) and settings (the longest sweep, the verdicts' thresholds), invitations to answer, personal API tokens,
+your preferences (time zone)."""
 
 from __future__ import annotations
 
@@ -233,8 +233,12 @@ def team_settings(request: HttpRequest) -> HttpResponse:
         access.require_owner(request, team, "change the team's settings")
         if form.is_valid():
             team = form.save()
-            messages.success(request, f"Sweeps of {team.name} may now take up to {form.bound_text}.")
+            messages.success(
+                request,
+                f"Sweeps of {team.name} may now take up to {form.bound_text}; it has {form.own_thresholds_text}.",
+            )
             return redirect("team_settings")
     if not is_owner:
-        form.fields["sweep_bound_minutes"].disabled = True
+        for field in form.fields.values():
+            field.disabled = True
     return render(request, "jobs/teams/settings.html", {"team": team, "form": form, "is_owner": is_owner})
