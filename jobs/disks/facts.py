@@ -21,6 +21,7 @@ def disk_facts(disk: Disk, params: Any) -> dict[str, Any]:
     runs = list(disk.runs.select_related("profile")[:20])
     credits = burst.disk_burst(disk)
     labels = credits.labels()
+    recorded = _recent_environments(disk)
     for run in runs:
         run.burst_label = labels.get(run.pk, "")  # type: ignore[attr-defined]  # shown beside its IOPS
     return {
@@ -30,7 +31,8 @@ def disk_facts(disk: Disk, params: Any) -> dict[str, Any]:
         "breakdown": _breakdown(disk_limits),
         "runs": runs,
         "burst": credits,
-        "environment_changes": _environment_changes(disk),
+        "environment_changes": _environment_changes(recorded),
+        "device_chain": _device_chain(recorded),
         "chart_marks": validity.chart_marks(disk, credits),
         "change_points": disk.change_points.all()[:10],
         "disk_annotations": Annotation.for_disk(disk).select_related("disk__host", "host")[:10],
@@ -40,21 +42,38 @@ def disk_facts(disk: Disk, params: Any) -> dict[str, Any]:
 
 # How many of a disk's latest runs its page looks through for changes of environment.
 ENVIRONMENT_RUNS = 50
+# (run id, environment, finished at) of runs that recorded an environment.
+Recorded = list[tuple[int, Any, datetime | None]]
 
 
-def _environment_changes(disk: Disk) -> list[dict[str, Any]]:
-    """Where the environment changed between consecutive runs of the disk (latest first), among its last
-    ENVIRONMENT_RUNS runs that recorded one: {before, after (run ids), lines, x (the later run's finish, ms since
-    the epoch, where the IOPS chart marks it; None while it runs)}. The chart's own series never read the runs
-    table (jobs/results/series.py), so the marks come with the page."""
+def _recent_environments(disk: Disk) -> Recorded:
+    """(run id, environment, finished at) of the disk's last ENVIRONMENT_RUNS runs that recorded one, oldest first."""
     recent = disk.runs.filter(environment__isnull=False).order_by("-created_at", "-pk")
-    rows = list(recent.values_list("pk", "environment", "finished_at")[:ENVIRONMENT_RUNS])[::-1]
+    return list(recent.values_list("pk", "environment", "finished_at")[:ENVIRONMENT_RUNS])[::-1]
+
+
+def _environment_changes(rows: Recorded) -> list[dict[str, Any]]:
+    """Where the environment changed between consecutive runs of the disk (latest first), among `rows`
+    (_recent_environments): {before, after (run ids), lines, x (the later run's finish, ms since the epoch, where
+    the IOPS chart marks it; None while it runs)}. The chart's own series never read the runs table
+    (jobs/results/series.py), so the marks come with the page."""
     finished = {pk: at for pk, _env, at in rows}
     marks = [
         {"before": before, "after": after, "lines": lines, "x": _epoch_ms(finished[after])}
         for before, after, lines in environment.consecutive_changes([(pk, env) for pk, env, _at in rows])
     ]
     return marks[::-1]
+
+
+def _device_chain(rows: Recorded) -> dict[str, Any] | None:
+    """The devices under the disk's target as the latest run's probe found them ({text, run}), the one place the
+    page names them; None when that run's probe did not read them (a run recorded before it did, a directory on a
+    filesystem without a block device)."""
+    if not rows:
+        return None
+    run_id, env, _finished = rows[-1]
+    text = environment.chain_of(env).get("text")
+    return {"text": text, "run": run_id} if text else None
 
 
 def _epoch_ms(moment: datetime | None) -> int | None:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
+from jobs.environment.chain import chain_of
+
 NOT_REPORTED = "(not reported)"
 
 # (label, how to read it from an environment), in the order the lines are listed.
@@ -23,6 +25,7 @@ _FACTS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("filesystem source", lambda env: _fs(env).get("source")),
     ("mount options", lambda env: _fs(env).get("options")),
     ("device", lambda env: _device_name(_device(env))),
+    ("device chain", lambda env: chain_of(env).get("text")),
     ("device model", lambda env: _device(env).get("model")),
     ("device size (bytes)", lambda env: _device(env).get("size_bytes")),
     ("scheduler", lambda env: _device(env).get("scheduler")),
@@ -89,7 +92,10 @@ def _device_name(device: dict[str, Any]) -> str | None:
 
 
 def _shown(value: Any) -> str:
-    return NOT_REPORTED if value is None or value == "" else str(value)
+    if value is None or value == "":
+        return NOT_REPORTED
+    # A device chain has arrows of its own: quoted, "vg0/lv → dm-3 → vdb…vdi" stays apart from the change's arrow.
+    return f"“{value}”" if "→" in str(value) else str(value)
 
 
 def _fs(env: dict[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,10 @@ The script is `probe.sh` beside this module. It prints one `key=value` per line 
     target                                                   the target path as the host resolved it
     filesystem   {type, source, mount, options}              directory targets (findmnt -T)
     device       {name, partition_of, dm_name, model, size_bytes, scheduler, nr_requests, rq_affinity,
-                  rq_affinity_writable, read_ahead_kb, rotational, queues, queue_cpus: [list per queue]}
-                                                             the block device (under a directory: its source)
+                  rq_affinity_writable, read_ahead_kb, rotational, queues, queue_cpus: [list per queue],
+                  chain: {top, label, nodes, members, text, truncated}}
+                                                             the block device (under a directory: its source);
+                                                             chain: the devices under it (chain.py)
     queue_unreadable                                         why the device's queues could not be read
     instance_type                                            only when the host's cloud_metadata switch is on
     complete                                                 header and end marker seen
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs import paths
+from jobs.environment.chain import parse_chain
 from jobs.probe_report import report_pairs
 
 PROBE_PATH = Path(__file__).with_name("probe.sh")
@@ -82,6 +85,7 @@ def parse_report(text: str) -> dict[str, Any]:
     found: dict[str, Any] = {}
     device: dict[str, Any] = {}
     queue_cpus: list[tuple[int, str]] = []
+    chain = parse_chain(pairs)
     for key, value in pairs:
         value = value.strip()
         if key in _TEXT_KEYS and value:
@@ -107,6 +111,8 @@ def parse_report(text: str) -> dict[str, Any]:
     if device:
         # mq/0, mq/1, ... mq/10: in the queues' own order, not the shell's glob order.
         device["queue_cpus"] = [cpus for _queue, cpus in sorted(queue_cpus)]
+        if chain:
+            device["chain"] = chain
         found["device"] = {key: value for key, value in device.items() if value is not None}
     return found | {"complete": complete}
 

@@ -20,7 +20,10 @@ say() {
 }
 have() { command -v "$1" >/dev/null 2>&1; }
 say benchweb_environment 1
-#@ body: the host, then the target's device queue. $t and $kind are the only outside values.
+#@ body: the host, then the target's device queue and chain. $t and $kind are the only outside values.
+# Where sysfs is read from: always /sys on a host. Only the tests replace this one line, to read a tree built from
+# the kernel's documented layout on a kernel without device-mapper or md; nothing on a host can change it.
+sysfs=/sys
 say kernel "$(uname -r 2>/dev/null)"
 say kernel_build "$(uname -v 2>/dev/null)"
 if [ -r /etc/os-release ]; then
@@ -47,10 +50,11 @@ queue_facts() {
   have stat && x=$(stat -L -c '%t %T' -- "$1" 2>/dev/null)
   [ -n "$x" ] || { say queue_unreadable "no major:minor for $1"; return; }
   set -- $x
-  sys=/sys/dev/block/$(printf '%d:%d' "0x$1" "0x$2")
+  sys=$sysfs/dev/block/$(printf '%d:%d' "0x$1" "0x$2")
   [ -d "$sys" ] || { say queue_unreadable "no $sys"; return; }
   sys=$(cd -P -- "$sys" && pwd)
-  say dev_name "${sys##*/}"
+  top=${sys##*/}
+  say dev_name "$top"
   [ -r "$sys/size" ] && say dev_size_sectors "$(cat "$sys/size")"
   if [ -f "$sys/partition" ]; then
     sys=${sys%/*}
@@ -70,6 +74,58 @@ queue_facts() {
     say dev_queue_cpus "${q##*/}:$(cat "$q/cpu_list")"
   done
   say dev_queues "$n"
+  device_chain "$top"
+}
+# The devices under the target's device, each once: a partition's whole disk, and what a device-mapper or md
+# device is made of (its slaves/, recursively: dm on md on partitions). One chain_node line per device,
+# "<name> <kind> <the device it was reached from, - for the top>", then its dm name, the subsystem its dm uuid
+# starts with (LVM, CRYPT, mpath...) or its md level. Kernel names are checked before they are kept, so the list
+# of devices still to read splits only where it should; at most 64 devices, 8 levels below the top.
+chain_keep() {
+  case $1 in
+    "" | *[!A-Za-z0-9._+!:-]*) say chain_truncated "a device under $2 has a name benchweb does not read" ;;
+    *)
+      if [ "$3" -le 8 ]; then c_todo="$c_todo $1 $2 $3"
+      else say chain_truncated "more than 8 levels: what $2 is made of"
+      fi ;;
+  esac
+}
+device_chain() {
+  c_todo= c_seen=' ' c_count=0
+  say chain_top "$1"
+  chain_keep "$1" - 0
+  while [ -n "$c_todo" ]; do
+    set -- $c_todo
+    c_name=$1 c_from=$2 c_depth=$3
+    shift 3
+    c_todo=$*
+    case $c_seen in *" $c_name "*) continue ;; esac
+    c_seen="$c_seen$c_name "
+    c_count=$((c_count+1))
+    [ "$c_count" -le 64 ] || { say chain_truncated "more than 64 devices"; break; }
+    c_sys=$sysfs/class/block/$c_name
+    [ -d "$c_sys" ] || { say chain_truncated "no $c_sys"; continue; }
+    c_kind=disk
+    if [ -f "$c_sys/partition" ]; then c_kind=partition
+    elif [ -d "$c_sys/dm" ]; then c_kind=dm
+    elif [ -d "$c_sys/md" ]; then c_kind=md
+    elif [ -d "$c_sys/loop" ]; then c_kind=loop
+    fi
+    say chain_node "$c_name $c_kind $c_from"
+    [ -r "$c_sys/dm/name" ] && say chain_dm_name "$c_name $(cat "$c_sys/dm/name")"
+    if [ -r "$c_sys/dm/uuid" ]; then
+      c_uuid=$(cat "$c_sys/dm/uuid")
+      [ -n "$c_uuid" ] && say chain_dm_subsystem "$c_name ${c_uuid%%-*}"
+    fi
+    [ -r "$c_sys/md/level" ] && say chain_md_level "$c_name $(cat "$c_sys/md/level")"
+    if [ "$c_kind" = partition ]; then
+      c_disk=$(cd -P -- "$c_sys/.." && pwd)
+      chain_keep "${c_disk##*/}" "$c_name" $((c_depth+1))
+    fi
+    for c_member in "$c_sys"/slaves/*; do
+      [ -e "$c_member" ] && chain_keep "${c_member##*/}" "$c_name" $((c_depth+1))
+    done
+  done
 }
 r=$t
 if have realpath; then r=$(realpath -- "$t" 2>/dev/null) || r=$t

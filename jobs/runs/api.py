@@ -211,6 +211,37 @@ class RunResultSerializer(serializers.Serializer):
     )
 
 
+class EnvironmentChainNodeSerializer(serializers.Serializer):
+    """One device of the chain, as sysfs names it."""
+
+    name = serializers.CharField(help_text="Kernel name (sdb, nvme0n1p1, dm-3, md0, loop2).")
+    kind = serializers.ChoiceField(choices=["disk", "partition", "dm", "md", "loop"])
+    # The serializer metaclass moves declared fields out of the class, so these do not shadow Field.parent or .label.
+    parent = serializers.CharField(  # type: ignore[assignment]
+        required=False, help_text="The device it was reached from: a member's dm or md device, a partition's disk."
+    )
+    dm_name = serializers.CharField(required=False)
+    dm_subsystem = serializers.CharField(required=False, help_text="What the dm uuid starts with: LVM, CRYPT, mpath…")
+    md_level = serializers.CharField(required=False, help_text="/sys/block/<md>/md/level: raid0, raid1, linear…")
+
+
+class EnvironmentChainSerializer(serializers.Serializer):
+    """The devices under the target's device: its partition's whole disk, and what a dm or md device is made of."""
+
+    top = serializers.CharField(help_text="Kernel name of the target's device.")
+    label = serializers.CharField(  # type: ignore[assignment]
+        required=False, help_text='An LVM volume as "vg0/lv", or another dm device\'s name.'
+    )
+    nodes = EnvironmentChainNodeSerializer(many=True, help_text="The top first; each device once.")
+    members = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The devices at the bottom of a dm/md stack (a partition stays the partition); empty for a plain "
+        "disk, partition or loop device.",
+    )
+    text = serializers.CharField(help_text='"vg0/lv → dm-3 → vdb…vdi": one level per arrow.')
+    truncated = serializers.CharField(required=False, help_text="Why the probe stopped reading the chain.")
+
+
 class EnvironmentDeviceSerializer(serializers.Serializer):
     """The target's block device (under a directory: the filesystem's source), from sysfs."""
 
@@ -233,6 +264,7 @@ class EnvironmentDeviceSerializer(serializers.Serializer):
     queue_cpus = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="Each blk-mq queue's cpu_list, in queue order."
     )
+    chain = EnvironmentChainSerializer(required=False)
 
 
 class EnvironmentFilesystemSerializer(serializers.Serializer):

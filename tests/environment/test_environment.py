@@ -78,6 +78,7 @@ def test_a_run_records_its_environment_and_a_changed_scheduler_shows_in_the_next
     assert found["read_ahead_kb"] == int(sysfs(device, "read_ahead_kb"))
     assert found["queue_cpus"] == queue_cpu_lists(device)
     assert found["queues"] == len(queue_cpu_lists(device))
+    assert found["chain"]["text"] == Path(device).name and environment.chain_devices(env) == [Path(device).name]
 
     old_scheduler, old_ahead = found["scheduler"], found["read_ahead_kb"]
     scheduler = "mq-deadline" if old_scheduler == "none" else "none"
@@ -112,6 +113,8 @@ def shows_the_changes(team, first: Run, second: Run, expected: list[str]) -> Non
     for line in expected:
         assert f'<span class="env-change">{line}</span>' in changes
     disk_page = client.get(f"/disks/{first.disk_id}/").content.decode()
+    chain = second.environment["device"]["chain"]["text"]
+    assert disk_page.count("Device chain") == 1 and f'id="device-chain">{chain} <span' in disk_page
     marks = disk_page.split('id="environment-changes"')[1].split("</section>")[0]
     assert f'href="/runs/{first.pk}/">run {first.pk}</a> → <a href="/runs/{second.pk}/">run {second.pk}</a>' in marks
     for line in expected:
