@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0034_runset_driven_at'),
+        ('jobs', '0035_host_telemetry'),
     ]
 
     operations = [

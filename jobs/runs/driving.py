@@ -1,7 +1,8 @@
 """Driving a group run by fio's own client/server mode
 (docs/user-guide/groups.md#running-with-fios-own-clientserver-mode): each member is launched as any run is (the
-preflight, the safety verdict, the upload, the wrapper's last check before the first byte), but its wrapper starts fio's server on a Unix socket instead of the job; when the last
-member's server is up, its launch sends `jobs.drive_group` here, and one worker runs fio's client for them all.
+preflight, the safety verdict, the upload, the wrapper's last check before the first byte), but its wrapper starts
+fio's server on a Unix socket instead of the job; when the last member's server is up, its launch sends
+`jobs.drive_group` here, and one worker runs fio's client for them all.
 
 1. The drive is taken once (RunSet.driven_at, a conditional UPDATE): a second message finds it taken.
 2. A member that ended before the drive (refused, no fio, unreachable) calls the others off: fio's mode starts all
