@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psutil
+from django.contrib.auth.models import User
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.test import Client
 
-from jobs.models import Host, Profile, Run, RunSet, Team
+from jobs.models import Host, Membership, Profile, Run, RunSet, Team
 from tests.factories import HostFactory, ProfileFactory, TeamFactory
 
 
@@ -125,3 +127,12 @@ def disk_at_migration(target: list[tuple[str, str]]) -> tuple[Any, Any]:
     disk = old.get_model("jobs", "Disk").objects.create(team=team, host=host, label="d", target_path="/d",
                                                         disk_type="custom", spec_iops=4000)  # fmt: skip
     return old, disk
+
+
+def owner_client_of(team: Team, name: str = "owner") -> Client:
+    """A browser client logged in as a new owner of `team`."""
+    user = User.objects.create_user(name, email=f"{name}@example.com")
+    Membership.objects.create(user=user, team=team, role=Membership.Role.OWNER)
+    client = Client()
+    client.force_login(user)
+    return client

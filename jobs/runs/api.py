@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs import links
+from jobs.analysis import verdicts
 from jobs.analysis.steady import NOT_CHECKED, NOT_STEADY, STEADY
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
 from jobs.api.pagination import NewestFirst, Pagination
@@ -115,12 +116,22 @@ class TelemetrySecondSerializer(serializers.Serializer):
     )
 
 
+class VerdictSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=[kind for kind, _ in verdicts.verdict_names()])
+    text = serializers.CharField(help_text='The verdict with its evidence: "client-bound: CPU 3 was 99 % busy …".')
+    evidence = serializers.DictField(help_text="The numbers the sentence was made from.")
+
+
+VERDICTS_HELP = (
+    "Whether the number is the disk's, judged from the host's telemetry and fio's own view when the run was stored "
+    "(docs/user-guide/verdicts.md): each verdict against it; empty: it measured the disk; null: not judged (not a "
+    "succeeded fio run, or stored before benchweb judged runs)."
+)
+
+
 class RunTelemetrySerializer(serializers.Serializer):
     seconds = TelemetrySecondSerializer(many=True, help_text="The host, second by second, during the run.")
-    verdicts = serializers.ListField(
-        child=serializers.DictField(), allow_null=True,
-        help_text="Whether the number is the disk's (kind, text, evidence); empty: it is; null: not judged.",
-    )  # fmt: skip
+    verdicts = VerdictSerializer(many=True, allow_null=True, help_text=VERDICTS_HELP)
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -385,12 +396,13 @@ class RunDetailSerializer(RunSerializer):
         help_text="A group member's host clock against the worker's, measured at its launch (offset_s, "
         "uncertainty_s, delay_s, probes), or why it was not (why); null for a run outside a group."
     )
+    verdicts = VerdictSerializer(many=True, allow_null=True, read_only=True, help_text=VERDICTS_HELP)
 
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields, "parameters", "summary", "result", "limits_snapshot",
             "command", "exit_status", "cancel_requested", "burst", "environment", "stability", "run_set",
-            "clock_offset",
+            "clock_offset", "verdicts",
         ]  # fmt: skip
         read_only_fields = fields
 

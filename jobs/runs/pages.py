@@ -17,6 +17,7 @@ from jobs.models import Disk, Run
 from jobs.results import burst, compare, stability
 from jobs.runs import stopping
 from jobs.runs.api import RunFilter
+from jobs.analysis import verdicts
 from jobs.sets import facts as set_facts
 
 
@@ -36,6 +37,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "burst": credits,
         **_against_limits(run, summary, credits["limit_applied"] if credits else None),
         "steady": _steady(run),
+        "verdicts": _verdicts(run),
         "environment": environment.facts(run.environment),
         "stability": stability.run_stability(run) if run.state == Run.State.SUCCEEDED else None,
         "set_place": set_facts.member_place(run),
@@ -50,6 +52,15 @@ def _steady(run: Run) -> dict[str, str] | None:
         return None
     stamp = run.steady_state or {}
     return {"state": stamp.get("state", steady.NOT_CHECKED), "text": steady.describe(run.steady_state)}
+
+
+def _verdicts(run: Run) -> dict[str, Any] | None:
+    """Whether the number is the disk's, as the run page says it: each verdict with its label and sentence, or that
+    nothing was found against it; None for a run not judged (not succeeded, or stored before runs were judged)."""
+    if run.state != Run.State.SUCCEEDED or run.verdicts is None:
+        return None
+    found = [{"kind": v["kind"], "label": verdicts.label(v["kind"]), "text": v["text"]} for v in run.verdicts]
+    return {"found": found}
 
 
 def _has_latency(summary: dict[str, Any]) -> bool:

@@ -11,6 +11,7 @@ from django.db import transaction
 from jobs import runners as runner
 from jobs.disks import precondition
 from jobs.models import Run, RunResult, RunSample
+from jobs.runs import judging
 from jobs.runs.states import finish
 
 
@@ -21,7 +22,10 @@ def stored_summary(summary: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def store_outcome(run: Run, outcome: runner.Outcome, *, exit_status: int | None, **fields: Any) -> bool:
     """The run ends as its outcome says, with its samples and result; False when another step finished it first
-    (a sweep raced a slow collector): its result is kept, not this one."""
+    (a sweep raced a slow collector): its result is kept, not this one. A succeeded run is judged as it is stored
+    (jobs/runs/judging.py): whether its number is the disk's."""
+    if outcome.state == Run.State.SUCCEEDED:
+        fields["verdicts"] = judging.verdicts_of(run, outcome.summary)
     with transaction.atomic():
         RunSample.store(run, (outcome.summary or {}).get("samples", []))
         finished = finish(

@@ -38,7 +38,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from jobs import remote, ssh
+from jobs import environment, remote, ssh
 from jobs import runners as runner
 from jobs.hosts import connecting
 from jobs.models import Host, HostSample, Run
@@ -202,11 +202,7 @@ def _telemetry(conn: ssh.Connection, host: Host, due: list[Run], memory: _HostMe
 
 def _devices_of(runs: list[Run]) -> set[str]:
     """The block devices whose counters matter to these runs: each one's device and its chain (its environment)."""
-    names: set[str] = set()
-    for run in runs:
-        device = (run.environment or {}).get("device") or {}
-        names.update(name for name in (device.get("name"), device.get("partition_of")) if name)
-    return names
+    return {name for run in runs for name in environment.chain_devices(run.environment)}
 
 
 def _quick_step(token: str, memory: _HostMemory, now: datetime) -> str:

@@ -8,12 +8,10 @@ import csv
 import io
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 
-from jobs.models import Disk, HostSample, Membership, Run, RunSample
+from jobs.models import Disk, HostSample, Run, RunSample
 from jobs.runs import queueing
-from tests.builders import quick_profile, team_with_host, wait_final
+from tests.builders import owner_client_of, quick_profile, team_with_host, wait_final
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -42,10 +40,7 @@ def test_a_run_keeps_its_hosts_seconds_aligned_with_its_iops(fio_installed, sshd
     # One login for the run and its observation together: the telemetry opened none of its own.
     assert server.handle.log().count("Accepted publickey for ") - logins_before == 1
 
-    user = User.objects.create_user("owner", email="owner@example.com")
-    Membership.objects.create(user=user, team=team, role=Membership.Role.OWNER)
-    client = Client()
-    client.force_login(user)
+    client = owner_client_of(team)
     answer = client.get(f"/api/v1/runs/{run.pk}/telemetry/")
     assert answer.status_code == 200
     assert [s["t_s"] for s in answer.json()["seconds"]] == [s["t_s"] for s in seconds]

@@ -11,13 +11,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 
-from jobs.models import Disk, Membership, Run, RunSample, RunSet
+from jobs.models import Disk, Run, RunSample, RunSet
 from jobs.remote import fio_server
 from jobs.sets import cancelling, requesting
-from tests.builders import quick_profile, target_dir, wait_final
+from tests.builders import owner_client_of, quick_profile, target_dir, wait_final
 from tests.factories import HostFactory, TeamFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -70,20 +68,12 @@ def test_fio_client_drives_servers_on_three_hosts_and_each_member_keeps_its_own_
     result = run_set.result
     assert result["start_spread"]["spread_s"] is not None
     # The group's page says who started it.
-    page = _owner_client(team).get(f"/sets/{run_set.pk}/")
+    page = owner_client_of(team).get(f"/sets/{run_set.pk}/")
     assert page.status_code == 200
     assert "Started by <strong>fio's client/server mode</strong>" in page.content.decode()
     assert result["totals"]["whole_runs"]["iops"] == pytest.approx(
         sum(m.summary["total"]["iops"] for m in members), rel=1e-4
     )
-
-
-def _owner_client(team):
-    user = User.objects.create_user("owner", email="owner@example.com")
-    Membership.objects.create(user=user, team=team, role=Membership.Role.OWNER)
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def _gone(path: Path, timeout: float = 30) -> bool:
