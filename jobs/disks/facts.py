@@ -4,13 +4,15 @@ changes and the latest runs. The team's disk page (jobs/disks/pages.py) and its 
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
 
 from jobs import environment, limits
-from jobs.models import Annotation, Disk, RunResultDay
+from jobs.analysis import verdicts
+from jobs.models import Annotation, Disk, RunResult, RunResultDay
 from jobs.results import burst, compliance, stability, validity
 
 
@@ -33,10 +35,26 @@ def disk_facts(disk: Disk, params: Any) -> dict[str, Any]:
         "burst": credits,
         "environment_changes": _environment_changes(recorded),
         "device_chain": _device_chain(recorded),
+        "measured": measured_disk(disk),
         "chart_marks": validity.chart_marks(disk, credits),
         "change_points": disk.change_points.all()[:10],
         "disk_annotations": Annotation.for_disk(disk).select_related("disk__host", "host")[:10],
         **_compliance(disk, params),
+    }
+
+
+def measured_disk(disk: Disk) -> dict[str, Any] | None:
+    """How many of the disk's judged runs measured the disk, and the verdicts of the others by kind, most first
+    (docs/user-guide/verdicts.md); None when none of its runs was judged."""
+    rows = list(RunResult.objects.filter(disk=disk, measured_disk__isnull=False)
+                .values_list("measured_disk", "verdict_kinds"))  # fmt: skip
+    if not rows:
+        return None
+    kinds = Counter(kind for measured, found in rows if not measured for kind in found.split(",") if kind)
+    return {
+        "judged": len(rows),
+        "disk": sum(1 for measured, _ in rows if measured),
+        "verdicts": [{"label": verdicts.label(kind), "count": count} for kind, count in kinds.most_common()],
     }
 
 

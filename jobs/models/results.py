@@ -47,6 +47,12 @@ class RunResult(models.Model):
     steady = models.BooleanField(null=True, blank=True, help_text="Steady state: yes, no, or not checked (empty).")
     # The chart marks a run with warnings without reading the runs table; the page brings their words.
     warning_count = models.PositiveSmallIntegerField(default=0, help_text="How many warnings the run carries.")
+    # Is the number the disk's (Run.verdicts): yes (judged, no verdict), no (a verdict against it), or not judged
+    # (empty); and the verdicts' kinds, comma-separated, for the chart's marks and filters.
+    measured_disk = models.BooleanField(
+        null=True, blank=True, help_text="Judged as the disk's number: yes, no (a verdict), or not judged (empty)."
+    )
+    verdict_kinds = models.CharField(max_length=200, blank=True, help_text="The run's verdicts, e.g. client_bound.")
 
     # The columns `timeseries.day_extremes` and `day_flags` read, in their order.
     DAY_COLUMNS = ("run_id", "finished_ms", *timeseries.SERIES.values(), "limit_iops", "steady", "warning_count")
@@ -93,6 +99,8 @@ class RunResult(models.Model):
             finished_ms=timeseries.epoch_ms(run.finished_at),
             steady=steady.steady_flag(run.steady_state),
             warning_count=min(len(run.warnings or []), WARNINGS_COUNTED),
+            measured_disk=None if run.verdicts is None else not run.verdicts,
+            verdict_kinds=",".join(dict.fromkeys(str(v.get("kind")) for v in run.verdicts or []))[:200],
             **numbers,
         )
 

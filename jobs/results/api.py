@@ -46,6 +46,9 @@ class RunSetSerializer(serializers.Serializer):
     to = serializers.DateTimeField(allow_null=True, help_text="The set's end (exclusive); null: open.")
     runs = serializers.ListField(child=serializers.IntegerField(), help_text="The runs compared, newest first.")
     left_out_unsteady = serializers.IntegerField(help_text="Runs of the set judged not steady and left out.")
+    left_out_verdicts = serializers.IntegerField(
+        help_text="Runs of the set with a verdict against their number, left out."
+    )
     n = serializers.IntegerField()
     median = serializers.FloatField(allow_null=True)
     mean = serializers.FloatField(allow_null=True)
@@ -63,6 +66,7 @@ class CompareStatsSerializer(serializers.Serializer):
     profile = serializers.CharField(help_text="The profile whose runs are compared (a name).")
     test = serializers.ChoiceField(choices=list(analysis.TESTS))
     skip_unsteady = serializers.BooleanField(help_text="Whether runs judged not steady were left out.")
+    skip_verdicts = serializers.BooleanField(help_text="Whether runs with a verdict (client-bound, …) were left out.")
     split = serializers.DateTimeField(allow_null=True, help_text="Before/after: the moment; null for two disks.")
     min_runs = serializers.IntegerField(help_text="Runs each set needs for a test.")
     verdict = serializers.ChoiceField(choices=VERDICTS)
@@ -159,6 +163,13 @@ class CompareStatsView(_TeamView):
                 str,
                 enum=["true", "false"],
                 description="Default true: runs judged not steady are left out (runs not checked stay).",
+            ),
+            OpenApiParameter(
+                "skip_verdicts",
+                str,
+                enum=["true", "false"],
+                description="Default false: true leaves out runs with a verdict against their number (client-bound, "
+                "cache suspected, …; runs not judged stay).",
             ),
         ],
         responses={200: CompareStatsSerializer},

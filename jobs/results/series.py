@@ -49,23 +49,25 @@ class BadRequest(ValueError):
 
 def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
     """params: range (24h, 7d, 30d, all, custom with from/to; none: the shortest that fits the runs), profile
-    (id or name), points, steady (only: leave out runs not in steady state and those not checked). BadRequest
-    names the parameter and the fix."""
+    (id or name), points, steady (only: leave out runs not in steady state and those not checked), measured
+    (disk: leave out runs with a verdict against their number, docs/user-guide/verdicts.md). BadRequest names the
+    parameter and the fix."""
     wanted = _profile_filter(params.get("profile", ""))
     steady_only = _steady_only(params.get("steady"))
+    disk_only = _disk_only(params.get("measured"))
     fitted = not params.get("range")
     start, end, range_name = _time_range(params, _fitting_range(disk, wanted) if fitted else "")
     points = _max_points(params.get("points"))
 
     profiles, in_range = _profiles(disk, start, end, wanted)
     known = {p["key"]: p for p in profiles}
-    # The day rollups count every run, steady or not, so a steady-only chart is drawn from the results.
-    if not steady_only and _from_days(in_range, points):
+    # The day rollups count every run, steady or not, judged or not, so a filtered chart is drawn from the results.
+    if not steady_only and not disk_only and _from_days(in_range, points):
         days = day_rows.day_columns(disk, start, end, wanted)
         runs = sum(sum(keys[D["runs"]]) for _, _, keys, _ in days)
         series = _series_from_days(days, known, points)
     else:
-        rows = _result_rows(disk, start, end, wanted | ({"steady": True} if steady_only else {}))
+        rows = _result_rows(disk, start, end, wanted | ({"steady": True} if steady_only else {}), disk_only=disk_only)
         runs = len(rows)
         groups = _by_profile(rows, R["profile_id"], R["profile_name"], R["finished_ms"])
         series = [_series_from_results(known[key], group, points) for key, group in groups.items() if key in known]
@@ -81,6 +83,7 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
         },
         "profile": params.get("profile", ""),
         "steady": "only" if steady_only else "all",
+        "measured": "disk" if disk_only else "all",
         "max_points": points,
         "downsampling": "minmax",
         "units": {
@@ -90,6 +93,7 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
             "efficiency": "measured total IOPS ÷ the run's theoretical IOPS at its block size (1 = 100%)",
             "steady": "per point: true (steady state), false (not steady), null (not checked)",
             "warnings": "per point: how many warnings the run carries (its page says what they are)",
+            "verdicts": "per point: the run's verdicts against its number, comma-separated ('' none or not judged)",
         },
         "limits": _limits_json(found),
         "limits_error": reason,
@@ -147,6 +151,14 @@ def _steady_only(value: str | None) -> bool:
         return False
     if value != "only":
         raise BadRequest(f"'steady' must be 'only' (steady runs only) or 'all'; got {value!r}.")
+    return True
+
+
+def _disk_only(value: str | None) -> bool:
+    if value in (None, "", "all"):
+        return False
+    if value != "disk":
+        raise BadRequest(f"'measured' must be 'disk' (leave out runs with a verdict) or 'all'; got {value!r}.")
     return True
 
 
@@ -267,15 +279,19 @@ def _efficiency(ys: Sequence[float], limits_iops: Sequence[float | None]) -> lis
 
 RESULT_COLUMNS = (
     "run_id", "finished_ms", "profile_id", "profile_name", *SERIES.values(), "block_size_bytes", "limit_iops",
-    "burst_iops", "steady", "warning_count",
+    "burst_iops", "steady", "warning_count", "verdict_kinds",
 )  # fmt: skip
 
 
 R = {name: index for index, name in enumerate(RESULT_COLUMNS)}
 
 
-def _result_rows(disk: Disk, start: datetime | None, end: datetime | None, wanted: dict[str, Any]) -> list[tuple]:
+def _result_rows(
+    disk: Disk, start: datetime | None, end: datetime | None, wanted: dict[str, Any], *, disk_only: bool = False
+) -> list[tuple]:
     results = RunResult.objects.filter(disk=disk, **wanted)
+    if disk_only:
+        results = results.exclude(measured_disk=False)  # runs not judged (older, imported) stay
     if start:
         results = results.filter(finished_at__gte=start)
     if end:
@@ -293,7 +309,8 @@ def _series_from_results(profile: dict[str, Any], rows: list[tuple[Any, ...]], p
         kept = _kept(ys, points)
         pick = _picker(kept)
         drawn[name] = {"x": pick(xs), "y": pick(ys), "run": pick(ids), "steady": pick(columns["steady"]),
-                       "warnings": pick(columns["warning_count"])}  # fmt: skip
+                       "warnings": pick(columns["warning_count"]),
+                       "verdicts": pick(columns["verdict_kinds"])}  # fmt: skip
         if name == "total":
             drawn[name]["limit"] = pick(columns["limit_iops"])
             drawn[name]["efficiency"] = _efficiency(drawn[name]["y"], drawn[name]["limit"])

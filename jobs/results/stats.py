@@ -53,6 +53,7 @@ class Query:
     metric: str
     test: str
     skip_unsteady: bool
+    skip_verdicts: bool = False  # leave out runs with a verdict against their number (docs/user-guide/verdicts.md)
     split_label: str = ""  # the note the split comes from ("kernel upgrade"), when it came from one
     zone: tzinfo = UTC  # the zone a split date's midnight and the sets' labels are in: the reader's on the page
 
@@ -66,6 +67,7 @@ class RunSet:
     runs: list[int]
     values: list[float]
     left_out_unsteady: int
+    left_out_verdicts: int = 0
 
     def as_dict(self, summary: stats.SetSummary) -> dict[str, Any]:
         return {
@@ -75,6 +77,7 @@ class RunSet:
             "to": self.end,
             "runs": self.runs,
             "left_out_unsteady": self.left_out_unsteady,
+            "left_out_verdicts": self.left_out_verdicts,
             "n": summary.n,
             "median": summary.median,
             "mean": summary.mean,
@@ -93,6 +96,9 @@ def parse(params: Mapping[str, str], team: Team, zone: tzinfo = UTC) -> Query:
     skip = (params.get("skip_unsteady") or "true").lower()
     if skip not in ("true", "false", "1", "0"):
         raise StatsError("skip_unsteady", f"{skip!r} is not true or false.")
+    skip_judged = (params.get("skip_verdicts") or "false").lower()
+    if skip_judged not in ("true", "false", "1", "0"):
+        raise StatsError("skip_verdicts", f"{skip_judged!r} is not true or false.")
     pair = params.get("a_disk") or params.get("b_disk")
     single = params.get("disk") or params.get("split") or params.get("annotation")
     if bool(pair) == bool(single):
@@ -122,7 +128,7 @@ def parse(params: Mapping[str, str], team: Team, zone: tzinfo = UTC) -> Query:
         a, b, split = disk_param(params, "disk", team), None, moment(params.get("split") or "", zone)
     disks = [a] if b is None else [a, b]
     profile = choose_profile(disks, params.get("profile") or "")
-    return Query(a, b, split, profile, metric, test, skip in ("true", "1"), label, zone)
+    return Query(a, b, split, profile, metric, test, skip in ("true", "1"), skip_judged in ("true", "1"), label, zone)
 
 
 def choose_profile(disks: Iterable[Disk], given: str) -> str:
@@ -151,12 +157,15 @@ def run_set(query: Query, disk: Disk, label: str, start: datetime | None, end: d
         found = found.filter(finished_at__gte=start)
     if end is not None:
         found = found.filter(finished_at__lt=end)
-    unsteady = 0
+    unsteady = judged = 0
     if query.skip_unsteady:
         unsteady = found.filter(steady=False).count()
         found = found.exclude(steady=False)
+    if query.skip_verdicts:
+        judged = found.filter(measured_disk=False).count()
+        found = found.exclude(measured_disk=False)
     rows = list(found.order_by("-finished_at").values_list("run_id", column)[:MAX_RUNS])
-    return RunSet(label, disk, start, end, [run for run, _ in rows], [float(v) for _, v in rows], unsteady)
+    return RunSet(label, disk, start, end, [run for run, _ in rows], [float(v) for _, v in rows], unsteady, judged)
 
 
 def sets(query: Query) -> tuple[RunSet, RunSet]:
@@ -189,6 +198,7 @@ def compare(query: Query) -> dict[str, Any]:
         "unit": unit,
         "profile": query.profile,
         "skip_unsteady": query.skip_unsteady,
+        "skip_verdicts": query.skip_verdicts,
         "split": query.split,
         "min_runs": stats.MIN_RUNS,
         "a": a.as_dict(found.a),
@@ -246,7 +256,7 @@ def card(params: Mapping[str, str], team: Team, disk_ids: list[int]) -> dict[str
     split_asked = bool(params.get("disk") or params.get("split") or params.get("annotation"))
     if not split_asked and len(disk_ids) < 2:
         return None
-    asked = {key: params.get(key) or "" for key in ("metric", "test", "profile", "skip_unsteady")}
+    asked = {key: params.get(key) or "" for key in ("metric", "test", "profile", "skip_unsteady", "skip_verdicts")}
     if split_asked:
         asked |= {key: params.get(key) or "" for key in ("disk", "split", "annotation")}
     else:

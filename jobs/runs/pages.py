@@ -11,13 +11,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from jobs import access, clock, environment, figures, limits, units
-from jobs.analysis import steady
+from jobs.analysis import steady, verdicts
 from jobs.disks import precondition
 from jobs.models import Disk, Run
 from jobs.results import burst, compare, stability
 from jobs.runs import stopping
 from jobs.runs.api import RunFilter
-from jobs.analysis import verdicts
 from jobs.sets import facts as set_facts
 
 
@@ -59,7 +58,11 @@ def _verdicts(run: Run) -> dict[str, Any] | None:
     nothing was found against it; None for a run not judged (not succeeded, or stored before runs were judged)."""
     if run.state != Run.State.SUCCEEDED or run.verdicts is None:
         return None
-    found = [{"kind": v["kind"], "label": verdicts.label(v["kind"]), "text": v["text"]} for v in run.verdicts]
+    found = []
+    for verdict in run.verdicts:
+        label = verdicts.label(verdict["kind"])
+        # The stamp says the label: the sentence goes on from it.
+        found.append({"kind": verdict["kind"], "label": label, "text": verdict["text"].removeprefix(f"{label}: ")})
     return {"found": found}
 
 

@@ -13,6 +13,7 @@
   const fromInput = document.getElementById("chart-from");
   const toInput = document.getElementById("chart-to");
   const steadyOnly = document.getElementById("chart-steady");
+  const measuredOnly = document.getElementById("chart-measured");
   const status = document.getElementById("chart-status");
   const empty = document.getElementById("chart-empty");
   const drawn = document.getElementById("chart-drawn");
@@ -33,6 +34,7 @@
   if (params.get("to")) toInput.value = toLocalInput(params.get("to"));
   const wantedProfile = params.get("profile") || "";
   steadyOnly.checked = params.get("steady") === "only";
+  if (measuredOnly) measuredOnly.checked = params.get("measured") === "disk";
   // The latency lines picked (percentiles and directions), kept in the URL like the filters.
   for (const name of ["percentile", "direction"]) {
     const wanted = params.get(name);
@@ -76,6 +78,7 @@
     const q = new URLSearchParams(fitted ? {} : { range: rangeSelect.value });
     if (profileSelect.value) q.set("profile", profileSelect.value);
     if (steadyOnly.checked) q.set("steady", "only");
+    if (measuredOnly && measuredOnly.checked) q.set("measured", "disk");
     if (rangeSelect.value === "custom") {
       // The fields hold a wall-clock time in the page's zone; the server gets an exact instant.
       if (fromInput.value) q.set("from", new Date(window.benchClock.fromInput(fromInput.value)).toISOString());
@@ -92,6 +95,7 @@
   });
   profileSelect.addEventListener("change", () => load());
   steadyOnly.addEventListener("change", () => load());
+  if (measuredOnly) measuredOnly.addEventListener("change", () => load());
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     load();
@@ -169,7 +173,7 @@
     const out = new Array(series.x.length);
     for (let i = 0; i < series.x.length; i++) {
       const p = { x: series.x[i], y: series.y[i], run: series.run[i], steady: series.steady ? series.steady[i] : null,
-                  warnings: series.warnings ? series.warnings[i] : 0 };
+                  warnings: series.warnings ? series.warnings[i] : 0, verdicts: series.verdicts ? series.verdicts[i] : "" };
       if (extra) {
         p.efficiency = series.efficiency[i];
         p.limit = series.limit[i];
@@ -199,6 +203,13 @@
     return Boolean(p && p.warnings);
   }
 
+  // A run with a verdict against its number (client-bound, cache suspected, …: docs/user-guide/verdicts.md).
+  const JUDGED = "#7a2e0e";
+
+  function judged(p) {
+    return Boolean(p && p.verdicts);
+  }
+
   // What the point's run was measured under: burst and warnings, a line each for the tooltip. A tooltip does
   // not wrap: on a narrow chart the balance gets a line of its own and a long warning is cut short.
   function flagLines(p, chart) {
@@ -210,11 +221,12 @@
       if (heads) heads.forEach((head) => lines.push("⚠ " + (narrow && head.length > 40 ? head.slice(0, 39) + "…" : head)));
       else lines.push("⚠ " + p.warnings + (p.warnings === 1 ? " warning" : " warnings") + ": see the run's page");
     }
+    if (judged(p)) lines.push("✕ not the disk's? " + p.verdicts.split(",").map((k) => k.replace(/_/g, " ")).join(", "));
     return lines.filter(Boolean);
   }
 
   function line(label, data, colour, dash, width, meta) {
-    const marked = (ctx) => notSteady(ctx) || fromBurst(ctx.raw) || warned(ctx.raw);
+    const marked = (ctx) => notSteady(ctx) || fromBurst(ctx.raw) || warned(ctx.raw) || judged(ctx.raw);
     return {
       label,
       data,
@@ -225,10 +237,10 @@
       // A run not in steady state is a hollow point, one served from burst a triangle, one with warnings has an
       // amber ring: drawn even where a long series hides the others.
       pointRadius: (ctx) => (fromBurst(ctx.raw) ? 4.5 : marked(ctx) ? 3.5 : data.length > 150 ? 0 : 2.5),
-      pointStyle: (ctx) => (fromBurst(ctx.raw) ? "triangle" : "circle"),
+      pointStyle: (ctx) => (fromBurst(ctx.raw) ? "triangle" : judged(ctx.raw) ? "crossRot" : "circle"),
       pointBackgroundColor: (ctx) => (notSteady(ctx) ? "#fff" : colour),
-      pointBorderColor: (ctx) => (warned(ctx.raw) ? WARNED : colour),
-      pointBorderWidth: (ctx) => (warned(ctx.raw) ? 2.5 : notSteady(ctx) ? 1.5 : 1),
+      pointBorderColor: (ctx) => (judged(ctx.raw) ? JUDGED : warned(ctx.raw) ? WARNED : colour),
+      pointBorderWidth: (ctx) => (judged(ctx.raw) ? 2.5 : warned(ctx.raw) ? 2.5 : notSteady(ctx) ? 1.5 : 1),
       pointHoverRadius: 5,
       pointHitRadius: 6,
       tension: 0,
@@ -385,6 +397,7 @@
     if (drawnPoints.some(fromBurst)) marks.push("▲ served from burst (fully or partly)");
     if (drawnPoints.some(warned)) marks.push("◯ amber ring: run with warnings");
     if (drawnPoints.some((p) => p.steady === false)) marks.push("○ hollow: not steady");
+    if (drawnPoints.some(judged)) marks.push("✕ a verdict: maybe not the disk's number");
     const legend = options.plugins.legend;
     const profiles = legend.labels.generateLabels;
     legend.labels.generateLabels = (chart) =>
@@ -553,7 +566,9 @@
       : " Hollow points are runs not in steady state.";
     const totals = data.series.flatMap((s) => points(s.iops.total));
     const marks = (totals.some(fromBurst) ? " Triangles are runs served from burst credits." : "") +
-      (totals.some(warned) ? " Amber rings are runs with warnings." : "");
+      (totals.some(warned) ? " Amber rings are runs with warnings." : "") +
+      (totals.some(judged) ? " Crosses are runs with a verdict against their number (client-bound, cache, …)." : "") +
+      (data.measured === "disk" ? " Runs with a verdict are left out." : "");
     return runs + (summary ? " — latest " + summary + "." : ".") + range + steady + marks + thinned;
   }
 

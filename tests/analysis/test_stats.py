@@ -159,6 +159,20 @@ def test_runs_not_in_steady_state_are_left_out_unless_asked_to_keep_them(pair, a
     assert (kept["a"]["n"], kept["a"]["left_out_unsteady"], kept["skip_unsteady"]) == (6, 0, False)
 
 
+def test_runs_with_a_verdict_are_left_out_when_asked_and_counted(pair, api):
+    a_runs = nightly(pair[0], [4000, 4050, 3950, 4020, 3980, 4010])
+    nightly(pair[1], [4000, 4050, 3950, 4020, 3980])
+    RunResult.objects.filter(run=a_runs[1]).update(measured_disk=False, verdict_kinds="client_bound")
+    RunResult.objects.filter(run=a_runs[2]).update(measured_disk=True)
+    url = f"/api/v1/compare/stats/?a_disk={pair[0].pk}&b_disk={pair[1].pk}"
+    kept, skipped = api.get(url).json(), api.get(url + "&skip_verdicts=true").json()
+    assert (kept["a"]["n"], kept["a"]["left_out_verdicts"], kept["skip_verdicts"]) == (6, 0, False)
+    assert (skipped["a"]["n"], skipped["a"]["left_out_verdicts"], skipped["skip_verdicts"]) == (5, 1, True)
+    assert a_runs[1].pk not in skipped["a"]["runs"] and a_runs[2].pk in skipped["a"]["runs"]
+    refused = api.get(url + "&skip_verdicts=maybe")
+    assert refused.status_code == 400 and "skip_verdicts" in refused.json()
+
+
 def test_a_parameter_that_cannot_be_used_is_refused_naming_it(pair, api):
     nightly(pair[0], [4000] * 5)
     other = DiskFactory()  # in another team

@@ -232,6 +232,26 @@ def test_only_finished_successful_runs_are_drawn(owner_client, disk):
     assert data["runs"] == 2
 
 
+def test_runs_with_a_verdict_are_marked_and_left_out_when_asked(owner_client, disk):
+    runs = _runs(disk, 4)
+    RunResult.objects.filter(run=runs[1]).update(measured_disk=False, verdict_kinds="client_bound,cache_suspected")
+    RunResult.objects.filter(run__in=runs[2:]).update(measured_disk=True)
+    every = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all")
+    total = every["series"][0]["iops"]["total"]
+    assert every["measured"] == "all" and total["run"] == [r.pk for r in runs]
+    assert total["verdicts"] == ["", "client_bound,cache_suspected", "", ""]
+    measured = _get(owner_client, f"/disks/{disk.pk}/series.json?range=all&measured=disk")
+    # The run not judged (the first) stays; the one with a verdict goes.
+    assert measured["measured"] == "disk" and measured["runs"] == 3
+    assert measured["series"][0]["iops"]["total"]["run"] == [runs[0].pk, runs[2].pk, runs[3].pk]
+    page = owner_client.get(f"/disks/{disk.pk}/").content.decode()
+    assert "<strong>2 of 3</strong> judged runs" in page
+    assert "the others: client-bound 1, cache suspected 1" in page
+    assert "Runs that measured the disk only" in page
+    refused = owner_client.get(f"/disks/{disk.pk}/series.json?measured=some")
+    assert refused.status_code == 400 and "'measured' must be 'disk'" in refused.json()["error"]
+
+
 def test_an_empty_range_answers_with_no_series_and_the_profiles_to_pick_from(owner_client, disk):
     _runs(disk, 1)
     Run.objects.update(finished_at=timezone.now() - timedelta(days=3))
