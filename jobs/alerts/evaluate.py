@@ -51,6 +51,7 @@ def run_finished(run_id: int) -> None:
     if run.state == Run.State.SUCCEEDED:
         below_promise(run.disk, run.profile_name)
         regression(run.disk, run.profile_name)
+        run_verdict(run.disk, run.profile_name)
         stale(run.disk)
 
 
@@ -150,6 +151,35 @@ def run_failed(disk: Disk, profile_name: str) -> None:
         team_id=disk.team_id, kind=Kind.RUN_FAILED, condition=condition,
         title=f"Run failed: {_workload(profile_name)} on {disk}",
         summary=f"Run #{last.pk} ended {last.state} at {ended}: {last.explanation or 'no reason was recorded'}",
+        host_id=disk.host_id, disk_id=disk.pk, profile_id=last.profile_id, profile_name=profile_name,
+        run_ids=[last.pk],
+    ))  # fmt: skip
+
+
+# The verdicts that say the number may not be the disk's; "throttled at the promise" is the cloud's cap, expected.
+ALERTING_VERDICTS = ("client_bound", "cache_suspected", "device_saturated", "stripe_imbalance", "host_under_pressure")
+
+
+def run_verdict(disk: Disk, profile_name: str) -> None:
+    """Holds while the last judged run of the workload on the disk has a verdict against its number; clears with a
+    judged run that has none (docs/user-guide/verdicts.md)."""
+    last = (
+        Run.objects.filter(disk=disk, profile_name=profile_name, state=Run.State.SUCCEEDED, verdicts__isnull=False)
+        .order_by("-finished_at", "-pk")
+        .only("pk", "verdicts", "finished_at", "profile_id")
+        .first()
+    )
+    if last is None:
+        return
+    condition = _series(Kind.RUN_VERDICT, disk, profile_name)
+    against = [v for v in last.verdicts or [] if v.get("kind") in ALERTING_VERDICTS]
+    if not against:
+        clear(disk.team_id, condition, f"run #{last.pk} of {_workload(profile_name)} measured the disk")
+        return
+    raise_alert(Found(
+        team_id=disk.team_id, kind=Kind.RUN_VERDICT, condition=condition,
+        title=f"Not the disk's number? {_workload(profile_name)} on {disk}",
+        summary=f"Run #{last.pk}: " + "; ".join(str(v.get("text")) for v in against),
         host_id=disk.host_id, disk_id=disk.pk, profile_id=last.profile_id, profile_name=profile_name,
         run_ids=[last.pk],
     ))  # fmt: skip

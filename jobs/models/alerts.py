@@ -33,6 +33,7 @@ class Kind(models.TextChoices):
     HOST_KEY_CHANGED = "host_key_changed", "Host key changed"
     GROUP_BELOW_PROMISE = "group_below_promise", "Group total below the promise"
     GROUP_SPREAD = "group_spread", "Group members far apart"
+    RUN_VERDICT = "run_verdict", "Not the disk's number"
 
 
 # What each kind watches, as the rules page and the API describe it.
@@ -52,6 +53,9 @@ KIND_HELP = {
     "profile on those disks that reaches it.",
     Kind.GROUP_SPREAD: "A synchronised group whose members' IOPS were more than N % apart ((highest - lowest) / "
     "highest); judged when a group ends, resolved by the next group of that profile on those disks within it.",
+    Kind.RUN_VERDICT: "The last judged run of a workload on a disk has a verdict against its number (client-bound, "
+    "cache suspected, device saturated, stripe imbalance, host under pressure; throttled at the promise is expected "
+    "and does not alert); resolved when the next judged run has none.",
 }
 
 
