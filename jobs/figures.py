@@ -218,3 +218,40 @@ def compact_size(size: int) -> str:
         if size % factor == 0:
             return f"{size // factor}{suffix}"
     return f"{size}B"
+
+
+def fio_view(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    """fio's own view of the run for its page: the cpu line as printed, the CPU µs per I/O and each disk util
+    line (device, util, read/write ios as printed); None when fio printed none of them (ndisk64, an excerpt, a run
+    stored before benchweb kept them)."""
+    summary = summary or {}
+    cpu = summary.get("cpu")
+    printed = summary.get("printed") or {}
+    disks = printed.get("disk_util") or []
+    if not cpu and not disks:
+        return None
+    return {
+        "cpu": _cpu_text(cpu, printed.get("cpu")),
+        "cpu_printed": bool(printed.get("cpu")),
+        "us_per_io": _us_per_io(summary.get("cpu_us_per_io")),
+        "clock": "fio's job_runtime" if (cpu or {}).get("job_runtime_ms") is not None else "runtime × jobs",
+        "disks": disks,
+    }
+
+
+def _cpu_text(cpu: dict[str, Any] | None, printed: dict[str, str] | None) -> str | None:
+    """usr=4.83%, sys=33.10%, ctx=72885 as fio printed it; for several job entries, the figures benchweb combined
+    from theirs (a share fio's clocks did not allow is left out)."""
+    if printed:
+        return ", ".join(f"{key}={printed[key]}" for key in ("usr", "sys", "ctx") if key in printed)
+    if not cpu:
+        return None
+    parts = [f"{key[:3]}={cpu[key]:.2f}%" for key in ("usr_percent", "sys_percent") if cpu.get(key) is not None]
+    return ", ".join([*parts, *([f"ctx={cpu['ctx']}"] if cpu.get("ctx") is not None else [])]) or None
+
+
+def _us_per_io(value: float | None) -> str | None:
+    """Three significant digits, never an exponent: 15.6 µs, 0.934 µs, 1,234 µs."""
+    if value is None:
+        return None
+    return f"{value:,.0f} µs" if value >= 100 else f"{float(f'{value:.3g}'):g} µs"

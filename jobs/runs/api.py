@@ -194,6 +194,53 @@ def run_list_item(row: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+class FioCpuSerializer(serializers.Serializer):
+    """fio's `cpu` line of the result (docs/reference/fio-output.md#cpu-and-disk-util)."""
+
+    usr_percent = serializers.FloatField(
+        allow_null=True,
+        help_text="User CPU as a percentage of one CPU (fio's usr_cpu), averaged over a group's jobs; null when "
+        "the result is several job entries whose clocks fio did not print.",
+    )
+    sys_percent = serializers.FloatField(allow_null=True, help_text="System CPU, likewise (fio's sys_cpu).")
+    ctx = serializers.IntegerField(allow_null=True, help_text="Context switches, summed over the jobs.")
+    majf = serializers.IntegerField(allow_null=True, help_text="Major page faults; null where fio 1.x left it out.")
+    minf = serializers.IntegerField(allow_null=True, help_text="Minor page faults; null where fio 1.x left it out.")
+    job_runtime_ms = serializers.IntegerField(
+        allow_null=True,
+        help_text="The clock fio divided the CPU times by (its job_runtime, fio 3.8+ JSON, summed over a group's "
+        "jobs); null where fio did not print it.",
+    )
+
+
+class FioDiskUtilSerializer(serializers.Serializer):
+    """One of fio's disk util lines. A count fio did not print (sectors before 3.36, an aggregate for a device
+    that is not md or device-mapper) is absent."""
+
+    name = serializers.CharField(help_text="The kernel's name of the device ('vda', 'md0', 'dm-3').")
+    host = serializers.CharField(required=False, help_text="fio --client output: the client the device is on.")
+    read_ios = serializers.IntegerField(
+        required=False, help_text="I/Os the device completed, as counted by the kernel."
+    )
+    write_ios = serializers.IntegerField(required=False)
+    read_sectors = serializers.IntegerField(required=False, help_text="fio 3.36 and later.")
+    write_sectors = serializers.IntegerField(required=False)
+    read_merges = serializers.IntegerField(required=False)
+    write_merges = serializers.IntegerField(required=False)
+    read_ticks = serializers.IntegerField(required=False, help_text="ms the device spent on reads.")
+    write_ticks = serializers.IntegerField(required=False)
+    in_queue = serializers.IntegerField(required=False, help_text="ms of I/O time weighted by the queue.")
+    util_percent = serializers.FloatField(required=False, help_text="Share of the run the device was busy.")
+    aggr_read_ios = serializers.IntegerField(required=False, help_text="md / device-mapper: per member, averaged.")
+    aggr_write_ios = serializers.IntegerField(required=False)
+    aggr_read_merges = serializers.IntegerField(required=False)
+    aggr_write_merges = serializers.IntegerField(required=False)
+    aggr_read_ticks = serializers.IntegerField(required=False)
+    aggr_write_ticks = serializers.IntegerField(required=False)
+    aggr_in_queue = serializers.IntegerField(required=False)
+    aggr_util_percent = serializers.FloatField(required=False, help_text="The busiest member's util.")
+
+
 class RunResultSerializer(serializers.Serializer):
     """A finished run's result as shown first: the tool's own figures and the workload its output states."""
 
@@ -212,13 +259,27 @@ class RunResultSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The tool's figures as it printed them, strings with their unit, per direction: "
         '{"read": {"iops": "1506", "bw": "5.88MiB/s", "bw_alt": "6169kB/s", "runtime": "60001msec"}, "write": '
-        '..., "total": ...}; a direction not printed is null. null for runs stored before benchweb kept them: '
-        "summary holds their numbers.",
+        '..., "total": ..., "cpu": {"usr": "4.83%", "sys": "33.10%", "ctx": "72885", "majf": "0", "minf": "11"}, '
+        '"disk_util": [{"name": "vda", "util": "69.69%", "ios": "49546/21160"}]}; a direction not printed is '
+        "null. null for runs stored before benchweb kept them: summary holds their numbers.",
     )
     workload = serializers.DictField(
         allow_null=True,
         help_text="What the output says the job was: rw, block_size (as printed), iodepth, numjobs, read_percent, "
         "ioengine; each null when the output does not say. null for runs stored before benchweb kept it.",
+    )
+    cpu = FioCpuSerializer(
+        allow_null=True,
+        help_text="fio's own cpu line (summary.cpu); null when the output has none or the run was stored before "
+        "benchweb kept it.",
+    )
+    cpu_us_per_io = serializers.FloatField(
+        allow_null=True,
+        help_text="µs of fio's CPU (user + system) per completed I/O: (usr_percent + sys_percent) / 100 × fio's "
+        "clock (job_runtime_ms, else runtime × jobs) / I/Os. null when an input is missing.",
+    )
+    disk_util = FioDiskUtilSerializer(
+        many=True, help_text="fio's disk util lines (summary.disk_util); empty when fio printed none."
     )
 
 
@@ -417,6 +478,9 @@ class RunDetailSerializer(RunSerializer):
             "source": parameters.get("source", "") if run.trigger == Run.Trigger.IMPORT else "",
             "printed": run.summary.get("printed"),
             "workload": run.summary.get("workload"),
+            "cpu": run.summary.get("cpu"),
+            "cpu_us_per_io": run.summary.get("cpu_us_per_io"),
+            "disk_util": run.summary.get("disk_util") or [],
         }
 
     @extend_schema_field(RunSetMembershipSerializer(allow_null=True))

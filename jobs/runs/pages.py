@@ -32,6 +32,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "workload": figures.workload_facts(summary),
         "printed_runtime": figures.printed_runtime(summary),
         "fill_text": precondition.fill_text(summary),
+        "fio_view": figures.fio_view(summary),
         "has_latency": _has_latency(summary),
         "burst": credits,
         **_against_limits(run, summary, credits["limit_applied"] if credits else None),

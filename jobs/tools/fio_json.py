@@ -9,7 +9,7 @@ import re
 from itertools import pairwise
 from typing import Any
 
-from jobs.tools import fio_fill
+from jobs.tools import fio_fill, fio_own_view
 from jobs.tools.fio_common import (
     DIRECTIONS,
     _clock_ms,
@@ -417,7 +417,9 @@ def _results(docs: list[dict[str, Any]], labels: list[str], diagnostics: list[st
         ] or [global_options]
         rw = same_or_none([o.get("rw", o.get("readwrite")) for o in options])
         label = labeller(key[0], key[1], rw)
-        result = _part_result(docs, labels, members, options, source, label, diagnostics)
+        # A client's disks are those its entries name; "All clients" and a plain run keep every disk.
+        host = _host(jobs[members[0]]) if clients and members and key[0] != "All clients" else None
+        result = _part_result(docs, labels, members, options, source, label, diagnostics, host)
         if key[0] == "All clients":
             counted = [r.summary["processes"] for r, k in zip(results, parts, strict=False) if k[1] == key[1]]
             result.summary["processes"] = sum(counted) if counted and None not in counted else None
@@ -433,6 +435,7 @@ def _part_result(
     source: list[int],
     label: str,
     all_diagnostics: list[str],
+    disk_host: tuple[str, str] | None = None,
 ) -> ParseResult:
     """The result of the entries members of the last document (options: those of the entries source)."""
     final, where = docs[-1], labels[-1]
@@ -464,7 +467,7 @@ def _part_result(
     if mixed:
         # unified_rw_reporting=mixed reports one "mixed" direction instead of read and write.
         total = {"iops": mixed["iops"], "bw_bytes_per_s": mixed["bw_bytes_per_s"]}
-    printed: dict[str, dict[str, str] | None] = {}
+    printed: dict[str, Any] = {}
     if len(jobs) == 1:  # several entries print no figure for the group, only their own
         for direction, shown in (("read", read), ("write", write), ("total", mixed)):
             if shown:
@@ -502,6 +505,10 @@ def _part_result(
         ioengine=agreed(lambda o: o.get("ioengine")),
     )
     single = len(members) == len(every_job)
+    cpu, printed["cpu"] = fio_own_view.result_cpu(
+        [fio_own_view.json_cpu(every[i], f"{where}, job {i + 1}") for i in members]
+    )
+    disks, printed["disk_util"] = fio_own_view.json_disks(final.get("disk_util"), where, disk_host)
     summary = make_summary(
         tool="fio",
         tool_version=str(final.get("fio version", "")).removeprefix("fio-") or None,
@@ -516,12 +523,25 @@ def _part_result(
         samples=_samples(docs, labels, {"read": read is not None, "write": write is not None}) if single else [],
         printed=printed,
         workload=workload,
+        cpu=cpu,
+        disk_util=disks,
+        ios=_completed_ios(jobs, where),
     )
     settings = dict(options[0])
     bins = latency_bins({"jobs": jobs}, where) or None
     return ParseResult(
         "fio-json", summary, diagnostics, job_errors, settings, bins, label=label, steadystate=steadystate(jobs, where)
     )
+
+
+def _completed_ios(jobs: list[dict[str, Any]], where: str) -> float | None:
+    """Every I/O the entries completed, all directions (a trim costs CPU too; "mixed" only where it stands for
+    them, unified_rw_reporting=both prints it beside them); None when fio printed no count."""
+    counts = []
+    for index, job in enumerate(jobs, 1):
+        directions = [d for d in ("read", "write", "trim") if job.get(d)] or [d for d in ("mixed",) if job.get(d)]
+        counts += [_job_amount(job, d, "total_ios", f"{where}, job {index}") for d in directions]
+    return None if not counts or None in counts else sum(c for c in counts if c is not None)
 
 
 def parse_fio_json(text: str) -> ParseResult:

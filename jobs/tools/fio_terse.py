@@ -11,7 +11,9 @@ version field, so its header is one field shorter.
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from jobs.tools import fio_own_view
 from jobs.tools.fio_common import _clock_ms, _errno_messages, part_labeller, representative
 from jobs.tools.summary import (
     DirectionStats,
@@ -33,6 +35,12 @@ _LAYOUTS: dict[str, tuple[int, dict[str, int], int]] = {
     "5": (3, {"read": 5, "write": 52}, 146),
 }
 
+
+# version -> where its usr%;sys%;ctx;majf;minf fields may begin. fio 3.x writes a trim block into version 2 that
+# fio 2.x did not, so version 2 has two places (the fixtures of both show it).
+_CPU_STARTS: dict[str, tuple[int, ...]] = {"2": (86, 127), "3": (87,), "4": (128,), "5": (146,)}
+# After the cpu fields: 7 I/O depth, 10 µs and 12 ms latency buckets, then (version 3 and later) the disks.
+_DISKS_AFTER_CPU = 5 + 7 + 10 + 12
 
 _BARE_VERSION = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?")
 
@@ -99,7 +107,8 @@ def _rows(text: str) -> tuple[list[tuple[int, list[str]]], list[str]]:
 
 def fio_terse_results(text: str) -> list[ParseResult]:
     """One result per group id of the terse lines, in output order. Terse output shows neither numjobs,
-    block size, rw nor direct, so those stay None."""
+    block size, rw nor direct, so those stay None, and so does cpu_us_per_io (a line may stand for a group of
+    jobs whose number it does not say)."""
     rows, diagnostics = _rows(text)
     messages = _errno_messages(diagnostics)
     groups: dict[str, list[int]] = {}
@@ -125,7 +134,14 @@ def fio_terse_results(text: str) -> list[ParseResult]:
         clock = [
             (group, _terse_number(f, start + 3, lineno)) for lineno, f in mine for start in _LAYOUTS[f[0]][1].values()
         ]
-        printed: dict[str, dict[str, str] | None] = {}
+        printed: dict[str, Any] = {}
+        starts = [fio_own_view.terse_cpu_start(f, _CPU_STARTS[f[0]]) for _, f in mine]
+        cpu, printed["cpu"] = fio_own_view.result_cpu(
+            [fio_own_view.terse_cpu(f, start) for (_, f), start in zip(mine, starts, strict=True)]
+        )
+        disks: list[dict[str, Any]] = []
+        if starts[0] is not None and mine[0][1][0] != "2":  # fio writes disks into version 3 and later only
+            disks, printed["disk_util"] = fio_own_view.terse_disks(mine[0][1], starts[0] + _DISKS_AFTER_CPU)
         if len(mine) == 1:
             fields = mine[0][1]
             for direction, start in _LAYOUTS[fields[0]][1].items():
@@ -140,6 +156,8 @@ def fio_terse_results(text: str) -> list[ParseResult]:
             write=merged["write"],
             runtime_s=_clock_ms(clock) / 1000,
             printed=printed,
+            cpu=cpu,
+            disk_util=disks,
         )
         label = labeller(None, group, None)
         results.append(ParseResult("fio-terse", summary, list(diagnostics), job_errors, label=label))

@@ -11,11 +11,13 @@ line, so a report pasted from a web page with its newlines collapsed into spaces
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobs.tools import fio_own_view
 from jobs.tools.fio_common import (
     DIRECTIONS,
     _clock_ms,
@@ -242,15 +244,20 @@ def _parts(text: str, headers: list[re.Match[str]], diagnostics: list[str]) -> l
     return parts
 
 
+def _section(text: str, headers: list[re.Match[str]], index: int) -> str:
+    """Job section index: from its header to the next header or the end of the group's sections."""
+    end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+    section = text[headers[index].end() : end]
+    if stop := _SECTION_END.search(section):
+        section = section[: stop.start()]
+    return section
+
+
 def _job_directions(
     text: str, headers: list[re.Match[str]], index: int, where: str
 ) -> list[tuple[re.Match[str], DirectionStats, bool]]:
     """Each direction line of job section index with its statistics, and whether it is a 2.x line."""
-    header = headers[index]
-    end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
-    section = text[header.end() : end]
-    if stop := _SECTION_END.search(section):
-        section = section[: stop.start()]
+    section = _section(text, headers, index)
     legacy = not TEXT_DIR_3.search(section)
     found = list((TEXT_DIR_2 if legacy else TEXT_DIR_3).finditer(section))
     issued = _TEXT_ISSUED.search(section)
@@ -283,19 +290,27 @@ class _Report:
     diagnostics: list[str]
     messages: dict[int, str]
     version: str | None
+    disk_blocks: list[fio_own_view.DiskBlock]
 
 
 def _part_result(report: _Report, part: _Part, label: str) -> ParseResult:
     text, headers, diagnostics, messages = report.text, report.headers, list(report.diagnostics), report.messages
     stats: dict[str, list[DirectionStats]] = {"read": [], "write": [], "mixed": []}
-    printed: dict[str, dict[str, str] | None] = {}
+    printed: dict[str, Any] = {}
     clock: list[tuple[Any, float]] = []
     job_errors = []
     processes = 0
+    cpus: list[fio_own_view.CpuLine] = []
+    ios: float | None = 0.0
     for index in part.headers:
         header = headers[index]
         job = f"job {index + 1} ({excerpt(header['name'], 40)})"
         processes += whole(header["jobs"], f"{job}: jobs=")
+        section = _section(text, headers, index)
+        cpus.append(fio_own_view.text_cpu(section, job))
+        issued = _TEXT_ISSUED.search(section)
+        counts = [whole(n, f"{job}: issued total=") for n in issued.groups() if n is not None] if issued else None
+        ios = None if ios is None or counts is None else ios + sum(counts)
         if errno := whole(header["err"], f"{job}: err="):
             message = header["message"] or messages.get(errno)
             job_errors.append({"job": header["name"], "index": index, "errno": errno, "message": message})
@@ -314,6 +329,8 @@ def _part_result(report: _Report, part: _Part, label: str) -> ParseResult:
                 )
     read, write = merge_direction(stats["read"]), merge_direction(stats["write"])
     mixed = merge_direction(stats["mixed"])
+    cpu, printed["cpu"] = fio_own_view.result_cpu(cpus)
+    disks, printed["disk_util"] = _part_disks(report, part)
     # The descriptions of this group; client/server output prints each client's, the same ones.
     mine = list(
         {
@@ -344,9 +361,23 @@ def _part_result(report: _Report, part: _Part, label: str) -> ParseResult:
         runtime_s=_clock_ms(clock) / 1000 if clock else None,
         printed=printed,
         workload=workload,
+        cpu=cpu,
+        disk_util=disks,
+        ios=ios,
     )
     settings = {key: mine[0][key] for key in ("rw", "bs", "ioengine", "iodepth")} if mine else {}
     return ParseResult("fio-text", summary, diagnostics, job_errors, settings, label=label)
+
+
+def _part_disks(report: _Report, part: _Part) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """The disk stats a part's report ends with: the first block after its last job section (a run prints one
+    after all its groups, a --client run one per client); "All clients" has every client's."""
+    blocks = report.disk_blocks
+    if part.client == "All clients":
+        blocks = [block for block in blocks if block[1]]
+        return [d for b in blocks for d in b[1]], [p for b in blocks for p in b[2]]
+    after = bisect.bisect_left(blocks, report.headers[part.headers[-1]].end(), key=lambda block: block[0])
+    return (blocks[after][1], blocks[after][2]) if after < len(blocks) else ([], [])
 
 
 def fio_text_results(text: str) -> list[ParseResult]:
@@ -370,6 +401,7 @@ def fio_text_results(text: str) -> list[ParseResult]:
         diagnostics,
         _errno_messages(diagnostics),
         (version[1] or version[2]) if version else None,
+        fio_own_view.text_disk_blocks(text),
     )
     labeller = part_labeller([(p.client, p.group) for p in parts])
     results: list[ParseResult] = []

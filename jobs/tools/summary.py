@@ -199,14 +199,18 @@ def make_summary(
     direct: bool | None = None,
     runtime_s: float | None = None,
     samples: list[dict[str, float | None]] | None = None,
-    printed: dict[str, dict[str, str] | None] | None = None,
+    printed: dict[str, Any] | None = None,
     workload: dict[str, Any] | None = None,
+    cpu: dict[str, Any] | None = None,
+    disk_util: list[dict[str, Any]] | None = None,
+    ios: float | None = None,
 ) -> dict[str, Any]:
     """The canonical summary (docs/architecture.md), keys in the documented order. total defaults to read + write.
 
     printed holds the tool's own figures as it printed them ({"read": {"iops": "1506", "bw": "5.88MiB/s", ...},
-    "write": ..., "total": ...}), workload what the output says the job was (make_workload); both default to
-    "nothing printed"."""
+    "write": ..., "total": ..., "cpu": ..., "disk_util": [...]}), workload what the output says the job was
+    (make_workload); both default to "nothing printed". cpu and disk_util are fio's own view
+    (fio_own_view.py); ios, the I/Os the result completed, gives cpu_us_per_io."""
     if total is None:
         directions = [d for d in (read, write) if d]
         total = {
@@ -225,8 +229,15 @@ def make_summary(
         "direct": direct,
         "runtime_s": runtime_s,
         "samples": samples or [],
-        "printed": {direction: (printed or {}).get(direction) for direction in PRINTED_DIRECTIONS},
+        "printed": {
+            **{direction: (printed or {}).get(direction) for direction in PRINTED_DIRECTIONS},
+            "cpu": (printed or {}).get("cpu"),
+            "disk_util": (printed or {}).get("disk_util") or [],
+        },
         "workload": workload or make_workload(),
+        "cpu": cpu,
+        "cpu_us_per_io": cpu_us_per_io(cpu, ios, runtime_s=runtime_s, processes=processes),
+        "disk_util": disk_util or [],
     }
     _check_plausible(summary, "summary")
     if summary["read_percent"] is not None and summary["read_percent"] > 100:
@@ -235,6 +246,34 @@ def make_summary(
 
 
 PRINTED_DIRECTIONS = ("read", "write", "total")
+
+
+def cpu_us_per_io(
+    cpu: dict[str, Any] | None, ios: float | None, *, runtime_s: float | None, processes: int | None
+) -> float | None:
+    """µs of fio's CPU (user + system) per completed I/O:
+
+        (usr_percent + sys_percent) / 100 × clock_ms × 1000 / ios
+
+    fio prints usr_cpu = usr_time × 100 / total_run_time, usr_time being the job's user CPU from getrusage and
+    total_run_time the ms since the job started (stat.c show_thread_status_normal and _json, backend.c
+    thread_main); with group_reporting, sum_thread_stats adds up usr_time, sys_time and total_run_time over the
+    members, so the percentages are a share of one CPU averaged over them and share × the summed clock is
+    their CPU time. The clock is JSON's job_runtime (fio 3.8+ prints total_run_time under that name, summed
+    like the CPU times); where fio did not print it (the text report, terse, older JSON) it is runtime_s ×
+    processes, the I/O runtime of every member: fio's clock also counts a job's time outside I/O, so there the
+    figure can read a little low. None when any input is missing or there was no I/O.
+    """
+    if not cpu or cpu.get("usr_percent") is None or cpu.get("sys_percent") is None or not ios:
+        return None
+    clock_ms = cpu.get("job_runtime_ms")
+    if clock_ms is None and runtime_s is not None and processes:
+        clock_ms = runtime_s * 1000 * processes
+    if not clock_ms:
+        return None
+    return float((cpu["usr_percent"] + cpu["sys_percent"]) / 100 * clock_ms * 1000 / ios)
+
+
 WORKLOAD_KEYS = ("rw", "block_size", "iodepth", "numjobs", "read_percent", "ioengine")
 
 

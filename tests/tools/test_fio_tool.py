@@ -313,6 +313,9 @@ def test_fio_json_settings_fill_the_rest_of_the_summary() -> None:
             "read": {"iops": "19448.517161", "bw": "77794 KiB/s", "bw_alt": "79661126 B/s", "runtime": "3001 ms"},
             "write": {"iops": "8307.564145", "bw": "33230 KiB/s", "bw_alt": "34027782 B/s", "runtime": "3001 ms"},
             "total": None,
+            # "usr_cpu" : 3.233333, "sys_cpu" : 22.833333, "ctx" : 83298, "majf" : 0, "minf" : 14
+            "cpu": {"usr": "3.233333%", "sys": "22.833333%", "ctx": "83298", "majf": "0", "minf": "14"},
+            "disk_util": [{"name": "vda", "util": "78.554049%", "ios": "53903/23140"}],
         },
         # "job options": rw=randrw, bs=4096, ioengine=psync (fio's own iodepth and numjobs are not written)
         "workload": {
@@ -323,6 +326,29 @@ def test_fio_json_settings_fill_the_rest_of_the_summary() -> None:
             "read_percent": 70.0,
             "ioengine": "psync",
         },
+        "cpu": {
+            "usr_percent": 3.233333,
+            "sys_percent": 22.833333,
+            "ctx": 83298,
+            "majf": 0,
+            "minf": 14,
+            "job_runtime_ms": 3000,  # "job_runtime" : 3000, the clock fio divided by
+        },
+        # (3.233333 + 22.833333) % of the 3000 ms clock, over 58365 + 24931 completed I/Os
+        "cpu_us_per_io": pytest.approx((3.233333 + 22.833333) / 100 * 3000 * 1000 / (58365 + 24931)),
+        "disk_util": [
+            {
+                "name": "vda",
+                "read_ios": 53903,
+                "write_ios": 23140,
+                "read_merges": 0,
+                "write_merges": 36,
+                "read_ticks": 1680,
+                "write_ticks": 622,
+                "in_queue": 2302,
+                "util_percent": 78.554049,
+            }
+        ],
     }
     assert result.format == "fio-json"
     assert result.settings["rwmixread"] == "70"

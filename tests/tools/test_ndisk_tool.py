@@ -130,6 +130,8 @@ def test_the_header_and_closing_line_fill_the_rest_of_the_summary() -> None:
             "read": None,
             "write": None,
             "total": {"iops": "20030.0 IO/s", "bw": "80119.94 KB/s", "bw_alt": "78.24 MB/s"},
+            "cpu": None,  # fio's own view: ndisk64 prints neither a cpu line nor disk util
+            "disk_util": [],
         },
         # "I/O type = Random", "Block size = 4096", four process rows, "Equal read and write"
         "workload": {
@@ -140,6 +142,9 @@ def test_the_header_and_closing_line_fill_the_rest_of_the_summary() -> None:
             "read_percent": 50.0,
             "ioengine": None,
         },
+        "cpu": None,
+        "cpu_us_per_io": None,
+        "disk_util": [],
     }
 
 

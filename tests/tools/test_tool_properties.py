@@ -79,7 +79,16 @@ SUMMARY_KEYS = [
     "samples",
     "printed",
     "workload",
+    "cpu",
+    "cpu_us_per_io",
+    "disk_util",
 ]
+CPU_KEYS = ["usr_percent", "sys_percent", "ctx", "majf", "minf", "job_runtime_ms"]
+DISK_COUNTS = ["ios", "sectors", "merges", "ticks"]
+DISK_KEYS = {
+    "name", "host", "in_queue", "util_percent", "aggr_in_queue", "aggr_util_percent",
+    *(f"{prefix}{side}_{count}" for prefix in ("", "aggr_") for side in ("read", "write") for count in DISK_COUNTS),
+}  # fmt: skip
 WORKLOAD_KEYS = ["rw", "block_size", "iodepth", "numjobs", "read_percent", "ioengine"]
 
 
@@ -105,12 +114,12 @@ def summary_problems(summary: dict[str, Any]) -> Iterator[str]:
     if not isinstance(summary["samples"], list) or not all(isinstance(s, dict) for s in summary["samples"]):
         yield f"summary['samples'] = {summary['samples']!r}"
     printed = summary["printed"]
-    if not isinstance(printed, dict) or list(printed) != ["read", "write", "total"]:
+    if not isinstance(printed, dict) or list(printed) != ["read", "write", "total", "cpu", "disk_util"]:
         yield f"summary['printed'] = {printed!r}"
     elif not all(
         figures is None
         or (isinstance(figures, dict) and figures and all(isinstance(v, str) and v for v in figures.values()))
-        for figures in printed.values()
+        for figures in [*list(printed.values())[:4], *printed["disk_util"]]
     ):
         yield f"summary['printed'] holds something other than the strings printed: {printed!r}"
     workload = summary["workload"]
@@ -118,7 +127,26 @@ def summary_problems(summary: dict[str, Any]) -> Iterator[str]:
         yield f"summary['workload'] = {workload!r}"
     elif any(workload[k] is not None and not isinstance(workload[k], str) for k in ("rw", "block_size", "ioengine")):
         yield f"summary['workload'] has a setting that is not a string: {workload!r}"
+    yield from own_view_problems(summary)
     yield from number_problems(summary, "summary")
+
+
+def own_view_problems(summary: dict[str, Any]) -> Iterator[str]:
+    """fio's cpu line and disk util lines: the documented keys, counts as whole numbers."""
+    cpu = summary["cpu"]
+    if cpu is not None and (not isinstance(cpu, dict) or list(cpu) != CPU_KEYS):
+        yield f"summary['cpu'] = {cpu!r}"
+    elif cpu is not None and any(cpu[k] is not None and not isinstance(cpu[k], int) for k in ("ctx", "majf", "minf")):
+        yield f"summary['cpu'] has a count that is not a whole number: {cpu!r}"
+    if summary["cpu_us_per_io"] is not None and not isinstance(summary["cpu_us_per_io"], float):
+        yield f"summary['cpu_us_per_io'] = {summary['cpu_us_per_io']!r}"
+    disks = summary["disk_util"]
+    if not isinstance(disks, list) or not all(
+        isinstance(d, dict) and "name" in d and set(d) <= DISK_KEYS for d in disks
+    ):
+        yield f"summary['disk_util'] = {disks!r}"
+    elif len(disks) != len(summary["printed"]["disk_util"]):
+        yield "summary['printed']['disk_util'] does not have one entry per disk"
 
 
 def number_problems(value: Any, where: str) -> Iterator[str]:
