@@ -14,7 +14,9 @@ The rules (seconds are the samples that reported what the rule reads; a rule on 
 `min_seconds` of them, or it says nothing):
 
 - client_bound: the busiest CPU was at least `client_cpu_busy_percent` busy in at least `client_share_percent`
-  of the seconds, or fio's own usr + sys per job reached `client_cpu_busy_percent`; and the run's device was
+  of the seconds while fio itself used at least `client_fio_share_percent` of a CPU per job (where fio printed
+  its CPU use: else the busy CPU is another program's), or fio's own usr + sys per job reached
+  `client_cpu_busy_percent`; and the run's device was
   on average under `client_device_util_percent` utilised. A run with no block device under it (fio's null
   engine, a tmpfs) or whose device the host did not report is judged on the CPU alone, and the sentence says so.
 - cache_suspected: buffered I/O (direct=0); or a pure read (read, randread) above the disk's physical limit
@@ -183,6 +185,9 @@ THRESHOLDS = (
               "A CPU (the busiest of each second), or fio's usr + sys per job, this busy is saturated."),
     Threshold("client_share_percent", CLIENT_BOUND, "CPU saturated for", "% of seconds", 80, 1, 100,
               "The share of the seconds the busiest CPU must be saturated in."),
+    Threshold("client_fio_share_percent", CLIENT_BOUND, "fio's own CPU at least", "% of a CPU", 25, 0, 100,
+              "Where fio printed its CPU use: a saturated CPU counts only if fio used at least this much of one per "
+              "job (else the load is another program's)."),
     Threshold("client_device_util_percent", CLIENT_BOUND, "Device idle below", "% util", 70, 1, 100,
               "The device's mean utilisation must stay under this for the client to be the limit."),
     Threshold("cache_size_bandwidth_ratio", CACHE_SUSPECTED, "Test size at least", "× the bandwidth", 25, 1, 1000,
@@ -305,8 +310,11 @@ def client_bound(window: Window, run: RunFacts, limits: Mapping[str, float]) -> 
     if len(busiest) < window.min_seconds:
         busiest = []
     saturated = [b for b in busiest if b["busy"] >= busy_at]
-    cpu_bound = bool(busiest) and len(saturated) >= limits["client_share_percent"] / 100 * len(busiest)
     fio_cpu = _sum_or_none(run.fio_usr_percent, run.fio_sys_percent)
+    # A saturated CPU is the client's only where fio itself used a good share of one: else it is someone else's
+    # load on the host (host under pressure says that), not fio running out of CPU.
+    fio_busy = fio_cpu is None or fio_cpu >= limits["client_fio_share_percent"]
+    cpu_bound = bool(busiest) and fio_busy and len(saturated) >= limits["client_share_percent"] / 100 * len(busiest)
     fio_bound = fio_cpu is not None and fio_cpu >= busy_at
     if not (cpu_bound or fio_bound) or len(window.samples) < window.min_seconds:
         return None

@@ -18,6 +18,8 @@ FAST = settings(max_examples=200, deadline=None, database=None)
 PLAIN = {"device": "vdb", "members": []}
 CLEAN = RunFacts(direct=True, rw="randread", size_bytes=10 * 2**30, jobs=1, iops=5000.0, bytes_per_s=5000 * 4096.0,
                  runtime_s=60.0, fio_usr_percent=2.5, fio_sys_percent=8.1)  # fmt: skip
+# fio using 70 % of a CPU per job: a saturated CPU can be its own.
+HEAVY = dataclasses.replace(CLEAN, fio_usr_percent=30.0, fio_sys_percent=40.0)
 
 
 def second(t: int, *, busy: float = 30.0, cpu: int = 0, steal: float = 0.0, devices: dict | None = None,
@@ -59,7 +61,7 @@ def test_no_seconds_and_nothing_known_says_nothing():
 def test_a_cpu_saturated_while_the_device_idles_is_client_bound_with_its_evidence():
     seconds = [second(t, busy=99.0 if t < 58 else 40.0, cpu=3, devices={"vdb": disk(util=41.0)}) for t in range(60)]
 
-    [verdict] = judge(seconds, PLAIN, CLEAN)
+    [verdict] = judge(seconds, PLAIN, HEAVY)
 
     assert (
         verdict["text"] == "client-bound: CPU 3 was 99 % busy for 58 of 60 s while the device (vdb) was 41 % utilised"
@@ -70,7 +72,7 @@ def test_a_cpu_saturated_while_the_device_idles_is_client_bound_with_its_evidenc
 
 def test_a_saturation_that_moves_between_cpus_names_the_most_frequent():
     seconds = [second(t, busy=98.0, cpu=1 if t % 4 else 2, devices={"vdb": disk(util=10.0)}) for t in range(40)]
-    [verdict] = judge(seconds, PLAIN, CLEAN)
+    [verdict] = judge(seconds, PLAIN, HEAVY)
     assert verdict["text"].startswith("client-bound: a CPU (CPU 1 most often) was 98 % busy for 40 of 40 s")
 
 
@@ -81,9 +83,18 @@ def test_a_busy_device_is_not_client_bound_even_with_a_saturated_cpu():
 
 def test_a_cpu_saturated_for_less_than_the_share_is_not_client_bound():
     seconds = [second(t, busy=99.0 if t < 40 else 50.0) for t in range(60)]  # 67 % of the seconds
-    assert judge(seconds, PLAIN, CLEAN) == []
-    lenient = judge(seconds, PLAIN, CLEAN, {"client_share_percent": 60})
+    assert judge(seconds, PLAIN, HEAVY) == []
+    lenient = judge(seconds, PLAIN, HEAVY, {"client_share_percent": 60})
     assert kinds(lenient) == [verdicts.CLIENT_BOUND] and "40 of 60 s" in lenient[0]["text"]
+
+
+def test_a_cpu_kept_busy_by_another_program_is_not_the_clients_unless_fios_cpu_is_unknown():
+    seconds = [second(t, busy=99.0, cpu=1, devices={"vdb": disk(util=20.0)}) for t in range(30)]
+    # fio printed 10.6 % of a CPU: the saturated CPU is another program's.
+    assert verdicts.CLIENT_BOUND not in kinds(judge(seconds, PLAIN, CLEAN))
+    assert kinds(judge(seconds, PLAIN, CLEAN, {"client_fio_share_percent": 10})) == [verdicts.CLIENT_BOUND]
+    unknown = dataclasses.replace(CLEAN, fio_usr_percent=None, fio_sys_percent=None)
+    assert kinds(judge(seconds, PLAIN, unknown)) == [verdicts.CLIENT_BOUND]
 
 
 def test_fios_own_cpu_per_job_makes_it_client_bound_when_the_host_reported_seconds():
@@ -101,14 +112,14 @@ def test_fios_own_cpu_per_job_makes_it_client_bound_when_the_host_reported_secon
 
 def test_with_no_block_device_the_cpu_alone_makes_it_client_bound_and_says_so():
     seconds = [second(t, busy=100.0, cpu=0, devices={}) for t in range(30)]
-    [verdict] = judge(seconds, {"device": None, "members": []}, CLEAN)
+    [verdict] = judge(seconds, {"device": None, "members": []}, HEAVY)
     assert verdict["text"] == "client-bound: CPU 0 was 100 % busy for 30 of 30 s while no block device was reported"
 
 
 def test_fewer_seconds_than_the_minimum_judge_nothing_on_seconds():
     seconds = [second(t, busy=99.0, devices={"vdb": disk(util=5.0)}) for t in range(9)]
-    assert judge(seconds, PLAIN, CLEAN) == []
-    assert kinds(judge(seconds, PLAIN, CLEAN, {"min_seconds": 5})) == [verdicts.CLIENT_BOUND]
+    assert judge(seconds, PLAIN, HEAVY) == []
+    assert kinds(judge(seconds, PLAIN, HEAVY, {"min_seconds": 5})) == [verdicts.CLIENT_BOUND]
 
 
 # cache suspected
@@ -324,10 +335,12 @@ def test_client_bound_fires_exactly_when_enough_seconds_are_saturated_and_the_de
     seconds = [second(t, busy=b, devices={"vdb": disk(util=util)}) for t, b in enumerate(busy)]
     limits = {"client_cpu_busy_percent": busy_at, "client_share_percent": share}
 
-    found = verdicts.CLIENT_BOUND in kinds(judge(seconds, PLAIN, CLEAN, limits))
+    found = verdicts.CLIENT_BOUND in kinds(judge(seconds, PLAIN, HEAVY, limits))
 
     saturated = sum(1 for b in busy if b >= busy_at)
-    expected = saturated >= share / 100 * len(busy) and util < DEFAULT_THRESHOLDS["client_device_util_percent"]
+    fio_saturated = HEAVY.fio_usr_percent + HEAVY.fio_sys_percent >= busy_at  # fio's own 70 % of a CPU
+    enough = saturated >= share / 100 * len(busy) or fio_saturated
+    expected = enough and util < DEFAULT_THRESHOLDS["client_device_util_percent"]
     assert found == expected
 
 
