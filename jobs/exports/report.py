@@ -15,6 +15,7 @@ from django.db.models import F, FloatField, Q
 from django.db.models.functions import Cast
 
 from jobs import environment, limits, timeseries
+from jobs.analysis import verdicts
 from jobs.exports import drawing
 from jobs.models import Disk, Run
 from jobs.results import compliance
@@ -36,6 +37,7 @@ class RunLine:
     miss: bool
     steady: bool | None
     warnings: int
+    verdicts: list[str] | None  # labels of the run's verdicts against its number; None: not judged (verdicts.md)
 
 
 def _shares(disk: Disk, query: compliance.Query) -> Any:
@@ -58,13 +60,27 @@ def run_lines(disk: Disk, query: compliance.Query, *, misses_only: bool) -> tupl
         found = found.filter(Q(total_iops__lt=F("limit_iops") * query.threshold))
     count = found.count()
     rows = found.order_by("-finished_at", "-run_id").values_list(
-        "run_id", "finished_at", "profile_name", "total_iops", "limit_iops", "share", "steady", "warning_count"
+        "run_id",
+        "finished_at",
+        "profile_name",
+        "total_iops",
+        "limit_iops",
+        "share",
+        "steady",
+        "warning_count",
+        "measured_disk",
+        "verdict_kinds",
     )[:LISTED_RUNS]
     lines = [
-        RunLine(run, at, profile, iops, limit, share, share < query.threshold, steady, warnings)
-        for run, at, profile, iops, limit, share, steady, warnings in rows
+        RunLine(run, at, profile, iops, limit, share, share < query.threshold, steady, warnings, _labels(judged, kinds))
+        for run, at, profile, iops, limit, share, steady, warnings, judged, kinds in rows
     ]
     return lines[::-1], count
+
+
+def _labels(judged: bool | None, kinds: str) -> list[str] | None:
+    """A run's verdicts by label; None for a run not judged."""
+    return None if judged is None else [verdicts.label(kind) for kind in kinds.split(",") if kind]
 
 
 def measured_in(disk: Disk, query: compliance.Query) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from jobs.models import Disk, Host, Run, RunSample
+from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.teams import membership as teams
 from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, log_in
 from tests.factories import DiskFactory, RunFactory, fio_summary
@@ -77,6 +77,18 @@ def test_the_compliance_report_holds_the_findings_the_limits_source_and_the_miss
 def test_every_run_of_the_period_is_listed_when_asked(gp3):
     html = _client().get(f"/disks/{gp3.pk}/report/?period=all&runs=all").content.decode()
     assert len(re.findall(r"<tr(?: class=\"miss\")?><th scope=\"row\"><a href=\"/runs/\d+/\">#\d+", html)) == 8
+
+
+def test_each_listed_run_says_its_verdicts_or_that_it_was_not_judged(gp3):
+    runs = list(Run.objects.filter(disk=gp3).order_by("finished_at"))
+    RunResult.objects.filter(run=runs[0]).update(measured_disk=False, verdict_kinds="client_bound,cache_suspected")
+    RunResult.objects.filter(run=runs[1]).update(measured_disk=True)
+    html = _client().get(f"/disks/{gp3.pk}/report/?period=all&runs=all").content.decode()
+    listed = re.findall(r"<tr(?: class=\"miss\")?><th scope=\"row\"><a href=\"/runs/(\d+)/\">(.*?)</tr>", html)
+    rows = {int(pk): re.sub(r"<[^>]+>", "|", row) for pk, row in listed}
+    assert rows[runs[0].pk].rstrip("|").endswith("client-bound, cache suspected")
+    assert rows[runs[1].pk].rstrip("|").endswith("none")
+    assert rows[runs[2].pk].rstrip("|").endswith("not judged")
 
 
 def test_a_bad_query_is_refused_naming_the_parameter(gp3):
