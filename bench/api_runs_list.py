@@ -179,7 +179,7 @@ def build_fleet(n_runs: int, clients: int, seed: int, hosts: int, disks_per_host
     from jobs.api.models import ApiToken
     from jobs.imports import importing
     from jobs.models import Disk, Host, Membership, Profile, Schedule, Team
-    from jobs.runs import collecting
+    from jobs.runs import storing
 
     rng = random.Random(seed)
     t0 = time.perf_counter()
@@ -213,7 +213,7 @@ def build_fleet(n_runs: int, clients: int, seed: int, hosts: int, disks_per_host
     profile_token = ApiToken.issue(user, team, "bench profile")[1]
     other_token = ApiToken.issue(other_user, other, "other team")[1]
 
-    summary = collecting.stored_summary(importing.parse_import(FIO_FIXTURE.read_text()).summary)
+    summary = storing.stored_summary(importing.parse_import(FIO_FIXTURE.read_text()).summary)
     progress = {"eta_s": 0, "read_iops": 612.0, "write_iops": 608.5}
     fleet = Fleet(
         team_disks=[pk for pk, team_pk, _ in disk_rows if team_pk == team.pk],

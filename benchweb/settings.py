@@ -274,6 +274,8 @@ SPECTACULAR_SETTINGS = {
         "SweepOnFailureEnum": "jobs.models.RunSet.OnFailure",
         "ProfileToolEnum": "jobs.models.Profile.Tool",
         "ImportToolEnum": ["auto", "fio", "ndisk64"],
+        # Who judged a steady state, and who synchronised a group: the same two names.
+        "FioOrBenchwebEnum": ["benchweb", "fio"],
     },
 }
 

@@ -93,7 +93,6 @@ def disk_series(disk: Disk, params: Mapping[str, str]) -> dict[str, Any]:
             "efficiency": "measured total IOPS ÷ the run's theoretical IOPS at its block size (1 = 100%)",
             "steady": "per point: true (steady state), false (not steady), null (not checked)",
             "warnings": "per point: how many warnings the run carries (its page says what they are)",
-            "verdicts": "per point: the run's verdicts against its number, comma-separated ('' none or not judged)",
         },
         "limits": _limits_json(found),
         "limits_error": reason,
@@ -279,7 +278,7 @@ def _efficiency(ys: Sequence[float], limits_iops: Sequence[float | None]) -> lis
 
 RESULT_COLUMNS = (
     "run_id", "finished_ms", "profile_id", "profile_name", *SERIES.values(), "block_size_bytes", "limit_iops",
-    "burst_iops", "steady", "warning_count", "verdict_kinds",
+    "burst_iops", "steady", "warning_count",
 )  # fmt: skip
 
 
@@ -309,8 +308,7 @@ def _series_from_results(profile: dict[str, Any], rows: list[tuple[Any, ...]], p
         kept = _kept(ys, points)
         pick = _picker(kept)
         drawn[name] = {"x": pick(xs), "y": pick(ys), "run": pick(ids), "steady": pick(columns["steady"]),
-                       "warnings": pick(columns["warning_count"]),
-                       "verdicts": pick(columns["verdict_kinds"])}  # fmt: skip
+                       "warnings": pick(columns["warning_count"])}  # fmt: skip
         if name == "total":
             drawn[name]["limit"] = pick(columns["limit_iops"])
             drawn[name]["efficiency"] = _efficiency(drawn[name]["y"], drawn[name]["limit"])

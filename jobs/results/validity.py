@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jobs.analysis import steady
+from jobs.analysis import steady, verdicts
 from jobs.limits.burst import Bucket, Passage
-from jobs.models import Disk, Run
+from jobs.models import Disk, Run, RunResult
 from jobs.results import burst
 
 STEADY_WORDS = {steady.STEADY: "steady", steady.NOT_STEADY: "not steady", steady.NOT_CHECKED: "not checked"}
@@ -60,7 +60,8 @@ def passage_facts(passage: Passage, bucket: Bucket) -> dict[str, Any]:
 
 def chart_marks(disk: Disk, credits: burst.DiskBurst) -> dict[str, Any]:
     """What the disk page passes its IOPS chart (json_script): {"burst": {run id: words} for the runs burst
-    served (fully or partly), "warnings": {run id: [heads]} for the latest WARNED_RUNS runs with warnings}."""
+    served (fully or partly), "warnings": {run id: [heads]} for the latest WARNED_RUNS runs with warnings,
+    "verdicts": {run id: [labels]} for the latest WARNED_RUNS runs with a verdict against their number}."""
     bucket = credits.bucket
     served = {
         str(p.run_id): burst_words(passage_facts(p, bucket))
@@ -73,7 +74,13 @@ def chart_marks(disk: Disk, credits: burst.DiskBurst) -> dict[str, Any]:
         .values_list("pk", "warnings")[:WARNED_RUNS]
     )
     heads = {str(pk): [warning_head(warning) for warning in warnings or []] for pk, warnings in warned}
-    return {"burst": served, "warnings": heads}
+    judged = (
+        RunResult.objects.filter(disk=disk, measured_disk=False)
+        .order_by("-finished_at", "-run_id")
+        .values_list("run_id", "verdict_kinds")[:WARNED_RUNS]
+    )
+    verdicts_of = {str(pk): [verdicts.label(kind) for kind in kinds.split(",") if kind] for pk, kinds in judged}
+    return {"burst": served, "warnings": heads, "verdicts": verdicts_of}
 
 
 class BurstCache:

@@ -310,6 +310,8 @@ def _explain_if_changed(run: Run, explanation: str) -> None:
 
 # What a person's cancel says of a run that had not started.
 CANCELLED_BEFORE_START = "cancelled before it started"
+# A run called off for a reason of its own says so until its stop ends it with that reason (stopping.py).
+CALLING_OFF = "calling off: "
 
 
 def call_off(run: Run, why: str) -> Run:
@@ -326,7 +328,7 @@ def call_off(run: Run, why: str) -> Run:
     run.refresh_from_db()  # a launch may have taken it meanwhile
     if run.is_active:
         # The stop (jobs/runs/stopping.py) ends it saying `why`, when `why` is not a person's plain cancel.
-        saying = "cancelling" if why == CANCELLED_BEFORE_START else f"cancelling: {why}"
+        saying = "cancelling" if why == CANCELLED_BEFORE_START else f"{CALLING_OFF}{why}"
         Run.objects.filter(pk=run.pk).update(cancel_requested=True, explanation=saying,
                                              heartbeat_at=timezone.now())  # fmt: skip
         if run.state == State.RUNNING:

@@ -40,8 +40,8 @@ def _stopped_on_host(run: Run) -> str:
     """A cancelled run stopped before its start (the wrapper was still waiting for not_before) says that
     nothing ran, and why: a paused schedule, or a person's cancel. A run called off for a reason of its own
     (states.call_off) says that reason."""
-    if run.explanation.startswith("cancelling: "):
-        return run.explanation.removeprefix("cancelling: ") + "; stopped on the host"
+    if run.explanation.startswith(states.CALLING_OFF):
+        return run.explanation.removeprefix(states.CALLING_OFF) + "; stopped on the host"
     if not (run.not_before and run.not_before > timezone.now()):
         return "cancelled: the benchmark was stopped on the host"
     paused = states.paused_schedule(run)

@@ -173,7 +173,7 @@
     const out = new Array(series.x.length);
     for (let i = 0; i < series.x.length; i++) {
       const p = { x: series.x[i], y: series.y[i], run: series.run[i], steady: series.steady ? series.steady[i] : null,
-                  warnings: series.warnings ? series.warnings[i] : 0, verdicts: series.verdicts ? series.verdicts[i] : "" };
+                  warnings: series.warnings ? series.warnings[i] : 0 };
       if (extra) {
         p.efficiency = series.efficiency[i];
         p.limit = series.limit[i];
@@ -191,7 +191,7 @@
   // the runs table): {"burst": {run: words}, "warnings": {run: [heads]}}.
   const runMarks = (() => {
     const found = document.getElementById("run-marks");
-    return found ? JSON.parse(found.textContent) : { burst: {}, warnings: {} };
+    return found ? JSON.parse(found.textContent) : { burst: {}, warnings: {}, verdicts: {} };
   })();
   const WARNED = "#b54708";
 
@@ -207,7 +207,7 @@
   const JUDGED = "#7a2e0e";
 
   function judged(p) {
-    return Boolean(p && p.verdicts);
+    return Boolean(p && p.run && runMarks.verdicts && runMarks.verdicts[p.run]);
   }
 
   // What the point's run was measured under: burst and warnings, a line each for the tooltip. A tooltip does
@@ -221,7 +221,7 @@
       if (heads) heads.forEach((head) => lines.push("⚠ " + (narrow && head.length > 40 ? head.slice(0, 39) + "…" : head)));
       else lines.push("⚠ " + p.warnings + (p.warnings === 1 ? " warning" : " warnings") + ": see the run's page");
     }
-    if (judged(p)) lines.push("✕ not the disk's? " + p.verdicts.split(",").map((k) => k.replace(/_/g, " ")).join(", "));
+    if (judged(p)) lines.push("✕ not the disk's? " + runMarks.verdicts[p.run].join(", "));
     return lines.filter(Boolean);
   }
 
