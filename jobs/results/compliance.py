@@ -73,6 +73,8 @@ class Query:
     until: datetime | None
     profile: str
     tolerance: float
+    # Leave out runs with a verdict against their number (docs/user-guide/verdicts.md): runs not judged stay.
+    disk_only: bool = False
 
     @property
     def threshold(self) -> float:
@@ -91,6 +93,8 @@ class Query:
             found = found.filter(finished_at__gte=self.since)
         if self.until is not None:
             found = found.filter(finished_at__lt=self.until)
+        if self.disk_only:
+            found = found.exclude(measured_disk=False)
         return found.filter(**_profile_lookup(self.profile))
 
     def as_dict(self) -> dict[str, Any]:
@@ -101,6 +105,7 @@ class Query:
             "profile": self.profile,
             "tolerance_percent": self.tolerance,
             "threshold_percent": round(100 * self.threshold, 2),
+            "measured": "disk" if self.disk_only else "all",
         }
 
 
@@ -123,7 +128,11 @@ def parse(params: Mapping[str, str], now: datetime | None = None) -> Query:
             raise BadRequest("period", f"Unknown period {period!r}; use 7d, 30d, 90d, all, or since/until.")
         span = PERIODS[period]
         since = now - span if span else None
-    return Query(period, since, until, params.get("profile", "").strip(), _tolerance(params.get("tolerance")))
+    measured = params.get("measured", "").strip() or "all"
+    if measured not in ("all", "disk"):
+        raise BadRequest("measured", "measured is 'disk' (leave out runs with a verdict on their number) or 'all'.")
+    profile, tolerance = params.get("profile", "").strip(), _tolerance(params.get("tolerance"))
+    return Query(period, since, until, profile, tolerance, disk_only=measured == "disk")
 
 
 def _tolerance(text: str | None) -> float:
@@ -289,8 +298,10 @@ def _tally(disk: Disk, query: Query) -> Tally:
     tally = Tally({}, {})
     first_day, end_day = _whole_days(query)
     results = query.results(disk)
-    if first_day is not None and end_day is not None and first_day >= end_day:
-        edges = results  # the period lies within two days: its results are few
+    if (first_day is not None and end_day is not None and first_day >= end_day) or query.disk_only:
+        # The period lies within two days (its results are few), or runs with a verdict are left out, which the
+        # day rollup counts with the others: the results themselves.
+        edges = results
     else:
         days = RunResultDay.objects.filter(disk=disk, **_profile_lookup(query.profile))
         outside = Q()

@@ -32,6 +32,13 @@ PARAMETERS = [
         description=f"Percent below the promise still counted as kept (default {compliance.DEFAULT_TOLERANCE:g}: a "
         "run below 95 % of its limit is a miss).",
     ),
+    OpenApiParameter(
+        "measured",
+        str,
+        enum=["all", "disk"],
+        description="disk: leave out runs with a verdict against their number (client-bound, cache suspected, …; "
+        "runs not judged stay). Default: all.",
+    ),
 ]
 
 
@@ -42,6 +49,7 @@ class QuerySerializer(serializers.Serializer):
     profile = serializers.CharField(allow_blank=True)
     tolerance_percent = serializers.FloatField()
     threshold_percent = serializers.FloatField(help_text="The share of its limit a run must reach.")
+    measured = serializers.ChoiceField(choices=["all", "disk"], help_text="disk: runs with a verdict were left out.")
 
 
 class SecondsSerializer(serializers.Serializer):

@@ -10,7 +10,7 @@ from django.test import Client
 
 from jobs.analysis import stability
 from jobs.api.models import ApiToken
-from jobs.models import Disk, Host, Run, RunSample
+from jobs.models import Disk, Host, Run, RunResult, RunSample
 from jobs.results import compliance
 from jobs.results import stability as disk_stability
 from jobs.runs import queueing
@@ -44,6 +44,20 @@ def test_the_tolerance_moves_the_line_a_run_must_reach(disk):
     assert answer(disk, tolerance="10")["below"] == 1
     assert answer(disk, tolerance="0")["below"] == 3
     assert answer(disk, tolerance="10")["threshold_percent"] == 90
+
+
+def test_runs_with_a_verdict_can_be_left_out_whole_days_too(disk):
+    # Twenty nights, every fourth at half the promise and judged client-bound: the misses were not the disk's.
+    for night in range(20):
+        half = night % 4 == 0
+        run = measured(disk, at=NOW - timedelta(days=20 - night), iops=2000.0 if half else 4010.0)
+        RunResult.objects.filter(run=run).update(measured_disk=not half, verdict_kinds="client_bound" if half else "")
+    every, disk_only = answer(disk), answer(disk, measured="disk")
+    assert (every["runs"], every["below"]) == (20, 5) and every["measured"] == "all"
+    assert (disk_only["runs"], disk_only["below"], disk_only["below_share"]) == (15, 0, 0.0)
+    assert disk_only["measured"] == "disk"
+    with pytest.raises(compliance.BadRequest, match="measured is 'disk'"):
+        answer(disk, measured="mine")
 
 
 def test_the_period_keeps_only_its_runs(disk):
