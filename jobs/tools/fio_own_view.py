@@ -252,6 +252,9 @@ def _text_disk(name: str, pairs: str) -> dict[str, Any]:
         if first.endswith("_percent"):
             disk[first] = real(pair["first"], f"{where}: {pair['key']}=")
             continue
+        if not pair["first"].isdigit():
+            # fio prints counts as whole numbers: "merge=0.00/0" is not its output.
+            raise ParseError(f"{where}: {pair['key']}={pair['first']} is not a whole number, as fio prints a count.")
         disk[first] = whole(pair["first"], f"{where}: {pair['key']}=")
         if second and pair["second"] is not None:
             disk[second] = whole(pair["second"], f"{where}: {pair['key']}=")

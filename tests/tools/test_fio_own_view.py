@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from jobs.tools import fio, fio_own_view
-from jobs.tools.summary import cpu_us_per_io
+from jobs.tools import fio, fio_own_view, fio_text
+from jobs.tools.summary import ParseError, cpu_us_per_io
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -204,3 +205,12 @@ def test_the_cost_per_io_of_a_real_run_is_fios_own_cpu_time_over_its_ios(tmp_pat
     # helper thread add their own), give or take getrusage's millisecond rounding.
     charged_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert 0 < cpu_s <= charged_s + 0.01
+
+
+def test_a_disk_count_that_is_not_a_whole_number_is_refused_naming_it():
+    """fio prints a disk line's counts as whole numbers: a report saying "merge=0.00/0" is not fio's (found by the
+    bad-input fuzzing of a real fio 2.15 report)."""
+    text = (FIXTURES / "fio-2.15-randrw.txt").read_text()
+    bad = re.sub(r"merge=[0-9]+/", "merge=0.00/", text, count=1)
+    with pytest.raises(ParseError, match=r"merge=0\.00 is not a whole number, as fio prints a count"):
+        fio_text.fio_text_results(bad)
