@@ -27,6 +27,8 @@ LOG_LINES = (f"write_iops_log={LOG_NAME}", "log_avg_msec=1000", "log_unix_epoch=
 # names (benchweb-<run>…) are what the clean-up and the safety rules know.
 CLIENT_LINES = ("unique_filename=0", *LOG_LINES)
 # The wrapper's lines before the server starts: the socket's directory, only the login user's.
+# The last check again at each job's first byte, in the run directory (fio's server runs there).
+LAST_CHECK = "guard.last.sh"
 SERVER_SETUP = f"umask 077\nmkdir -m 700 {SERVER_DIR} 2>/dev/null || chmod 700 {SERVER_DIR}\n"
 
 
@@ -53,10 +55,13 @@ def server_argv(job_argv: list[str], run_dir: str) -> list[str]:
     return [job_argv[0], *readonly, f"--server=sock:{socket_path(run_dir)}"]
 
 
-def client_job(jobfile: str) -> str:
+def client_job(jobfile: str, *, checked: bool) -> str:
     """The member's job file as the client sends it: its measured job (the last section) also logs IOPS a second,
-    and its test file keeps the run's own name."""
-    return jobfile.rstrip("\n") + "\n" + "\n".join(CLIENT_LINES) + "\n"
+    and its test file keeps the run's own name. A write run's every job first runs the last check again, right
+    before its first byte (`checked`: the script the launch left in the run directory, jobs/safety/guard.py); it
+    comes first, as a [global] section of its own, so every job has it (profiles may not name exec_prerun)."""
+    first = f"[global]\nexec_prerun=sh {LAST_CHECK}\n" if checked else ""
+    return first + jobfile.rstrip("\n") + "\n" + "\n".join(CLIENT_LINES) + "\n"
 
 
 def job_name(jobfile: str) -> str:

@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from jobs import environment, remote, ssh
 from jobs import runners as runner
-from jobs.disks import identity
 from jobs.hosts import connecting
 from jobs.models import Run
 from jobs.runs import cleaning, steps, storing
@@ -63,7 +62,7 @@ def _final_clock(run: Run, status: remote.PollResult) -> dict[str, Any]:
 def _collect(conn: ssh.Connection, run: Run, tool: runner.Tool, status: remote.PollResult) -> None:
     exit_status = status.exit_status
     clock = _final_clock(run, status)
-    if exit_status == guard.REFUSED_STATUS and (refused := _refused_on_host(conn, run)):
+    if exit_status == guard.REFUSED_STATUS and (refused := storing.refused_on_host(conn, run)):
         finish(run, Run.State.ERROR, refused, exit_status=exit_status, progress=run.progress | clock)
         cleaning.clean_up(conn, run)
         return
@@ -87,23 +86,6 @@ def _driver_lost(outcome: runner.Outcome) -> runner.Outcome:
         "worker driving the group was stopped or lost, or the server was stopped on the host): nothing of this run "
         "was measured"
     ))  # fmt: skip
-
-
-def _refused_on_host(conn: ssh.Connection, run: Run) -> str:
-    """Why the wrapper's last check before the first byte refused the run, or "" when it left no refusal (the
-    status was the tool's own)."""
-    read = {name: remote.read_file(conn, f"{run.remote_dir}/guard.{name}").decode(errors="replace")
-            for name in ("refused", "expected", "seen")}  # fmt: skip
-    if not read["refused"].strip():
-        return ""
-    disk = run.disk
-    why, verdict = guard.explanation(
-        read["refused"], read["expected"], read["seen"],
-        kind=disk.kind, allow_destructive=disk.allow_destructive, recorded_identity=disk.identity,
-    )  # fmt: skip
-    if verdict is not None and not verdict.ok:
-        identity.note_verdict(run, verdict)  # another disk at the path: audited as when the verdict finds it
-    return f"refused on the host just before the first write, nothing was written: {why}"
 
 
 def _tuning_outcome(conn: ssh.Connection, run: Run) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Driving a group run by fio's own client/server mode
 (docs/user-guide/groups.md#running-with-fios-own-clientserver-mode): each member is launched as any run is (the
-preflight, the safety verdict, the upload, the wrapper's last check before the first byte), but its wrapper starts
-fio's server on a Unix socket instead of the job; when the last member's server is up, its launch sends
+preflight, the safety verdict, the upload, the wrapper's last check and its claim of the device), but its wrapper
+starts fio's server on a Unix socket instead of the job; when the last member's server is up, its launch sends
 `jobs.drive_group` here, and one worker runs fio's client for them all.
 
 1. The drive is taken once (RunSet.driven_at, a conditional UPDATE): a second message finds it taken.
@@ -10,10 +10,12 @@ fio's server on a Unix socket instead of the job; when the last member's server 
 3. The worker's fio must be the members' release (fio's client and server speak one protocol version): else the
    group ends naming each host whose fio differs, before any job is sent.
 4. Each member's socket is forwarded to a local socket in a private directory (jobs/ssh/sockets.py) over the
-   worker's session to its host; fio's client sends every member its own job file (with a per-second IOPS log),
+   worker's session to its host; fio's client sends every member its own job file (with a per-second IOPS log,
+   and for a write run the last check again as its exec_prerun, right before its first byte: jobs/safety/guard.py),
    and this step waits for it, marking the members alive each second and stopping the client when a member is
    cancelled or ends.
-5. Each member's part of the client's output is judged as its own output would be (tool.interpret), its samples
+5. A member refused by that check ends as a refused run does, nothing written. Each other member's part of the
+   client's output is judged as its own output would be (tool.interpret), its samples
    and its start read from its IOPS log (its host's clock: the group page applies the host's measured offset), and
    stored as a collection stores (jobs/runs/storing.py); then each server is stopped and its run directory removed.
 
@@ -45,6 +47,7 @@ from jobs.models import Run, RunSet
 from jobs.remote import fio_server
 from jobs.runs import cleaning, states, storing
 from jobs.runs.states import finish
+from jobs.safety import guard
 from jobs.tools import fio_server_output
 
 log = logging.getLogger(__name__)
@@ -146,12 +149,13 @@ def _drive(members: list[Member]) -> None:
             conn = conns[member.run.disk.host_id]
             jobfile = remote.read_file(conn, f"{member.run.remote_dir}/job.fio").decode()
             member.job = fio_server.job_name(jobfile)
-            (here / f"{member.name}.fio").write_text(fio_server.client_job(jobfile))
+            checked = runner.writes(member.run.parameters)
+            (here / f"{member.name}.fio").write_text(fio_server.client_job(jobfile, checked=checked))
             remote_socket = fio_server.socket_path(member.run.remote_dir)
             member.forward = stack.enter_context(conn.forward_socket(remote_socket, str(here / member.name)))
             argv += [f"--client=sock:{member.name}", f"{member.name}.fio"]
         status = _run_client(argv, here, members)
-        _store(members, here, status)
+        _store(members, here, status, conns)
 
 
 def _wait_for_sockets(members: list[Member], conns: dict[int, ssh.Connection]) -> None:
@@ -201,7 +205,7 @@ def _process(argv: list[str], here: Path, errors: IO[bytes]) -> Iterator[subproc
             client.wait()
 
 
-def _store(members: list[Member], here: Path, status: int) -> None:
+def _store(members: list[Member], here: Path, status: int, conns: dict[int, ssh.Connection]) -> None:
     output = _read(here / OUTPUT)
     said = fio_server_output.client_messages(
         output + "\n" + _read(here / "client.err"), {m.name: m.name for m in members}
@@ -212,6 +216,9 @@ def _store(members: list[Member], here: Path, status: int) -> None:
         run.refresh_from_db()
         if run.is_final or run.cancel_requested:
             continue  # cancelled meanwhile: its stop ends it
+        if runner.writes(run.parameters) and (refused := storing.refused_on_host(conns[run.disk.host_id], run)):
+            finish(run, Run.State.ERROR, refused, exit_status=guard.REFUSED_STATUS)
+            continue  # its last check at the first byte (fio's exec_prerun) started none of its jobs
         part = parts.get(member.job)
         tool = runner.for_parameters(run.parameters)
         outputs = {"result.json": (part or "").encode(), "stdout": b"", "stderr": said.get(member.name, "").encode()}

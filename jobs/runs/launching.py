@@ -277,6 +277,8 @@ def _prepare(run: Run, tool: runner.Tool, pre: remote.Preflight, attempt: int) -
     guarded = runner.writes(params)
     if guarded:
         files |= guard.files(disk.target_path, disk.kind, pre.safety_report)
+        if served:  # checked again at the first byte, when the client's job arrives (fio's exec_prerun)
+            files[fio_server.LAST_CHECK] = guard.at_first_byte(disk.kind).encode()
     plan = remote.Plan(
         run_uuid=str(run.uuid),
         run_dir=pre.run_dir,

@@ -1,6 +1,7 @@
 """Storing a run's outcome: its samples and result in the same transaction as its final state. A collection
 (jobs/runs/collecting.py) stores what the host left; the driver of a group run by fio's client/server mode
-(jobs/runs/driving.py) stores what fio's client received."""
+(jobs/runs/driving.py) stores what fio's client received. Both read why the last check before the first byte
+refused a run on its host."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from typing import Any
 
 from django.db import transaction
 
+from jobs import remote, ssh
 from jobs import runners as runner
-from jobs.disks import precondition
+from jobs.disks import identity, precondition
 from jobs.models import Run, RunResult, RunSample
 from jobs.runs import judging
 from jobs.runs.states import finish
+from jobs.safety import guard
 
 
 def stored_summary(summary: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -45,3 +48,20 @@ def store_outcome(run: Run, outcome: runner.Outcome, *, exit_status: int | None,
         RunResult.record(run)
         precondition.note_fill(run)
     return True
+
+
+def refused_on_host(conn: ssh.Connection, run: Run) -> str:
+    """Why the wrapper's last check before the first byte refused the run, or "" when it left no refusal (the
+    status was the tool's own)."""
+    read = {name: remote.read_file(conn, f"{run.remote_dir}/guard.{name}").decode(errors="replace")
+            for name in ("refused", "expected", "seen")}  # fmt: skip
+    if not read["refused"].strip():
+        return ""
+    disk = run.disk
+    why, verdict = guard.explanation(
+        read["refused"], read["expected"], read["seen"],
+        kind=disk.kind, allow_destructive=disk.allow_destructive, recorded_identity=disk.identity,
+    )  # fmt: skip
+    if verdict is not None and not verdict.ok:
+        identity.note_verdict(run, verdict)  # another disk at the path: audited as when the verdict finds it
+    return f"refused on the host just before the first write, nothing was written: {why}"

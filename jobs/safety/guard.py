@@ -75,7 +75,15 @@ refused_status={REFUSED_STATUS}
 holder=
 rm -f guard.claim guard.seen guard.refused
 {claim}if [ -z "$refused" ]; then
-  sh guard.sh >guard.seen 2>guard.err
+{_compare()}fi
+[ -z "$refused" ] || printf '%s\\n' "$refused" >guard.refused
+"""
+
+
+def _compare() -> str:
+    """The probe run again and its report compared with the verdict's: `refused` set to why they differ. On a block
+    device (`holder` set) the path must still name the device claimed (`claimed`: the holder's "held maj:min")."""
+    return f"""  sh guard.sh >guard.seen 2>guard.err
   seen=$(sed -n '/^benchweb_safety=1$/,/^end=1$/p' guard.seen | grep -v -E {shlex.quote(_volatile())})
   expected=$(sed -n '/^benchweb_safety=1$/,/^end=1$/p' guard.expected | grep -v -E {shlex.quote(_volatile())})
   if [ -z "$seen" ]; then refused="the probe printed no report (see guard.err)"
@@ -83,8 +91,43 @@ rm -f guard.claim guard.seen guard.refused
   elif [ -n "$holder" ] && ! printf '%s\\n' "$seen" | grep -qxF "majmin=${{claimed#held }}"; then
     refused="the path now names another device than the one claimed"
   fi
+"""
+
+
+def at_first_byte(kind: str) -> str:
+    """The same check again as fio's `exec_prerun`, for a member of a group run by fio's client/server mode: its
+    wrapper checked (and claimed the device) when it started fio's server, but the first byte comes only when the
+    group's client sends the job, seconds later. fio runs the prerun in each job's process once its files are set up
+    and right before its first I/O, and a prerun that fails ends that job unstarted. The job's processes start
+    together: one checks (under a lock: a directory made atomically) and the others within the same second take its
+    answer; a later job (after a stonewall) checks again. A refusal is written where the wrapper's would be."""
+    holder = "holder=yes\nclaimed=$(head -n 1 guard.claim 2>/dev/null)\n" if kind == "block" else "holder=\n"
+    return f"""#!/bin/sh
+# benchweb: the last check before the first byte, run by fio's server as the job's exec_prerun (jobs/safety/guard.py).
+cd "$(dirname "$0")" || exit {REFUSED_STATUS}
+i=0
+until mkdir guard.last.lock 2>/dev/null; do
+  i=$((i+1))
+  if [ $i -ge {_CLAIM_WAIT_TENTHS * 2} ]; then
+    echo "the last check before the first byte could not take its lock within 60 s" >guard.refused
+    exit {REFUSED_STATUS}
+  fi
+  sleep 0.1
+done
+trap 'rmdir guard.last.lock 2>/dev/null' EXIT
+[ ! -s guard.refused ] || exit {REFUSED_STATUS}
+now=$(date +%s)
+last=$(cat guard.last 2>/dev/null)
+case "$last" in
+  ok\\ [0-9]*) [ $((now - ${{last#ok }})) -gt 1 ] || exit 0;;
+esac
+refused=
+{holder}{_compare()}if [ -n "$refused" ]; then
+  printf '%s\\n' "$refused" >guard.refused
+  exit {REFUSED_STATUS}
 fi
-[ -z "$refused" ] || printf '%s\\n' "$refused" >guard.refused
+echo "ok $now" >guard.last
+exit 0
 """
 
 

@@ -12,6 +12,7 @@ import hashlib
 import html
 import os
 import shutil
+import signal
 import subprocess
 import time
 from datetime import timedelta
@@ -25,10 +26,13 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from jobs.api.models import ApiToken
 from jobs.disks import identity
-from jobs.models import Disk, Membership, Run
+from jobs.models import Disk, Membership, Run, RunSet
+from jobs.remote import fio_server
 from jobs.runs import queueing, states
 from jobs.safety import guard
+from jobs.sets import requesting
 from tests.builders import quick_profile, team_with_host, wait_final, wait_state
+from tests.factories import HostFactory
 from tests.loops import Lab
 
 MiB = 2**20
@@ -224,3 +228,86 @@ def test_a_host_with_neither_perl_nor_python3_has_its_block_write_refused_before
     assert done.stdout == "no-holder|"
     assert (tmp_path / "guard.refused").read_text() == "no-holder\n"
     assert not (tmp_path / "guard.seen").exists()  # the probe never ran
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_group_run_by_fio_checks_each_write_again_when_the_clients_job_arrives(
+    fio_installed, sshd, sshd_factory, worker, lab: Lab, tmp_path: Path
+) -> None:
+    """fio's client/server mode: a member's wrapper checks and claims its device when it starts fio's server, but
+    the first byte comes only when the group's client sends the job. A filesystem signature written into the claimed
+    device in between (dd opens it without O_EXCL, as a partitioner would) is caught by the check fio runs as the
+    job's exec_prerun: that member writes nothing; the other member, unchanged, measures."""
+    first, second = lab.loop("a"), lab.loop("b")
+    changed_disk = block_disk(sshd, first)
+    other_sshd = sshd_factory()
+    other_host = HostFactory.for_sshd(other_sshd, team=changed_disk.host.team, name="host-2")
+    other_disk = Disk.objects.create(host=other_host, label="loop", target_path=second, kind=Disk.Kind.BLOCK,
+                                     disk_type="custom", allow_destructive=True)  # fmt: skip
+    identity.record_disk_identity(other_disk)
+    ext4 = tmp_path / "ext4.img"
+    ext4.write_bytes(bytes(16 * MiB))
+    sh("mkfs.ext4", "-q", "-F", str(ext4))
+    profile = quick_profile(changed_disk.host.team, rw="randwrite", size_bytes=None, runtime_s=4)
+    # The second host does not answer for a moment: the first member's server is up, claimed, and waiting.
+    other_host_sshd = other_sshd.handle.process
+    other_host_sshd.send_signal(signal.SIGSTOP)
+    try:
+        run_set = requesting.request_group([changed_disk, other_disk], profile, synchronised_by="fio")
+        waiting = wait_for_server(run_set, index=0)
+        assert (waiting / "guard.claim").read_text().startswith("held ")
+        sh("dd", f"if={ext4}", f"of={first}", "bs=1M", "count=2", "conv=notrunc,fsync")
+        before = sha256(first)
+    finally:
+        other_host_sshd.send_signal(signal.SIGCONT)
+    run_set = wait_final(run_set, timeout=120)
+
+    refused, measured = run_set.members.order_by("set_index")
+    assert refused.state == Run.State.ERROR, refused.explanation
+    assert refused.explanation.startswith("refused on the host just before the first write, nothing was written: ")
+    assert "ext4" in refused.explanation and refused.exit_status == guard.REFUSED_STATUS
+    assert sha256(first) == before
+    assert measured.state == Run.State.SUCCEEDED, measured.explanation
+    assert measured.summary["write"]["iops"] > 0
+    assert run_set.state != RunSet.State.SUCCEEDED
+
+
+def wait_for_server(run_set: RunSet, *, index: int, timeout: float = 60) -> Path:
+    """The run directory of the member whose fio server is listening (its socket made), once it is."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        member = run_set.members.filter(set_index=index).first()
+        if member and member.remote_dir and Path(fio_server.socket_path(member.remote_dir)).exists():
+            return Path(member.remote_dir)
+        time.sleep(0.1)
+    raise AssertionError(f"member {index + 1}'s fio server did not start within {timeout:g} s")
+
+
+def _prerun(folder: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(["sh", fio_server.LAST_CHECK], cwd=folder, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+
+
+def test_the_check_at_the_clients_job_runs_once_for_the_jobs_starting_together_and_refuses_them_all(
+    tmp_path: Path,
+) -> None:
+    """fio runs the prerun in each of a job's processes at once: one probes, the others take its answer; a later
+    start probes again; a changed report refuses every process, with the refusal where the collection reads it."""
+    report = "benchweb_safety=1\nkind=directory\nwrites=yes\nstatfs=1 2\nfs=ext4\nend=1\n"
+    (tmp_path / fio_server.LAST_CHECK).write_text(guard.at_first_byte("directory"))
+    (tmp_path / "guard.expected").write_text(report)
+    (tmp_path / "report").write_text(report.replace("statfs=1 2", "statfs=9 9"))  # free space apart: the same
+    # The probe as a script that counts its runs.
+    (tmp_path / "guard.sh").write_text("echo x >> probes\nsleep 0.3\ncat report\n")
+    started = [_prerun(tmp_path) for _ in range(8)]
+    assert [p.wait(timeout=60) for p in started] == [0] * 8, [p.communicate()[0] for p in started]
+    assert (tmp_path / "probes").read_text().count("x") == 1
+    assert not (tmp_path / "guard.refused").exists() and not (tmp_path / "guard.last.lock").exists()
+    time.sleep(2.1)
+    (tmp_path / "report").write_text(report.replace("fs=ext4", "fs=xfs"))
+    again = [_prerun(tmp_path) for _ in range(4)]
+    assert [p.wait(timeout=60) for p in again] == [guard.REFUSED_STATUS] * 4
+    assert (tmp_path / "probes").read_text().count("x") == 2
+    assert (tmp_path / "guard.refused").read_text() == "changed\n"
+    assert "fs=xfs" in (tmp_path / "guard.seen").read_text()

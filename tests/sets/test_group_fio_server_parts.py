@@ -55,7 +55,7 @@ def test_a_real_client_output_is_cut_into_each_members_own_with_fios_printed_fig
         argv = ["fio", "--output-format=json+", f"--output={driving.OUTPUT}"]
         for number, name in enumerate(names, 1):
             job = JOB.format(name=f"member-{number}", directory=tmp_path / f"data-{name}")
-            (tmp_path / f"{name}.fio").write_text(fio_server.client_job(job))
+            (tmp_path / f"{name}.fio").write_text(fio_server.client_job(job, checked=False))
             argv += [f"--client=sock:{name}", f"{name}.fio"]
         before = time.time()
         subprocess.run(argv, cwd=tmp_path, check=True, timeout=60, capture_output=True)
@@ -133,10 +133,14 @@ def test_the_server_replaces_the_job_read_only_where_the_job_was_and_needs_a_sho
 def test_the_client_job_logs_iops_a_second_in_its_measured_job():
     job = "[fill]\nrw=write\n\n[benchweb-abc]\nrw=randread\n"
     assert fio_server.job_name(job) == "benchweb-abc"
-    sent = fio_server.client_job(job)
+    sent = fio_server.client_job(job, checked=False)
     assert sent.endswith(
         "rw=randread\nunique_filename=0\nwrite_iops_log=benchweb\nlog_avg_msec=1000\nlog_unix_epoch=1\n"
     )
+    assert "exec_prerun" not in sent
+    # A write run's every job runs the last check first: a [global] ahead of the profile's own sections.
+    checked = fio_server.client_job(job, checked=True)
+    assert checked.startswith("[global]\nexec_prerun=sh guard.last.sh\n[fill]\n") and checked.endswith(sent)
 
 
 def test_the_driver_names_each_host_whose_fio_is_another_release():
