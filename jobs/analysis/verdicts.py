@@ -152,6 +152,10 @@ LABELS = {
     STRIPE_IMBALANCE: "stripe imbalance",
     HOST_UNDER_PRESSURE: "host under pressure",
 }
+# The verdicts that say a run's number was not the disk's (the client, a cache or the host held it): change-point
+# detection reads a series without such runs. The others are the disk's own behaviour, worth seeing shift: a
+# saturated device, a cloud's cap, a slow stripe member.
+NOT_THE_DISKS = (CLIENT_BOUND, CACHE_SUSPECTED, HOST_UNDER_PRESSURE)
 PURE_READS = frozenset({"read", "randread"})
 
 

@@ -18,7 +18,7 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 
 from jobs import units
-from jobs.analysis import changepoints
+from jobs.analysis import changepoints, verdicts
 from jobs.models.disks import Disk
 from jobs.models.hosts import Host
 from jobs.models.profiles import Profile
@@ -171,7 +171,8 @@ class ChangePoint(models.Model):
         """Detect afresh in the disk's series under one profile (each metric after its baseline, last WINDOW
         runs), keep change points found again (same id), and drop those no longer found. Runs not in steady
         state count unless steady_only (the default counts every run: a disk that never settles still
-        shifts)."""
+        shifts); runs with a verdict that their number was not the disk's never count
+        (docs/user-guide/verdicts.md)."""
         series = {"disk": disk, "profile_id": profile_id, "profile_name": profile_name}
         baselines = dict(
             cls.objects.filter(**series, expected=True)
@@ -184,6 +185,9 @@ class ChangePoint(models.Model):
         )
         if steady_only:
             results = results.filter(steady=True)
+        # A run whose number was not the disk's (client-bound, a cache, a host under pressure) is no level of it.
+        for kind in verdicts.NOT_THE_DISKS:
+            results = results.exclude(verdict_kinds__contains=kind)
         columns = ("run_id", "finished_ms", "total_iops", "bw_bytes_per_s", "read_p99_us", "write_p99_us")
         rows = list(results.order_by("-finished_ms", "-run_id").values_list(*columns, "finished_at")[:WINDOW])
         finished = {row[0]: row[-1] for row in rows}

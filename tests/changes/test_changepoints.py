@@ -130,6 +130,43 @@ def test_a_stable_history_and_one_bad_night_store_nothing(world):
     assert not ChangePoint.objects.filter(disk=w.disk).exists()
 
 
+def _stamped(disk: Disk, profile: Profile, nights: list[tuple[float, str | None]]) -> list[Run]:
+    """Nights as nightly() records them, each run judged as it was stored: no verdict, or one of this kind."""
+    runs = []
+    for night, (iops, kind) in enumerate(nights):
+        finished = NIGHT_ONE + timedelta(days=night)
+        verdicts = [{"kind": kind, "text": f"{kind} (test)", "evidence": {}}] if kind else []
+        runs.append(RunFactory(
+            disk=disk, profile=profile, profile_name=profile.name, parameters=profile.parameters(), succeeded=True,
+            summary=fio_summary(read_iops=iops), started_at=finished - timedelta(seconds=60), finished_at=finished,
+            recorded=True, verdicts=verdicts,
+        ))  # fmt: skip
+    return runs
+
+
+@pytest.mark.parametrize("kind", ["client_bound", "cache_suspected", "host_under_pressure"])
+def test_runs_whose_number_was_not_the_disks_are_left_out_of_change_point_detection(world, kind):
+    """Twelve nights served from a cache (or held by the client, or a host under pressure) at twice the level are no
+    change of the disk's; the disk's own runs around them stay one level."""
+    w, _ = world
+    rng = random.Random(21)
+    nights = [(v, None) for v in noisy(4000, 18, rng)] + [(v, kind) for v in noisy(8000, 12, rng)]
+    nights += [(v, None) for v in noisy(4000, 4, rng)]
+    _stamped(w.disk, w.profile, nights)
+    assert not ChangePoint.objects.filter(disk=w.disk).exists()
+
+
+def test_a_verdict_of_the_disks_own_behaviour_still_counts_toward_a_change_point(world):
+    """A cloud's cap or a saturated device is the disk's own level: the same step under those verdicts is found."""
+    w, _ = world
+    rng = random.Random(21)
+    nights = [(v, None) for v in noisy(4000, 18, rng)]
+    nights += [(v, "throttled_at_promise" if i % 2 else "device_saturated") for i, v in enumerate(noisy(8000, 12, rng))]
+    runs = _stamped(w.disk, w.profile, nights)
+    change = ChangePoint.objects.get(disk=w.disk, metric="iops")
+    assert change.run_id == runs[18].pk and change.direction == "better" and change.runs_after == 12
+
+
 def test_a_latency_rise_is_stored_as_worse(world):
     w, _ = world
     rng = random.Random(14)
