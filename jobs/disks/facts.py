@@ -144,7 +144,8 @@ def _custom(params: Any) -> bool:
 def _compliance_params(params: Any) -> dict[str, str]:
     """The card's form sends the period chosen in its Period field, and since/until when the address gave them
     (the field then shows them as its 'custom' choice): a named period chosen there replaces them."""
-    asked = {key: params.get(key, "") for key in ("period", "since", "until", "profile", "tolerance") if key in params}
+    keys = ("period", "since", "until", "profile", "tolerance", "measured")
+    asked = {key: params.get(key, "") for key in keys if key in params}
     if asked.get("period") == "custom":
         del asked["period"]
     elif asked.get("period") in compliance.PERIODS:

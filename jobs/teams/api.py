@@ -8,12 +8,14 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit import log as audit
 from audit.models import AuditEvent
+from jobs.analysis import verdicts
 from jobs.api.base import ModelSerializer, TeamViewSet, team_of
 from jobs.api.models import ApiToken
 from jobs.models import Membership, Team
@@ -139,10 +141,73 @@ class TokenViewSet(
         audit.record(self.team, self.request.user, AuditEvent.Action.TOKEN_REVOKED, instance, prefix=instance.prefix)
 
 
+class TeamSettingsSerializer(serializers.Serializer):
+    """The current team's settings, as its Team settings page has them (docs/user-guide/verdicts.md)."""
+
+    team = serializers.CharField(source="name", read_only=True)
+    sweep_bound_minutes = serializers.IntegerField(
+        required=False, min_value=1, max_value=7 * 24 * 60,
+        help_text="The longest sweep (points × (ramp + runtime)) the team may start, in minutes: 1 to 10,080.",
+    )  # fmt: skip
+    verdict_thresholds = serializers.DictField(
+        child=serializers.JSONField(allow_null=True), required=False,
+        help_text="The team's own verdict thresholds by key (the others hold their defaults). On a write, a key "
+        "given a number sets it, a key given null goes back to its default, and keys not given stay as they are.",
+    )  # fmt: skip
+    effective_thresholds = serializers.SerializerMethodField(
+        help_text="Every threshold the verdicts are judged with now: the defaults with the team's own over them."
+    )
+
+    def get_effective_thresholds(self, team: Team) -> dict[str, float]:
+        return team.verdict_limits()
+
+    def to_representation(self, team: Team) -> dict[str, Any]:
+        shown = super().to_representation(team)
+        shown["sweep_bound_minutes"] = team.sweep_bound_s // 60
+        shown["verdict_thresholds"] = dict(team.verdict_thresholds or {})
+        return shown
+
+    def validate_verdict_thresholds(self, asked: dict[str, Any]) -> dict[str, Any]:
+        # null (back to the default) is right for any threshold; a key no threshold has is named as such.
+        problems = verdicts.threshold_problems(
+            {key: verdicts.DEFAULT_THRESHOLDS.get(key) if value is None else value for key, value in asked.items()}
+        )
+        if problems:
+            raise serializers.ValidationError(problems)
+        merged = dict(self.instance.verdict_thresholds or {}) if self.instance else {}
+        for key, value in asked.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        return merged
+
+    def update(self, team: Team, validated: dict[str, Any]) -> Team:
+        if "sweep_bound_minutes" in validated:
+            team.sweep_bound_s = validated["sweep_bound_minutes"] * 60
+        if "verdict_thresholds" in validated:
+            team.verdict_thresholds = validated["verdict_thresholds"]
+        team.save(update_fields=["sweep_bound_s", "verdict_thresholds"])
+        return team
+
+
 class TeamListViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
-    """The teams you are in, your role in each, and which one this request acts in."""
+    """The teams you are in, your role in each, and which one this request acts in; the current team's settings."""
 
     serializer_class = TeamSerializer
+    change_roles = {"team_settings": Membership.Role.OWNER}
+
+    @extend_schema(request=TeamSettingsSerializer, responses=TeamSettingsSerializer)
+    @action(detail=False, methods=["get", "patch"], url_path="settings", serializer_class=TeamSettingsSerializer)
+    def team_settings(self, request: Request) -> Response:
+        """The current team's settings (its longest sweep, its verdict thresholds): members and viewers read them,
+        owners change them (PATCH, only the fields given)."""
+        team = self.team
+        if request.method == "GET":
+            return Response(TeamSettingsSerializer(team).data)
+        found = TeamSettingsSerializer(team, data=request.data, partial=True)
+        found.is_valid(raise_exception=True)
+        return Response(TeamSettingsSerializer(found.save()).data)
 
     def get_queryset(self) -> QuerySet:
         if self.fake:

@@ -3,6 +3,7 @@ its schema, on the disk and run pages, and on real fio runs over SSH."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -308,6 +309,29 @@ def test_the_disk_page_shows_the_compliance_card_the_heatmap_and_a_shared_drop(n
     assert "<strong>33 %</strong> of runs (2 of 6)" in looser and "below 50 % of their baseline" in looser
     loosest = owner_client.get(f"/disks/{a.pk}/?period=7d&tolerance=80").content.decode()
     assert "<strong>0 %</strong> of runs (0 of 6)" in loosest
+
+
+def test_the_disk_pages_compliance_card_can_leave_out_runs_with_a_verdict_and_its_report_link_keeps_it(
+    disk, owner_client
+):
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    for night in range(8):
+        half = night in (1, 4)
+        run = measured(disk, at=now - timedelta(days=8 - night), iops=2000.0 if half else 4010.0)
+        RunResult.objects.filter(run=run).update(
+            measured_disk=not half, verdict_kinds="cache_suspected" if half else ""
+        )
+    every = owner_client.get(f"/disks/{disk.pk}/").content.decode()
+    assert "<strong>25 %</strong> of runs (2 of 8)" in every
+    assert 'id="compliance-measured" name="measured" value="disk">' in every and "left out" not in every
+    disk_only = owner_client.get(f"/disks/{disk.pk}/?measured=disk").content.decode()
+    assert "<strong>0 %</strong> of runs (0 of 6)" in disk_only
+    assert 'id="compliance-measured" name="measured" value="disk" checked>' in disk_only
+    assert "runs with a verdict on their number left out" in disk_only
+    link = re.search(r'href="([^"]+)" id="compliance-report-link"', disk_only).group(1).replace("&amp;", "&")
+    assert "measured=disk" in link
+    report = owner_client.get(link).content.decode()
+    assert "(0 of 6)" in report or "0 of 6" in report, report[:2000]
 
 
 def test_the_disk_page_names_a_bad_parameter_and_keeps_its_form(disk, owner_client):

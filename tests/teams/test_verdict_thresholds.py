@@ -1,7 +1,7 @@
 """A team's own verdict thresholds on its settings page: one field per threshold with its unit and default,
 saved over the defaults, bad input refused naming the field and the fix with nothing lost; and the page in a
-real Chromium at desktop and phone widths. The API has no team settings endpoint (the teams API lists teams
-read-only), so the thresholds are not in it yet."""
+real Chromium at desktop and phone widths; and the same settings in the API (GET/PATCH /api/v1/teams/settings/),
+owners writing, others reading."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from jobs.analysis import verdicts
+from jobs.api.models import ApiToken
 from jobs.models import Membership, Team
 from jobs.teams import membership as teams
 from tests.browser import STICKING_OUT, UNLABELLED_CONTROLS, log_in
@@ -135,3 +136,75 @@ def test_the_thresholds_fit_desktop_and_phone_and_a_refusal_shows_beside_its_fie
     assert "1 verdict threshold of its own" in page.locator("#own-thresholds").inner_text()
     assert Team.objects.get().verdict_thresholds == {"client_cpu_busy_percent": 92.0}
     assert page.js_errors == [] and phone_page.js_errors == []
+
+
+def api_of(user: User, team: Team) -> Client:
+    _, secret = ApiToken.issue(user, team, "tests")
+    return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+
+def owner_api(team: Team, thresholds: dict[str, float]) -> Client:
+    """An owner's API client, the team holding these thresholds of its own."""
+    owner = User.objects.create_user("api-owner")
+    Membership.objects.create(user=owner, team=team, role=Membership.Role.OWNER)
+    team.verdict_thresholds = thresholds
+    team.save()
+    return api_of(owner, team)
+
+
+@pytest.mark.django_db
+def test_the_api_gives_the_teams_settings_and_an_owner_patches_only_what_it_names(team):
+    api = owner_api(team, {"stripe_ratio": 2.5})
+
+    shown = api.get("/api/v1/teams/settings/").json()
+    assert shown["team"] == team.name and shown["sweep_bound_minutes"] == team.sweep_bound_s // 60
+    assert shown["verdict_thresholds"] == {"stripe_ratio": 2.5}
+    assert shown["effective_thresholds"] == verdicts.DEFAULT_THRESHOLDS | {"stripe_ratio": 2.5}
+
+    changed = api.patch("/api/v1/teams/settings/", {"verdict_thresholds": {"steal_percent": 8, "stripe_ratio": None}},
+                        content_type="application/json")  # fmt: skip
+    assert changed.status_code == 200, changed.content
+    team.refresh_from_db()
+    assert (
+        team.verdict_thresholds == {"steal_percent": 8} and changed.json()["effective_thresholds"]["steal_percent"] == 8
+    )
+    assert changed.json()["effective_thresholds"]["stripe_ratio"] == verdicts.DEFAULT_THRESHOLDS["stripe_ratio"]
+
+    bounded = api.patch("/api/v1/teams/settings/", {"sweep_bound_minutes": 30}, content_type="application/json")
+    team.refresh_from_db()
+    assert bounded.status_code == 200 and team.sweep_bound_s == 1800 and team.verdict_thresholds == {"steal_percent": 8}
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_a_bad_threshold_naming_it_and_the_fix_and_keeps_what_was_stored(team):
+    api = owner_api(team, {"stripe_ratio": 2.5})
+
+    refused = api.patch(
+        "/api/v1/teams/settings/",
+        {"verdict_thresholds": {"client_cpu_busy_percent": 120, "no_such": 1, "steal_percent": "high"}},
+        content_type="application/json",
+    )
+    assert refused.status_code == 400
+    problems = refused.json()["verdict_thresholds"]
+    assert "client_cpu_busy_percent: 120 is above 100; give a number from 50 to 100 %" in str(problems)
+    assert "no_such: there is no such threshold" in str(problems) and "steal_percent: 'high' is not a number" in str(
+        problems
+    )
+    long_sweep = api.patch("/api/v1/teams/settings/", {"sweep_bound_minutes": 0}, content_type="application/json")
+    assert long_sweep.status_code == 400 and "sweep_bound_minutes" in long_sweep.json()
+    team.refresh_from_db()
+    assert team.verdict_thresholds == {"stripe_ratio": 2.5} and team.sweep_bound_s == 4 * 3600
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", [Membership.Role.MEMBER, Membership.Role.VIEWER])
+def test_members_and_viewers_read_the_settings_in_the_api_and_cannot_change_them(team, role):
+    user = User.objects.create_user(f"api-{role}")
+    Membership.objects.create(user=user, team=team, role=role)
+    api = api_of(user, team)
+    assert api.get("/api/v1/teams/settings/").status_code == 200
+    refused = api.patch("/api/v1/teams/settings/", {"verdict_thresholds": {"steal_percent": 8}},
+                        content_type="application/json")  # fmt: skip
+    assert refused.status_code == 403
+    team.refresh_from_db()
+    assert team.verdict_thresholds == {}
