@@ -409,10 +409,13 @@ def test_the_compliance_cards_fit_a_phone_and_a_desktop_screen(
     settle(page)
     page.get_by_label("Period").select_option("90d")
     page.get_by_label("Tolerance").fill("10")
+    page.locator("#compliance-measured").check()
     page.get_by_role("button", name="Apply").dispatch_event("click")  # on the button, wherever the page moved it
     page.wait_for_url("**tolerance=10**")
     settle(page)
     assert "below 90 % of their baseline" in page.locator("#compliance-below").inner_text()
+    assert "measured=disk" in page.url and page.locator("#compliance-measured").is_checked()
+    assert "runs with a verdict on their number left out" in page.locator("#compliance-runs").inner_text()
     assert page.locator("#shared-drops li").count() == 1
     screenshot("disk", on=page)
     assert_fits(page, "disk")
