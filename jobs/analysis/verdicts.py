@@ -259,7 +259,7 @@ def merged_thresholds(team: Mapping[str, object] | None) -> dict[str, float]:
     now out of range, is left out: the default holds."""
     own = dict(team or {})
     problems = threshold_problems(own)
-    return DEFAULT_THRESHOLDS | {key: _number(value) or 0.0 for key, value in own.items() if key not in problems}
+    return DEFAULT_THRESHOLDS | {key: number(value) or 0.0 for key, value in own.items() if key not in problems}
 
 
 def judge(
@@ -292,7 +292,7 @@ class Window:
     def device_series(self, name: str | None, field: str) -> list[float]:
         if name is None:
             return []
-        return self.series(lambda sample: _number(sample.get("devices", {}).get(name, {}).get(field)))
+        return self.series(lambda sample: number(sample.get("devices", {}).get(name, {}).get(field)))
 
     def device_util(self) -> list[float]:
         """The run's device's util; when the host reported only its members, the busiest member's each second."""
@@ -302,7 +302,7 @@ class Window:
 
         def busiest_member(sample: Sample) -> float | None:
             devices = sample.get("devices", {})
-            utils = [u for name in self.members if (u := _number(devices.get(name, {}).get("util"))) is not None]
+            utils = [u for name in self.members if (u := number(devices.get(name, {}).get("util"))) is not None]
             return max(utils) if utils else None
 
         return self.series(busiest_member)
@@ -452,7 +452,7 @@ def _device_totals(window: Window, fields: tuple[str, str]) -> list[float]:
 
     def total(sample: Sample) -> float | None:
         second = sample.get("devices", {}).get(window.device or "", {})
-        parts = [v for field in fields if (v := _number(second.get(field))) is not None]
+        parts = [v for field in fields if (v := number(second.get(field))) is not None]
         return sum(parts) if parts else None
 
     return window.series(total)
@@ -522,10 +522,10 @@ def host_under_pressure(window: Window, run: RunFacts, limits: Mapping[str, floa
     share = limits["pressure_share_percent"] / 100
     readings = [
         ("CPU pressure (PSI some)", "cpu_some", limits["pressure_some_percent"],
-         lambda s: _number(s.get("pressure", {}).get("cpu_some"))),
+         lambda s: number(s.get("pressure", {}).get("cpu_some"))),
         ("memory pressure (PSI some)", "memory_some", limits["pressure_some_percent"],
-         lambda s: _number(s.get("pressure", {}).get("memory_some"))),
-        ("steal", "steal", limits["steal_percent"], lambda s: _number(s.get("cpu", {}).get("steal"))),
+         lambda s: number(s.get("pressure", {}).get("memory_some"))),
+        ("steal", "steal", limits["steal_percent"], lambda s: number(s.get("cpu", {}).get("steal"))),
     ]  # fmt: skip
     reasons: list[str] = []
     evidence: dict[str, Any] = {}
@@ -550,12 +550,13 @@ def _device_name(device: str | None) -> str:
 
 def _busiest(sample: Sample) -> BusiestCpu | None:
     busiest = sample.get("cpu", {}).get("busiest")
-    if busiest is None or _number(busiest.get("busy")) is None or _number(busiest.get("cpu")) is None:
+    if busiest is None or number(busiest.get("busy")) is None or number(busiest.get("cpu")) is None:
         return None
     return busiest
 
 
-def _number(value: object) -> float | None:
+def number(value: object) -> float | None:
+    """A JSON value as a float, or None when it is not a number (a bool is not)."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 

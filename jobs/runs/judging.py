@@ -24,15 +24,17 @@ def verdicts_of(run: Run, summary: dict[str, Any] | None) -> list[verdicts.Verdi
     facts = verdicts.RunFacts(
         direct=_flag(params.get("direct")),
         rw=str(params.get("rw") or ""),
-        size_bytes=_number(params.get("size_bytes")),
+        size_bytes=size if isinstance(size := params.get("size_bytes"), int) and not isinstance(size, bool) else None,
         jobs=int(params.get("jobs") or 1),
-        iops=_number(total.get("iops")),
-        bytes_per_s=_number(total.get("bw_bytes_per_s")),
-        runtime_s=_number(summary.get("runtime_s")),
-        fio_usr_percent=_number(cpu.get("usr_percent")),
-        fio_sys_percent=_number(cpu.get("sys_percent")),
-        limit_iops=_number(limits.get("effective_iops", limits.get("iops"))),
-        limit_bytes_per_s=_number(limits.get("effective_throughput_bytes_per_s", limits.get("throughput_bytes_per_s"))),
+        iops=verdicts.number(total.get("iops")),
+        bytes_per_s=verdicts.number(total.get("bw_bytes_per_s")),
+        runtime_s=verdicts.number(summary.get("runtime_s")),
+        fio_usr_percent=verdicts.number(cpu.get("usr_percent")),
+        fio_sys_percent=verdicts.number(cpu.get("sys_percent")),
+        limit_iops=verdicts.number(limits.get("effective_iops", limits.get("iops"))),
+        limit_bytes_per_s=verdicts.number(
+            limits.get("effective_throughput_bytes_per_s", limits.get("throughput_bytes_per_s"))
+        ),
     )
     chain = environment.chain_of(run.environment)
     devices = environment.chain_devices(run.environment)
@@ -53,7 +55,3 @@ def _measured_seconds(run: Run) -> list[verdicts.Sample]:
 
 def _flag(value: object) -> bool | None:
     return None if value is None else bool(value)
-
-
-def _number(value: object) -> Any:
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
