@@ -51,25 +51,18 @@ def send(name: str, *args: object, queue: str, countdown: float = 0) -> None:
     _app().send_task(name, args=list(args), queue=queue, countdown=countdown or None)
 
 
-def ping_workers(timeout: float) -> list[str]:
-    """The names of the workers that answer a broadcast ping within `timeout` seconds (Celery's remote control:
-    every worker answers, whatever queues it listens on). Waits the whole timeout. A broker that cannot be
-    reached raises kombu's OperationalError at once: the connection is tried once, not retried as task
-    messages are (six seconds of retries would hold up whoever asked)."""
-    with _app().connection_for_write(connect_timeout=timeout) as connection:
-        connection.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
-        replies: list[dict[str, object]] = _app().control.ping(timeout=timeout, connection=connection)
-    return sorted(name for reply in replies for name in reply)
-
-
 # The remote-control command each worker answers with the queues it consumes and whether it serves every site
 # (registered by jobs/tasks.py; jobs/runs/sites.py asks it).
 SERVES = "benchweb_serves"
+# The remote-control command each worker answers with its load over the last minute and its headroom (registered
+# by jobs/tasks.py; the /metrics scrape asks it instead of a plain ping: jobs/metrics/workers.py).
+LOAD = "benchweb_load"
 
 
 def ask_workers(command: str, timeout: float) -> dict[str, object]:
     """Every worker's answer to a broadcast remote-control `command`, by worker name, within `timeout` seconds;
-    waits the whole timeout, and raises at once when the broker cannot be reached (as ping_workers)."""
+    waits the whole timeout. A broker that cannot be reached raises kombu's OperationalError at once: the connection
+    is tried once, not retried as task messages are (six seconds of retries would hold up whoever asked)."""
     with _app().connection_for_write(connect_timeout=timeout) as connection:
         connection.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
         replies: list[dict[str, object]] = _app().control.broadcast(

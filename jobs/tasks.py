@@ -7,17 +7,19 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
+from celery.worker import state as worker_state
 from celery.worker.control import inspect_command
 from django.conf import settings
 from django.db import connection
 
 from jobs import messages
 from jobs.alerts import evaluate as alerts
-from jobs.metrics import grafana
+from jobs.metrics import grafana, load
 from jobs.models import Team
 from jobs.notify import delivery
 from jobs.runs import collecting, driving, launching, retention, sites, stopping, sweeping, watching
@@ -42,6 +44,19 @@ def serves(state: Any) -> dict[str, object]:
         "queues": sorted(queue.name for queue in consumer.queues) if consumer else [],
         "every_site": settings.WORKER_EVERY_SITE,
     }
+
+
+@inspect_command(name=messages.LOAD)
+def load_now(state: Any) -> Mapping[str, object]:
+    """This worker's load over the last minute and its headroom (jobs/metrics/load.py; the /metrics scrape asks)."""
+    pool = getattr(state.consumer, "pool", None)
+    threads = int(getattr(pool, "limit", 0) or 0)
+    return load.METER.answer(threads_busy=len(worker_state.active_requests), threads=threads)
+
+
+@worker_ready.connect
+def start_load_meter(sender: Any = None, **kwargs: object) -> None:
+    load.start_sampling(_STOP_SERVING)
 
 
 @worker_ready.connect

@@ -209,6 +209,33 @@ def _workers() -> Iterator[Metric]:
     for name in seen.workers:
         up.add_metric([name], 1)
     yield from (answering, up)
+    yield from _worker_loads(seen.loads)
+
+
+# Each worker's load over the last minute, as it answered the ping (jobs/metrics/load.py).
+WORKER_LOAD = (
+    ("headroom_ratio", "benchweb_worker_headroom_ratio",
+     "What is left of the tighter of one core and the worker's threads over the last minute, 0 to 1: add a worker "
+     "when it stays low (docs/operations/sizing.md)."),
+    ("cpu_ratio", "benchweb_worker_cpu_ratio",
+     "CPU seconds the worker process used per second over the last minute (1: one core busy throughout)."),
+    ("rss_bytes", "benchweb_worker_resident_memory_bytes", "The worker process's resident memory."),
+    ("threads_busy", "benchweb_worker_threads_busy", "Tasks the worker was running when asked."),
+    ("threads", "benchweb_worker_threads", "The worker's pool size (tasks it can run at once)."),
+    ("runs_watched", "benchweb_worker_runs_watched", "Running runs the worker's observation steps watched just now."),
+    ("cpu_seconds_per_run_minute", "benchweb_worker_cpu_seconds_per_run_minute",
+     "The worker's CPU per watched run-minute over the last minute: the sizing model, measured live."),
+)  # fmt: skip
+
+
+def _worker_loads(loads: Mapping[str, Mapping[str, Any]]) -> Iterator[Metric]:
+    for key, name, documentation in WORKER_LOAD:
+        family = _gauge(name, documentation, ("worker",))
+        for worker, load in sorted(loads.items()):
+            value = load.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                family.add_metric([worker], float(value))
+        yield family
 
 
 def _names(disk: str) -> dict[str, F]:

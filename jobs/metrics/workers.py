@@ -1,15 +1,18 @@
-"""Which Celery workers are alive, as the /metrics scrape reports them.
+"""Which Celery workers are alive, and their load, as the /metrics scrape reports them.
 
-A broadcast ping (jobs.messages.ping_workers) waits its whole timeout for the answers, so one ping's answer is
-kept in this process for PING_EVERY: a scrape waits for a ping at most once in that time, and never longer than
-PING_TIMEOUT. Scrapes that come in together wait for the one ping under way rather than sending their own.
+The ping is a broadcast of the remote-control command messages.LOAD: every worker answers with its load over the
+last minute and its headroom (jobs/metrics/load.py), and its answer is its sign of life. A broadcast waits its
+whole timeout for the answers, so one ping's answer is kept in this process for PING_EVERY: a scrape waits for a
+ping at most once in that time, and never longer than PING_TIMEOUT. Scrapes that come in together wait for the one
+ping under way rather than sending their own.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from jobs import messages
 
@@ -25,6 +28,8 @@ class Seen:
     at: float
     workers: tuple[str, ...] | None
     error: str = ""
+    # Each worker's answer (jobs/metrics/load.py's figures), by name; {} for a worker that answered without them.
+    loads: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 _lock = threading.Lock()
@@ -50,6 +55,9 @@ def forget() -> None:
 
 def _ping(now: float) -> Seen:
     try:
-        return Seen(now, tuple(messages.ping_workers(PING_TIMEOUT)))
+        answers = messages.ask_workers(messages.LOAD, PING_TIMEOUT)
+        loads = {name: answer if isinstance(answer, dict) and "cpu_ratio" in answer else {}
+                 for name, answer in answers.items()}  # fmt: skip
+        return Seen(now, tuple(sorted(answers)), loads=loads)
     except Exception as exc:  # kombu's OperationalError, an OSError, a Redis error: the broker is unreachable
         return Seen(now, None, f"{exc.__class__.__name__}: {exc}")

@@ -41,6 +41,7 @@ from django.utils import timezone
 from jobs import environment, remote, ssh
 from jobs import runners as runner
 from jobs.hosts import connecting
+from jobs.metrics import load
 from jobs.models import Host, HostSample, Run
 from jobs.runs import states, steps
 from jobs.telemetry import proc
@@ -154,6 +155,7 @@ def _full_step(host_id: int, token: str, memory: _HostMemory, now: datetime) -> 
         return "replaced"
     host = Host.objects.select_related("credential").get(pk=host_id)
     runs = list(Run.objects.filter(disk__host_id=host_id, state=Run.State.RUNNING).select_related("disk__host"))
+    load.METER.note_watched(host_id, len(runs))
     if not runs:
         return _release(host, token)
     memory.forget_all_but({run.pk for run in runs})

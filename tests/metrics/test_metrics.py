@@ -14,13 +14,14 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from benchweb.celery import app
+from jobs import messages
 from jobs.alerts import evaluate, lifecycle
 from jobs.api.models import ApiToken
 from jobs.metrics import workers
 from jobs.models import Alert, Disk, Run, RunResult
 from jobs.results import compliance
 from jobs.runs import queueing
-from tests.builders import quick_profile, target_dir, team_with_host, wait_final
+from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wait_state
 from tests.factories import DiskFactory, HostFactory, ProfileFactory, RunFactory, TeamFactory
 from tests.metrics.scraping import finished, parse, scrape, token_for
 
@@ -231,7 +232,10 @@ def test_a_live_server_scraped_over_http_reports_a_real_fio_run_and_the_worker_t
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom",
                                spec_iops=50000)  # fmt: skip
-    run = wait_final(queueing.request_run(disk, quick_profile(team)))
+    run = wait_state(queueing.request_run(disk, quick_profile(team, runtime_s=6)), Run.State.RUNNING)
+    # While it runs, the worker that watches it says so, with its load (jobs/metrics/load.py).
+    watching = _load_while(lambda loads: any(answer.get("runs_watched", 0) >= 1 for answer in loads.values()))
+    run = wait_final(run)
     assert run.state == Run.State.SUCCEEDED, run.explanation
 
     answer = requests.get(f"{live_server.url}/metrics", headers={"Authorization": f"Bearer {token_for(team, 'p')}"},
@@ -252,6 +256,24 @@ def test_a_live_server_scraped_over_http_reports_a_real_fio_run_and_the_worker_t
     assert got["benchweb_broker_up"][()] == 1 and got["benchweb_workers_answering"][()] >= 1
     assert any(dict(labels)["worker"].startswith("test0-") for labels in got["benchweb_worker_up"])
     assert requests.get(f"{live_server.url}/metrics", timeout=30).status_code == 401
+    name, load = next((name, load) for name, load in watching.items() if load["runs_watched"] >= 1)
+    assert load["threads"] >= 1 and 0 <= load["threads_busy"] <= load["threads"], load
+    assert load["rss_bytes"] > 20 * 2**20 and 0 <= load["cpu_ratio"] and 0 <= load["headroom_ratio"] <= 1, load
+    # The scrape gives each worker's figures as gauges.
+    worker = (("worker", name),)
+    if worker in got["benchweb_worker_threads"]:  # the scrape's own ping came after the run: the same worker
+        assert got["benchweb_worker_threads"][worker] == load["threads"]
+        assert 0 <= got["benchweb_worker_headroom_ratio"][worker] <= 1
+
+
+def _load_while(condition, timeout: float = 20) -> dict:
+    """The workers' answers to the load question, once they meet `condition`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        loads = messages.ask_workers(messages.LOAD, 1.0)
+        if condition(loads) or time.monotonic() > deadline:
+            return loads
+        time.sleep(0.5)
 
 
 SERVER_TOKEN = "a-server-wide-token-for-the-stack-test-0123456789"
