@@ -3,6 +3,7 @@ and recording refusals."""
 
 from __future__ import annotations
 
+import logging
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,8 @@ from jobs.alerts import boundary
 from jobs.alerts import evaluate as alerts
 from jobs.models import Host, Run
 
+log = logging.getLogger(__name__)
+
 
 def connect(host: Host, during: str = "a connection") -> ssh.Connection:
     """A connection of its own, closed by the caller (`with connect(host) as conn:`)."""
@@ -33,8 +36,16 @@ def session(host: Host) -> Iterator[ssh.Connection]:
     cancels: one login per host per worker process, whatever the runs. The same refusals as `connect` first."""
     target = _target(host)
     key = sessions.key_of(host.pk, target)
-    with sessions.POOL.session(key, target, on_login=lambda: _presented_approved_key(host, "a worker's login")) as conn:
+    with sessions.POOL.session(key, target, on_login=lambda: _logged_in(host)) as conn:
         yield conn
+
+
+def _logged_in(host: Host) -> None:
+    """A new session to `host` in this worker process: logged, so that a worker's log says which hosts (and sites)
+    it reached (a site's hosts are reached only by that site's workers: docs/operations/sites.md)."""
+    log.info("logged in to host %s (site %s): the session is kept for this worker process", host.name,
+             host.site or "none")  # fmt: skip
+    _presented_approved_key(host, "a worker's login")
 
 
 def _presented_approved_key(host: Host, during: str) -> None:

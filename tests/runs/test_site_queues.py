@@ -13,7 +13,9 @@ from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-def test_each_sites_runs_are_executed_by_that_sites_worker(fio_installed, sshd, worker_factory, tmp_path):
+def test_each_sites_runs_are_executed_by_that_sites_worker_which_logs_in_to_its_own_sites_hosts_only(
+    fio_installed, sshd, worker_factory, tmp_path
+):
     east_worker = worker_factory(queues="site.east")
     west_worker = worker_factory(queues="site.west")
     team, east = team_with_host(sshd, site="east")
@@ -33,6 +35,10 @@ def test_each_sites_runs_are_executed_by_that_sites_worker(fio_installed, sshd, 
     assert f"run {runs['east'].pk}: launching" not in west_log
     assert f"run {runs['west'].pk}: launching" in west_log
     assert f"run {runs['west'].pk}: launching" not in east_log
+    # A worker of one site never opened a session to a host of the other (each login is in its worker's log),
+    # and opened one to its own site's host, once, for the launch, the watching and the collection.
+    assert east_log.count("logged in to host ") == east_log.count(f"logged in to host {east.name} (site east)") == 1
+    assert west_log.count("logged in to host ") == west_log.count("logged in to host west-vm (site west)") == 1
 
 
 def test_a_run_whose_site_has_no_worker_says_which_queue_it_waits_on(db, host, disk):
