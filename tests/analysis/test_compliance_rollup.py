@@ -16,7 +16,7 @@ from django.db.migrations.executor import MigrationExecutor
 from jobs import timeseries
 from jobs.models import Disk, Run, RunResult, RunResultDay
 from jobs.results import compliance
-from tests.builders import disk_at_migration
+from tests.builders import disk_at_migration, own_database
 from tests.factories import RunFactory, fio_summary
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -188,11 +188,11 @@ def test_the_days_a_run_keeps_as_it_is_recorded_are_the_days_a_rebuild_makes(dis
     assert days() == recorded
 
 
-@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
+@pytest.mark.slow  # shared: its own database migrated from nothing (tests.builders.own_database)
 @pytest.mark.django_db(transaction=True)
 def test_migration_0016_gives_the_stored_days_what_compliance_reads_of_them():
     before, after = [("jobs", "0015_changepoints")], [("jobs", "0016_compliance_days")]
-    try:
+    with own_database():
         old, disk = disk_at_migration(before)
         team = disk.team
         Run, Result, Day = (old.get_model("jobs", name) for name in ("Run", "RunResult", "RunResultDay"))
@@ -221,5 +221,3 @@ def test_migration_0016_gives_the_stored_days_what_compliance_reads_of_them():
         got = compliance.disk_compliance(migrated, compliance.parse({"period": "all"}, now=NOW))
         assert (got["runs"], got["below"], got["no_promise"]) == (4, 2, 1)
         assert got["longest_streak"]["runs"] == 2 and got["worst_hour"] is not None
-    finally:
-        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

@@ -34,6 +34,7 @@ from jobs import crypto, egress
 from jobs.models import AlertChannel, Delivery
 from jobs.notify import delivery, publish, senders
 from jobs.notify.channels import ChannelInput, save_channel
+from tests.builders import own_database
 from tests.notify.channels import EVENT, client_for, deliver_all, post
 
 pytestmark = pytest.mark.django_db
@@ -384,12 +385,12 @@ def test_the_edit_form_keeps_a_masked_password_and_asks_for_it_again_when_the_ur
     assert (hook.name, hook.reveal_url()) == ("ops renamed", url)
 
 
-@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
+@pytest.mark.slow  # shared: its own database migrated from nothing (tests.builders.own_database)
 @pytest.mark.django_db(transaction=True)
 def test_migration_0020_encrypts_the_stored_webhook_urls_and_masks_what_is_shown():
     before, after = [("jobs", "0019_alert_channels")], [("jobs", "0020_channel_url_token")]
-    executor = MigrationExecutor(connection)
-    try:
+    with own_database():
+        executor = MigrationExecutor(connection)
         executor.migrate(before)
         old = MigrationExecutor(connection).loader.project_state(before).apps
         team = old.get_model("jobs", "Team").objects.create(name="t")
@@ -404,5 +405,3 @@ def test_migration_0020_encrypts_the_stored_webhook_urls_and_masks_what_is_shown
         assert migrated.target == f"https://bench:{MASK}@hooks.example.com/in"
         assert migrated.reveal_url() == url
         assert AlertChannel.objects.get(pk=chat.pk).reveal_url() == "slack://a/b/c"
-    finally:
-        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

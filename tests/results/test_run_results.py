@@ -16,7 +16,7 @@ from jobs.imports import importing
 from jobs.models import Disk, Profile, Run, RunResult, RunResultDay, RunSample
 from jobs.runs import queueing
 from jobs.timeseries import SERIES
-from tests.builders import disk_at_migration, quick_profile, team_with_host, wait_final
+from tests.builders import disk_at_migration, own_database, quick_profile, team_with_host, wait_final
 from tests.factories import ProfileFactory, RunFactory
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -216,12 +216,12 @@ def test_a_collected_fio_run_is_recorded_with_its_samples_apart(fio_installed, s
 BEFORE, AFTER = [("jobs", "0004_run_snapshot_at_launch")], [("jobs", "0005_run_results")]
 
 
-@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
+@pytest.mark.slow  # shared: its own database migrated from nothing (tests.builders.own_database)
 @pytest.mark.django_db(transaction=True)
 def test_migration_0005_fills_the_results_of_stored_runs_and_moves_their_samples_out_of_the_summaries():
     summary = importing.parse_import((FIXTURES / "fio-3.33-randrw-status-interval.json").read_text()).summary
-    executor = MigrationExecutor(connection)
-    try:
+    with own_database():
+        executor = MigrationExecutor(connection)
         executor.migrate(BEFORE)
         old = MigrationExecutor(connection).loader.project_state(BEFORE).apps
         team = old.get_model("jobs", "Team").objects.create(name="t")
@@ -261,8 +261,6 @@ def test_migration_0005_fills_the_results_of_stored_runs_and_moves_their_samples
         assert day.total_early == day.total_late == results[with_samples].total_iops
         assert day.total_early_run == day.total_late_run == with_samples
         assert {f"{name}_early" for name in SERIES} <= {f.name for f in Day._meta.get_fields()}
-    finally:
-        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
 
 def test_admin_edits_and_deletes_keep_the_chart_tables_in_step(disk, rf, owner):
@@ -288,11 +286,11 @@ def test_admin_edits_and_deletes_keep_the_chart_tables_in_step(disk, rf, owner):
     assert not RunResultDay.objects.filter(disk=disk).exists() and not RunResult.objects.exists()
 
 
-@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
+@pytest.mark.slow  # shared: its own database migrated from nothing (tests.builders.own_database)
 @pytest.mark.django_db(transaction=True)
 def test_migration_0024_packs_the_chart_fields_of_the_stored_days_as_a_recorded_day_packs_them():
     before, after = [("jobs", "0023_day_point_flags")], [("jobs", "0024_day_points_packed")]
-    try:
+    with own_database():
         old, disk = disk_at_migration(before)
         at = datetime(2026, 5, 1, 2, 30, tzinfo=UTC)
         ms = timeseries.epoch_ms(at)
@@ -316,15 +314,13 @@ def test_migration_0024_packs_the_chart_fields_of_the_stored_days_as_a_recorded_
         assert (fields["total_late_run"], fields["total_late_steady"], fields["total_late_limit"]) == (12, None, None)
         assert (fields["read_early_steady"], fields["write_late"]) == (False, None)
         assert bytes(day.points) == timeseries.pack_day_points(fields)
-    finally:
-        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
 
-@pytest.mark.slow  # shared: a walk of the schema back and forth costs some 20 s of CPU
+@pytest.mark.slow  # shared: its own database migrated from nothing (tests.builders.own_database)
 @pytest.mark.django_db(transaction=True)
 def test_migration_0023_gives_the_stored_days_the_flags_of_the_runs_they_draw():
     before, after = [("jobs", "0022_share_link_time_zone")], [("jobs", "0023_day_point_flags")]
-    try:
+    with own_database():
         old, disk = disk_at_migration(before)
         team = disk.team
         Run, Result, Day = (old.get_model("jobs", name) for name in ("Run", "RunResult", "RunResultDay"))
@@ -350,5 +346,3 @@ def test_migration_0023_gives_the_stored_days_the_flags_of_the_runs_they_draw():
         assert (day.total_late_steady, day.total_late_warnings) == (None, 1)
         assert (day.read_early_steady, day.read_early_warnings) == (True, 0) == (day.read_late_steady, 0)
         assert (day.write_early_steady, day.write_early_warnings) == (None, None)
-    finally:
-        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
