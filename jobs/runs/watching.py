@@ -117,6 +117,7 @@ class _HostMemory:
     # The host's telemetry: the counters read last (jobs/telemetry/proc.py), and the files it does not have.
     reading: proc.Reading | None = None
     absent: set[str] = field(default_factory=set)
+    files: ssh.OpenFiles | None = None  # its /proc files, kept open on the session's channel of their own
 
     def forget_all_but(self, run_ids: set[int]) -> None:
         for gone in set(self.watches) - run_ids:
@@ -181,18 +182,26 @@ def _full_step(host_id: int, token: str, memory: _HostMemory, now: datetime) -> 
 
 def _telemetry(conn: ssh.Connection, host: Host, due: list[Run], memory: _HostMemory) -> None:
     """One second of the host's telemetry, stored, when a second has passed since the last reading: its /proc
-    files read over the session's SFTP channel (nothing started on the host), the devices of its running runs
-    only. A host without /proc (AIX) is not asked again by this process."""
+    files read over the session's SFTP channel (nothing started on the host), kept open from one second to the
+    next (jobs.ssh.files.OpenFiles), the devices of its running runs only. A host without /proc (AIX) is not asked
+    again by this process."""
     if not due or "stat" in memory.absent:
         return
     if memory.reading is not None and time.time() - memory.reading.at < TELEMETRY_EVERY_S - QUICK_STEP_SLACK_S:
         return
+    if memory.files is not None and memory.files.transfer is not conn:
+        memory.files.close()  # opened on a session since replaced
+        memory.files = None
+    if memory.files is None:
+        memory.files = conn.open_files({key: path for key, path in proc.FILES.items() if key not in memory.absent})
     begun = time.time()
+    try:
+        read = memory.files.read(max_bytes=TELEMETRY_MAX_BYTES)
+    except ssh.SSHError:
+        memory.files = None  # closed by the error: opened again next time
+        raise
     texts: dict[str, str | None] = {}
-    for key, path in proc.FILES.items():
-        if key in memory.absent:
-            continue
-        data = conn.read_from(path, 0, max_bytes=TELEMETRY_MAX_BYTES)
+    for key, data in read.items():
         if data is None:
             memory.absent.add(key)
         texts[key] = None if data is None else data.decode(errors="replace")
@@ -244,7 +253,9 @@ def _release(host: Host, token: str) -> str:
     none (steps.watch): between the two, one of them sees the other."""
     Host.objects.filter(pk=host.pk, observer_token=token).update(observer_token="")
     with _MEMORY_LOCK:
-        _MEMORY.pop(host.pk, None)
+        gone = _MEMORY.pop(host.pk, None)
+    if gone is not None and gone.files is not None:
+        gone.files.close()
     if Run.objects.filter(disk__host_id=host.pk, state=Run.State.RUNNING).exists():
         steps.watch(host)
     return "no running runs"

@@ -15,7 +15,7 @@ Callers import from `jobs.ssh` itself; the parts are its layout.
 """
 
 from jobs.ssh.connection import MAX_COMMAND_CHANNELS, Connection
-from jobs.ssh.files import MAX_SFTP_CHANNELS, SFTP_STALL_TIMEOUT_S
+from jobs.ssh.files import MAX_SFTP_CHANNELS, SFTP_STALL_TIMEOUT_S, OpenFiles
 from jobs.ssh.login import KEEPALIVE_S, connect, host_key_from_line, load_private_key, scan_host_key
 from jobs.ssh.shells import SHELL_COMMAND
 from jobs.ssh.sockets import Forward as SocketForward
@@ -31,6 +31,7 @@ __all__ = [
     "CommandResult",
     "Connection",
     "HostKey",
+    "OpenFiles",
     "SSHError",
     "SocketForward",
     "Target",

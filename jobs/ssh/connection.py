@@ -16,8 +16,8 @@ from jobs.ssh.values import IDLE_WAIT_S, MAX_OUTPUT_BYTES, READ_CHUNK, CommandRe
 
 _SEND_CHUNK = 2**15
 # Commands and SFTP exchanges open channels on one connection at once (a persistent session carries every run
-# on its host), and OpenSSH allows MaxSessions (10 by default) per connection: stay under it with these and
-# jobs.ssh.files.MAX_SFTP_CHANNELS.
+# on its host), and OpenSSH allows MaxSessions (10 by default) per connection: stay under it with these,
+# jobs.ssh.files.MAX_SFTP_CHANNELS and KEPT_OPEN_CHANNELS (5 + 3 + 1).
 MAX_COMMAND_CHANNELS = 5
 
 

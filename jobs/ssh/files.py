@@ -20,6 +20,8 @@ SFTP_STALL_TIMEOUT_S = 60.0
 # An SFTP channel answers one request at a time, so a few of them let launches, looks and collections on one
 # host overlap (jobs.ssh.connection keeps the command channels and these together under sshd's MaxSessions).
 MAX_SFTP_CHANNELS = 3
+# Besides them, at most one channel keeps files open (OpenFiles: the host's telemetry), counted in that budget too.
+KEPT_OPEN_CHANNELS = 1
 
 
 class FileTransfer:
@@ -32,6 +34,7 @@ class FileTransfer:
         # one is opened only while all the others are busy, up to MAX_SFTP_CHANNELS.
         self._idle_sftp: list[paramiko.SFTPClient] = []
         self._sftp_count = 0
+        self._kept_open = 0
         self._sftp_changed = threading.Condition()
 
     def _close_sftp(self) -> None:
@@ -100,6 +103,17 @@ class FileTransfer:
                 handle.seek(offset)
                 return handle.read(max_bytes)
 
+    def open_files(self, paths: dict[str, str]) -> OpenFiles:
+        """These files (by key) kept open over an SFTP channel of their own, to be read again and again
+        (OpenFiles); a file that is not there reads as None. Close it when done."""
+        client = self._take_sftp(kept_open=True)
+        try:
+            handles = {key: _open_if_any(client, path) for key, path in paths.items()}
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            self._drop_sftp(client, kept_open=True)
+            raise SSHError("channel", f"Could not open {', '.join(paths.values())} on {self.where}: {exc}") from exc
+        return OpenFiles(self, client, handles)
+
     def real_path(self, path: str) -> str | None:
         """The host's canonical absolute path for `path` (relative paths are from the login user's home, where
         the SFTP server starts), or None when it does not exist."""
@@ -117,27 +131,35 @@ class FileTransfer:
             except FileNotFoundError:
                 return None
 
-    def _take_sftp(self) -> paramiko.SFTPClient:
+    def _take_sftp(self, *, kept_open: bool = False) -> paramiko.SFTPClient:
+        """An idle shared SFTP client, or a new one; `kept_open`: a new one of its own for OpenFiles (at most
+        KEPT_OPEN_CHANNELS at once, besides the shared ones)."""
         with self._sftp_changed:
-            while not self._idle_sftp and self._sftp_count >= MAX_SFTP_CHANNELS:
-                if not self._sftp_changed.wait(timeout=SFTP_STALL_TIMEOUT_S):
-                    raise SSHError(
-                        "timeout",
-                        f"Every SFTP channel to {self.where} stayed busy for {SFTP_STALL_TIMEOUT_S:g} s. Retry later.",
-                    )
-            if self._idle_sftp:
-                return self._idle_sftp.pop()
-            self._sftp_count += 1
+            if kept_open:
+                if self._kept_open >= KEPT_OPEN_CHANNELS:
+                    raise SSHError("channel", f"{self.where} already has its files kept open on a channel.")
+                self._kept_open += 1
+            else:
+                while not self._idle_sftp and self._sftp_count >= MAX_SFTP_CHANNELS:
+                    if not self._sftp_changed.wait(timeout=SFTP_STALL_TIMEOUT_S):
+                        raise SSHError(
+                            "timeout",
+                            f"Every SFTP channel to {self.where} stayed busy for {SFTP_STALL_TIMEOUT_S:g} s. Retry "
+                            "later.",
+                        )
+                if self._idle_sftp:
+                    return self._idle_sftp.pop()
+                self._sftp_count += 1
         try:
             client = paramiko.SFTPClient.from_transport(self._transport)
         except (paramiko.SSHException, EOFError, OSError) as exc:
-            self._drop_sftp(None)
+            self._drop_sftp(None, kept_open=kept_open)
             raise SSHError(
                 "channel",
                 f"{self.where} refused an SFTP session ({exc}): enable the sftp subsystem in its sshd_config.",
             ) from exc
         except BaseException:
-            self._drop_sftp(None)
+            self._drop_sftp(None, kept_open=kept_open)
             raise
         # None only where no channel opens, and paramiko raises for that instead.
         assert client is not None
@@ -151,13 +173,17 @@ class FileTransfer:
             self._idle_sftp.append(client)
             self._sftp_changed.notify()
 
-    def _drop_sftp(self, client: paramiko.SFTPClient | None) -> None:
-        """Forget a broken SFTP channel (None: one that never opened): the next exchange opens a new one."""
+    def _drop_sftp(self, client: paramiko.SFTPClient | None, *, kept_open: bool = False) -> None:
+        """Forget a broken SFTP channel (None: one that never opened), or one whose kept-open files are closed:
+        the next exchange opens a new one."""
         if client is not None:
             with suppress(paramiko.SSHException, EOFError, OSError):
                 client.close()
         with self._sftp_changed:
-            self._sftp_count -= 1
+            if kept_open:
+                self._kept_open -= 1
+            else:
+                self._sftp_count -= 1
             self._sftp_changed.notify()
 
     @contextmanager
@@ -202,3 +228,39 @@ def _open_if_any(sftp: paramiko.SFTPClient, path: str) -> paramiko.SFTPFile | No
         return sftp.open(path, "rb")
     except FileNotFoundError:
         return None
+
+
+class OpenFiles:
+    """A few files kept open over an SFTP channel of their own, each read again from its start on every read.
+    Made for /proc files, which the kernel writes afresh at each read from offset 0: a second of the host's
+    telemetry then costs a read a file, not an open, a read and a close (half the worker's CPU, a third of the
+    wait, measured on loopback). Not shared between threads; close() gives the channel back."""
+
+    def __init__(
+        self, transfer: FileTransfer, client: paramiko.SFTPClient, handles: dict[str, paramiko.SFTPFile | None]
+    ) -> None:
+        self.transfer = transfer
+        self._client: paramiko.SFTPClient | None = client
+        self._handles = handles
+
+    def read(self, *, max_bytes: int) -> dict[str, bytes | None]:
+        """Each file's content now, up to `max_bytes` (None: the file was not there when opened)."""
+        if self._client is None:
+            raise SSHError("channel", f"The files kept open on {self.transfer.where} were closed.")
+        texts: dict[str, bytes | None] = {}
+        try:
+            for key, handle in self._handles.items():
+                if handle is None:
+                    texts[key] = None
+                    continue
+                handle.seek(0)
+                texts[key] = handle.read(max_bytes)
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            self.close()
+            raise SSHError("channel", f"Could not read the files kept open on {self.transfer.where}: {exc}") from exc
+        return texts
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            self.transfer._drop_sftp(client, kept_open=True)

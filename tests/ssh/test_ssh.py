@@ -538,3 +538,26 @@ def test_closing_a_connection_twice_is_harmless(sshd: TestSshd) -> None:
     connection = ssh.connect(sshd.target())
     connection.close()
     connection.close()
+
+
+def test_files_kept_open_are_read_afresh_each_time_on_a_channel_of_their_own(conn: ssh.Connection) -> None:
+    """The host's telemetry keeps its /proc files open (jobs.ssh.files.OpenFiles): each read gives what the kernel
+    writes now, a file that is not there reads as None, and the shared SFTP channels go on meanwhile."""
+    kept = conn.open_files({"uptime": "/proc/uptime", "stat": "/proc/stat", "none": "/proc/no-such-file"})
+    try:
+        first = kept.read(max_bytes=2**20)
+        time.sleep(0.3)
+        second = kept.read(max_bytes=2**20)
+        assert first["none"] is None and second["none"] is None
+        assert first["stat"] is not None and first["stat"].startswith(b"cpu ")
+        assert first["uptime"] is not None and second["uptime"] is not None
+        assert float(second["uptime"].split()[0]) > float(first["uptime"].split()[0])  # read afresh, not cached
+        with pytest.raises(ssh.SSHError, match="already has its files kept open"):
+            conn.open_files({"uptime": "/proc/uptime"})
+        assert conn.read_from("/proc/loadavg", 0, max_bytes=4096)  # the shared channels still answer
+    finally:
+        kept.close()
+    with pytest.raises(ssh.SSHError, match="were closed"):
+        kept.read(max_bytes=2**20)
+    again = conn.open_files({"uptime": "/proc/uptime"})  # its channel was given back
+    again.close()
