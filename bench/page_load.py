@@ -188,7 +188,7 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
 
 def report(r: dict[str, Any]) -> bool:
     met = True
-    say(f"[{r['db']}] {r['users']} people, {r['running']} runs going ({r['writes']:,} database writes for them); "
+    print(f"[{r['db']}] {r['users']} people, {r['running']} runs going ({r['writes']:,} database writes for them); "
         f"load {r['load'][0][0]:.1f} -> {r['load'][1][0]:.1f}")  # fmt: skip
     for row in r["rows"]:
         count, failures = int(row["Request Count"]), int(row["Failure Count"])
@@ -196,9 +196,9 @@ def report(r: dict[str, Any]) -> bool:
         ok = count > 0 and failures == 0 and p95 <= TARGET_P95_MS
         met = met and ok
         median, top = float(row["Median Response Time"]), float(row["Max Response Time"])
-        say(f"  {row['Name']:<22} {count:6d} requests, {failures} failed, median {median:.0f} ms, p95 {p95:.0f} ms, "
+        print(f"  {row['Name']:<22} {count:6d} requests, {failures} failed, median {median:.0f} ms, p95 {p95:.0f} ms, "
             f"max {top:.0f} ms  {'MET' if ok else 'MISSED'}")  # fmt: skip
-    say(f"target: each page p95 <= {TARGET_P95_MS:.0f} ms and no error: {'MET' if met else 'MISSED'}")
+    print(f"target: each page p95 <= {TARGET_P95_MS:.0f} ms and no error: {'MET' if met else 'MISSED'}")
     return met
 
 
