@@ -104,7 +104,9 @@ def template_header(recording_text: str) -> str:
     version = re.search(r'"fio version" : "([^"]+)"', document)
     assert version is not None
     runtime_ms, runtime_s = recorded_runtimes(document)
-    rows = ",\n".join(f"    {{{_c_string(text)}, {kind}, {value}LL}}" for text, kind, value in pieces(document))
+    rows = ",\n".join(
+        f"    {{{_c_string(text)}, {len(text.encode())}, {kind}, {value}LL}}" for text, kind, value in pieces(document)
+    )
     return (
         f"/* Made by bench/standin/build.py from a recorded fio output; do not edit. */\n"
         f"static const char FIO_VERSION[] = {_c_string(version[1])};\n"
