@@ -1,16 +1,17 @@
 """Fleet: a capacity bench on many loopback hosts whose fio is the stand-in (bench/standin/), issue 34.
 
-    env -u PYTHONDONTWRITEBYTECODE .venv/bin/python bench/fleet.py [--hosts 200] [--hosts-per-sshd 50]
+    env -u PYTHONDONTWRITEBYTECODE .venv/bin/python bench/fleet.py [--hosts 200] [--hosts-per-sshd 15]
         [--disks 10] [--runs-per-host 3] [--spread 60] [--runtime 120] [--concurrency 8] [--lead 40]
         [--db sqlite|postgres] [--standin-cost 1000] [--timeout S] [--json]
 
 The stack is bench/fanout.py's (a fresh temporary directory, a migrated database, an embedded redis-server, ONE
 traced `celery worker --pool threads`, ONE `celery beat`), with other hosts: --hosts hosts, each a distinct
-address of 127.0.0.0/8 (127.1.x.y), served --hosts-per-sshd to an sshd (jobs/sshd_local's server with more
-ListenAddress lines), each registered as a Host of its own with its sshd's host key pinned and --disks directory
-disks. Every login to them finds the stand-in first on PATH (sshd's SetEnv), so benchweb's launch, watching,
-collection, parsing and storing are the real ones while the "benchmark" costs next to nothing: what is measured
-is benchweb, not fio. The stand-in is compiled first, into the stack's directory (bench/standin/build.py).
+address of 127.0.0.0/8 (127.1.x.y), served at most 15 to an sshd (jobs/sshd_local's server with more
+ListenAddress lines: OpenSSH listens on 16 sockets at most), each registered as a Host of its own with its
+sshd's host key pinned and --disks directory disks. Every login to them finds the stand-in first on PATH
+(sshd's SetEnv), so benchweb's launch, watching, collection, parsing and storing are the real ones while the
+"benchmark" costs next to nothing: what is measured is benchweb, not fio. The stand-in is compiled first, into
+the stack's directory (bench/standin/build.py).
 
 Before the fleet, --standin-cost stand-ins run side by side on this machine for STANDIN_RUNTIME_S, and their CPU
 is read from /proc/<pid>/schedstat (nanoseconds on the CPU) over their steady state: the target is at most 1 %
@@ -74,6 +75,8 @@ TARGET_STANDIN_CPU_PER_1000 = 0.01  # CPU-s per s: 1 % of one CPU
 STANDIN_RUNTIME_S = 20
 STANDIN_SETTLE_S = 3
 MB = 2**20
+# OpenSSH's sshd listens on at most 16 sockets (MAX_LISTEN_SOCKS); jobs/sshd_local's config takes one, 127.0.0.1.
+MAX_ADDRESSES_PER_SSHD = 15
 _CONNECTION = re.compile(rb"Connection from \S+ port (\d+) on (\S+) port \d+")
 _LOGIN = re.compile(rb"Accepted publickey for \S+ from \S+ port (\d+)")
 
@@ -157,7 +160,10 @@ def start_fleet_sshds(stack: sp.Stack, hosts: int, per_sshd: int, bin_dir: Path)
         served = range(first, min(first + per_sshd, hosts))
         # One sshd stands for `per_sshd` hosts, each of which would have its own limits: MaxStartups (OpenSSH's
         # 10:30:100 unauthenticated connections) and MaxSessions (benchkit.SSHD_EXTRA_CONFIG's) are theirs summed.
-        lines = [*(f"ListenAddress {address_of(h)}" for h in served), f"SetEnv PATH={path}", "MaxSessions 1000",
+        # SHLVL=1: bash, the login shell here, then reads no ~/.bashrc for a command sent over SSH (it does for a
+        # top-level shell only); this machine's runs pyenv's set-up, 0.3 CPU-s a command, which a fleet's hosts
+        # do not pay (bench/start_precision.py's yardstick "local `$SHELL -c true`" shows it).
+        lines = [*(f"ListenAddress {address_of(h)}" for h in served), f"SetEnv PATH={path} SHLVL=1", "MaxSessions 1000",
                  f"MaxStartups {10 * len(served)}:30:{100 * len(served)}"]  # fmt: skip
         with (workdir / "sshd_config").open("a") as config:
             config.write("\n".join(lines) + "\n")
@@ -197,6 +203,35 @@ def make_profile(team: Any, runtime_s: int) -> Any:
         iodepth=1, jobs=1, runtime_s=runtime_s, time_based=True, ioengine="psync", direct=True,
         size_bytes=16 * MB,
     )  # fmt: skip
+
+
+class RssMeter(fanout.RssMeter):
+    """The worker's resident memory every SAMPLE_S seconds, from /proc/<pid>/statm: fanout's meter sums a process
+    tree, which costs a scan of every process (thousands here: each run's wrapper, flock, timeout and stand-in)."""
+
+    def _loop(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while True:
+            with contextlib.suppress(OSError, ValueError):
+                rss = int(Path(f"/proc/{self.pid}/statm").read_text().split()[1]) * page
+                self.samples.append((time.monotonic(), rss, len(os.listdir(f"/proc/{self.pid}/task"))))
+            if self._stop.wait(fanout.SAMPLE_S):
+                return
+
+
+def cpu_snapshot(stack: sp.Stack) -> dict[str, float]:
+    """CPU seconds so far: the machine's busy time, the worker's process tree, and every sshd's with the sessions
+    and commands it has reaped (sampling every process while thousands run cost this script more than the worker
+    in fanout.py's way)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return {
+        "wall_s": time.monotonic(),
+        "machine busy": t.user + t.nice + t.system + t.irq + t.softirq + t.steal,
+        "worker": sp.tree_cpu_s(psutil.Process(stack.worker.pid)),
+        "sshd and sessions": sum(sp.tree_cpu_s(psutil.Process(s.process.pid)) for s in stack.sshds),
+    }
 
 
 def logins_by_address(stack: sp.Stack, offsets: list[int]) -> dict[str, int]:
@@ -243,12 +278,10 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
     yardsticks = sp.idle_yardsticks(stack, hosts[0], make_profile(team, 2))
     rss_idle, _ = fanout.tree_rss(stack.worker.pid)
     offsets = [sshd.log_path.stat().st_size for sshd in stack.sshds]
-    cpu = sp.CpuMeter(stack)
-    cpu.INTERVAL_S = 2.0 if targets > 100 else 0.5
-    rss = fanout.RssMeter(stack.worker.pid)
+    rss = RssMeter(stack.worker.pid)
     sp.start_beat(stack)
     schedules = fanout.make_schedules(team, disks, profile, fires, args.lead)
-    cpu.start()
+    cpu_before = cpu_snapshot(stack)
     rss.start()
     fire_at = min(s.next_fire_at for s in schedules)
     timeout = args.timeout or args.lead + args.spread + args.runtime + 180
@@ -258,7 +291,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
         done = sp.wait_for_runs(schedules, targets, time.monotonic() + timeout)
     finally:
         rss.stop()
-        cpu.stop()
+    cpu = {name: value - cpu_before[name] for name, value in cpu_snapshot(stack).items()}
     time.sleep(1.5)  # the last tasks' end lines
     trace = sp.read_trace(stack)
     runs = sp.runs_of(schedules)
@@ -273,7 +306,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
         "runs_per_host": args.runs_per_host, "targets": targets, "spread_s": args.spread, "runtime_s": args.runtime,
         "concurrency": args.concurrency, "lead_s": args.lead, "timeout_s": timeout, "fire_at": fire_at.isoformat(),
         "schedules": len(schedules), "cpus": os.cpu_count(), "all_final": done, "database": server_version(),
-        "code": code_version(), "cpu_sample_s": cpu.INTERVAL_S,
+        "code": code_version(),
     }  # fmt: skip
     return {
         "config": config,
@@ -286,7 +319,7 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
         "launch_tasks": trace.launch_tasks,
         "rss": {"idle_bytes": rss_idle, "samples": rss.samples},
         "logins": logins_by_address(stack, offsets),
-        "cpu": {"wall_s": cpu.wall_s, "machine_busy_s": cpu.busy_s, "by_owner_s": cpu.seconds},
+        "cpu": cpu,
         "worker_log_tail": "" if done else stack.worker_log.read_text(errors="replace")[-4000:],
     }
 
@@ -304,7 +337,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     rss_mb = [b / MB for _, b, _ in result["rss"]["samples"]] or [0.0]
     logins = result["logins"]
     succeeded = sum(r.state == "succeeded" for r in rows)
-    worker_cpu = result["cpu"]["by_owner_s"].get("worker", 0.0)
+    worker_cpu = result["cpu"]["worker"]
     cost = result["standin"]["steady CPU-s per s per 1000"]
     verdict = {
         "runs": len(rows) == n and succeeded == n and result["collected"] == n and result["as_recorded"] == n
@@ -360,9 +393,8 @@ def print_report(result: dict[str, Any], s: dict[str, Any]) -> None:
     print(f"SSH logins: {sum(result['logins'].values())} on {s['hosts_logged_in']} hosts, at most {s['logins_max']} "
           "per host")  # fmt: skip
     cpu = result["cpu"]
-    print(f"CPU while the schedules ran ({cpu['wall_s']:.0f} s wall, machine busy {cpu['machine_busy_s']:.1f} CPU-s):")
-    for name, seconds in sorted(cpu["by_owner_s"].items(), key=lambda item: -item[1]):
-        print(f"  {name:<50}{seconds:>8.1f} CPU-s")
+    print(f"CPU while the schedules ran ({cpu['wall_s']:.0f} s wall x {c['cpus']} CPUs): " + ", ".join(
+        f"{name} {seconds:.1f} CPU-s" for name, seconds in cpu.items() if name != "wall_s"))  # fmt: skip
     print("idle yardsticks: " + "; ".join(f"{k} {v:.3f} s" for k, v in result["yardsticks"].items()))
     print(f"runs: {s['made']}/{c['targets']} made, {s['succeeded']} succeeded, {result['collected']} collected, "
           f"{result['as_recorded']} stored with the recording's figures, at most {result['runs_per_disk_max']} run "
@@ -403,7 +435,8 @@ def to_json(result: dict[str, Any], summary: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=200, help="loopback hosts (default 200)")
-    parser.add_argument("--hosts-per-sshd", type=int, default=50, help="addresses one sshd serves (default 50)")
+    parser.add_argument("--hosts-per-sshd", type=int, default=MAX_ADDRESSES_PER_SSHD,
+                        help=f"addresses one sshd serves (default and most {MAX_ADDRESSES_PER_SSHD})")  # fmt: skip
     parser.add_argument("--disks", type=int, default=10, help="directory disks per host (default 10)")
     parser.add_argument("--runs-per-host", type=int, default=3, help="runs on each host, one per disk (default 3)")
     parser.add_argument("--spread", type=float, default=60.0, help="seconds the starts are spread over (default 60)")
@@ -424,6 +457,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(parser, argv)
     if min(args.hosts, args.hosts_per_sshd, args.disks, args.runs_per_host, args.runtime, args.concurrency) < 1:
         parser.error("--hosts, --hosts-per-sshd, --disks, --runs-per-host, --runtime and --concurrency must be >= 1")
+    if args.hosts_per_sshd > MAX_ADDRESSES_PER_SSHD:
+        parser.error(f"--hosts-per-sshd: OpenSSH listens on {MAX_ADDRESSES_PER_SSHD + 1} sockets at most, 127.0.0.1 "
+                     f"and {MAX_ADDRESSES_PER_SSHD} more (MAX_LISTEN_SOCKS)")  # fmt: skip
     if args.runs_per_host > args.disks:
         parser.error("--runs-per-host is one run per disk: at most --disks")
     if args.lead < 3 or args.spread < 0 or args.standin_cost < 1:
