@@ -33,6 +33,12 @@ RECENT_FAILURES = timedelta(days=7)
 
 # Running now lists this many pending runs, and counts the rest.
 WAITING_SHOWN = 10
+# ... and this many running ones, the longest running first (each row follows its run's progress in the browser:
+# a fleet's hundreds would each poll), and counts the rest, linking to the runs list.
+ACTIVE_SHOWN = 20
+# The Disks table shows this many disks a page (by host, then label): the page's queries and its size stay bounded
+# however large the team (issue 34: 1,000 disks).
+DISKS_PER_PAGE = 100
 
 
 @dataclass
@@ -112,14 +118,40 @@ def _as_float(path: str) -> Cast:
     return Cast(KT(path), FloatField())
 
 
-def _disk_rows(team: Team, start: datetime) -> list[DiskRow]:
-    """A constant number of queries however many disks: the last result per disk, then daily figures. Both
-    read the narrow per-run results (RunResult), not the runs' JSON summaries."""
+@dataclass(frozen=True)
+class DiskPage:
+    """Which page of the Disks table is shown: its number (from 1), how many pages, how many disks in all."""
+
+    number: int
+    count: int
+    disks: int
+
+    @property
+    def first(self) -> int:
+        return (self.number - 1) * DISKS_PER_PAGE + 1
+
+    @property
+    def last(self) -> int:
+        return min(self.disks, self.number * DISKS_PER_PAGE)
+
+
+def disk_page(team: Team, asked: str | None) -> DiskPage:
+    """The page asked for (?page=), held within the pages there are; the first when none, or not a number."""
+    disks = Disk.objects.filter(team=team).count()
+    count = max(1, -(-disks // DISKS_PER_PAGE))
+    number = int(asked) if asked and asked.isascii() and asked.isdigit() else 1
+    return DiskPage(min(max(number, 1), count), count, disks)
+
+
+def _disk_rows(team: Team, start: datetime, page: DiskPage) -> list[DiskRow]:
+    """A constant number of queries however many disks: the page's disks, the last result of each, then their
+    daily figures. Both read the narrow per-run results (RunResult), not the runs' JSON summaries."""
     newest = RunResult.objects.filter(disk=OuterRef("pk")).order_by("-finished_at", "-run_id")
     disks = list(
         Disk.objects.filter(team=team)
+        .order_by("host__name", "label", "pk")
         .select_related("host")
-        .annotate(last_run_id=Subquery(newest.values("run_id")[:1]))
+        .annotate(last_run_id=Subquery(newest.values("run_id")[:1]))[page.first - 1 : page.last]
     )
     last: dict[int, dict[str, Any]] = {
         row["disk_id"]: dict(row)
@@ -144,7 +176,7 @@ def _disk_rows(team: Team, start: datetime) -> list[DiskRow]:
     epoch_day = ExpressionWrapper(F("finished_ms") / timeseries.DAY_MS, output_field=BigIntegerField())
     daily = [
         row | {"day": EPOCH + timedelta(days=row["day"])}
-        for row in RunResult.objects.filter(disk__team=team, finished_at__gte=start)
+        for row in RunResult.objects.filter(disk__in=[disk.pk for disk in disks], finished_at__gte=start)
         .values("disk_id", "profile_name", day=epoch_day)
         .annotate(mean=Avg("total_iops"), low=Min("total_iops"), high=Max("total_iops"))
         .order_by("day")
@@ -161,11 +193,12 @@ def _disk_rows(team: Team, start: datetime) -> list[DiskRow]:
     return rows
 
 
-def facts(team: Team, now: datetime) -> dict[str, Any]:
-    """What the overview page shows of the team at `now`: every disk's row, the runs running and waiting, the
-    recent failures."""
+def facts(team: Team, now: datetime, page: str | None = None) -> dict[str, Any]:
+    """What the overview page shows of the team at `now`: a page of its disks' rows (`page`, ?page=), the runs
+    running (the first ACTIVE_SHOWN) and waiting (WAITING_SHOWN), the recent failures."""
     runs = Run.objects.filter(team=team).select_related("disk__host").defer(*Run.BULKY_FIELDS, "summary")
-    active = list(runs.filter(state__in=Run.ACTIVE_STATES).order_by("started_at"))
+    running = runs.filter(state__in=Run.ACTIVE_STATES)
+    active = list(running.order_by(F("started_at").asc(nulls_last=True), "pk")[:ACTIVE_SHOWN])
     for run in active:
         expected = (run.progress or {}).get("expected_s")
         # An attribute for the template only, not a field of Run.
@@ -177,8 +210,11 @@ def facts(team: Team, now: datetime) -> dict[str, Any]:
     for run in active + waiting:
         # A scheduled run waits for its slot pending, and then, claimed a little early, on its host.
         run.waiting_until = run.not_before if run.not_before and run.not_before > now else None  # type: ignore[attr-defined]
+    disks = disk_page(team, page)
     return {
-        "rows": _disk_rows(team, now - timedelta(days=SPARK_DAYS)),
+        "rows": _disk_rows(team, now - timedelta(days=SPARK_DAYS), disks),
+        "disk_page": disks,
+        "active_more": running.count() - len(active) if len(active) == ACTIVE_SHOWN else 0,
         "host_count": Host.objects.filter(team=team).count(),
         "first_host": Host.objects.filter(team=team).first(),
         "active": active,

@@ -20,7 +20,7 @@ from jobs.shares.forms import ShareForm
 @login_required
 def overview(request: HttpRequest) -> HttpResponse:
     team = access.team(request)
-    context = overview_facts.facts(team, timezone.now())
+    context = overview_facts.facts(team, timezone.now(), request.GET.get("page"))
     context["can_change"] = access.can_change(request, team)
     return render(request, "jobs/results/overview.html", context)
 

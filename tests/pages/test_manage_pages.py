@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs.models import Credential, Disk, Host, Membership, Profile, Run, Team
+from jobs.results import overview
 from tests.browser import assert_fits, settle
 from tests.factories import HostFactory, RunFactory
 from tests.hosts.forms import host_form_data
@@ -533,6 +534,34 @@ def test_the_overview_makes_the_same_number_of_queries_for_many_disks(owner_clie
     with CaptureQueriesContext(connection) as many:
         owner_client.get("/overview/")
     assert len(many) == len(few)
+
+
+def test_the_overview_shows_a_page_of_disks_and_the_first_running_runs_of_a_large_team(owner_client, host, disk):
+    """A fleet's overview stays one bounded page: 100 disks a page with links to the others, and the 20 longest
+    running runs with the number of the others linking to them (each listed run polls its progress)."""
+    disks = Disk.objects.bulk_create(
+        Disk(host=host, team=host.team, label=f"d{n:03}", target_path=f"/d{n:03}", spec_iops=100) for n in range(149)
+    )
+    now = timezone.now()
+    Run.objects.bulk_create(
+        Run(disk=d, team=host.team, profile_name="p", state=Run.State.RUNNING, started_at=now - timedelta(minutes=n),
+            progress={"elapsed_s": 5, "expected_s": 60})
+        for n, d in enumerate(disks[:25])
+    )  # fmt: skip
+    first = owner_client.get("/overview/").content.decode()
+    assert first.count('<th scope="row"><a href="/disks/') == overview.DISKS_PER_PAGE
+    assert "1–100 of 150, by host" in first and 'href="?page=2#disks" rel="next"' in first and 'rel="prev"' not in first
+    assert first.count('class="live-run"') == overview.ACTIVE_SHOWN
+    assert "5 more running or starting</a>" in first and "state=running" in first
+    # The longest running first: the run started 24 minutes ago is listed, the newest five are not.
+    running = first.split("Running now")[1].split('id="active-more"')[0]
+    assert f"on {disks[24]}\n" in running and f"on {disks[5]}\n" in running and f"on {disks[4]}\n" not in running
+    second = owner_client.get("/overview/?page=2").content.decode()
+    assert second.count('<th scope="row"><a href="/disks/') == 50 and "101–150 of 150" in second
+    assert 'href="?page=1#disks" rel="prev"' in second and 'rel="next"' not in second
+    # A page past the last, or not a number, shows the nearest there is.
+    assert "101–150 of 150" in owner_client.get("/overview/?page=9").content.decode()
+    assert "1–100 of 150" in owner_client.get("/overview/?page=x").content.decode()
 
 
 # ----------------------------------------------------------------------------------------- who may see and change
