@@ -12,7 +12,8 @@ second stored every second, as the observation steps write them, by a thread of 
 is not measured here: see docs/operations/sizing.md). The web server is gunicorn with
 ./bw run's settings (`--web-workers` processes of 4 threads). locust (bench/locust/pages.py) starts the people
 over `--ramp` seconds, then its statistics start afresh and `--duration` seconds are measured: each person a page,
-one to three seconds reading, the next.
+`--think` seconds reading it (5 to 15 by default: a person reads what a page says), the next. `--think 1,3` is a
+harder test than people make; the report gives the rate the people asked for.
 
 Targets: every kind of page p95 <= 300 ms, and no error. Exit status: 0 met, 1 missed, 2 the measurement failed,
 130 interrupted.
@@ -139,7 +140,7 @@ def run_locust(args: argparse.Namespace, url: str, data_path: Path, stack: Stack
             "-u", str(args.users), "-r", str(max(1, round(args.users / max(args.ramp, 1)))),
             "-t", f"{round(args.ramp + args.duration)}s", "--reset-stats", "--csv", str(prefix), "--only-summary",
             "--stop-timeout", "5", "--loglevel", "WARNING"]  # fmt: skip
-    env = dict(os.environ, BENCH_PAGES=str(data_path))
+    env = dict(os.environ, BENCH_PAGES=str(data_path), BENCH_THINK=args.think)
     with (stack.tmp / "locust.log").open("wb") as log:
         limit = args.ramp + args.duration + 120
         done = subprocess.run(argv, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=limit, check=False)
@@ -183,12 +184,14 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
             going.thread.join(timeout=10)
         stop_group(server)
     return {"rows": rows, "writes": going.writes, "load": (load_before, load_after), "users": args.users,
-            "running": args.running, "db": args.db}  # fmt: skip
+            "running": args.running, "db": args.db, "think": args.think, "duration": args.duration}  # fmt: skip
 
 
 def report(r: dict[str, Any]) -> bool:
     met = True
-    print(f"[{r['db']}] {r['users']} people, {r['running']} runs going ({r['writes']:,} database writes for them); "
+    total = next((int(row["Request Count"]) for row in r["rows"] if row["Name"] == "Aggregated"), 0)
+    print(f"[{r['db']}] {r['users']} people reading {r['think']} s a page ({total / r['duration']:.1f} requests/s), "
+          f"{r['running']} runs going ({r['writes']:,} database writes for them); "
         f"load {r['load'][0][0]:.1f} -> {r['load'][1][0]:.1f}")  # fmt: skip
     for row in r["rows"]:
         count, failures = int(row["Request Count"]), int(row["Failure Count"])
@@ -219,10 +222,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ramp", type=float, default=20.0, help="seconds to start the people (default 20)")
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds (default 60)")
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn processes, as ./bw run (default 2)")
-    add_smoke_option(parser, users=3, running=5, disks=5, runs_per_day=1, ramp=1.0, duration=3.0, web_workers=1)
+    parser.add_argument("--think", default="5,15", help="MIN,MAX seconds a person reads a page (default 5,15)")
+    add_smoke_option(parser, users=3, running=5, disks=5, runs_per_day=1, ramp=1.0, duration=3.0, web_workers=1,
+                     think="0.5,1")  # fmt: skip
     args = parse_args(parser, argv)
     if min(args.users, args.running, args.disks, args.runs_per_day, args.web_workers) < 1 or args.duration <= 0:
         parser.error("need --users, --running, --disks, --runs-per-day and --web-workers >= 1, --duration > 0")
+    think = args.think.split(",")
+    if (
+        len(think) != 2
+        or not all(part.replace(".", "", 1).isdigit() for part in think)
+        or float(think[0]) > float(think[1])
+    ):
+        parser.error("--think is MIN,MAX seconds, e.g. 5,15")
     if args.running > args.disks:
         parser.error("need --disks >= --running: a disk runs one run at a time")
     interrupt_on_signals()

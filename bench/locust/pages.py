@@ -1,5 +1,5 @@
 """The people bench/page_load.py sends at the web server: locust users, each signed in with a session of its own,
-browsing as a person does (a page, a few seconds reading, the next): the overview, disk pages and their charts, the
+browsing as a person does (a page, some seconds reading it, the next): the overview, disk pages and their charts, the
 pages of running runs and their live progress, and finished runs. Read by `locust -f` only; its data (session
 cookies, disks, runs) comes from the JSON file named by BENCH_PAGES."""
 
@@ -14,10 +14,12 @@ from locust import HttpUser, between, task
 
 DATA = json.loads(open(os.environ["BENCH_PAGES"]).read())
 _COOKIES = itertools.cycle(DATA["cookies"])
+# Seconds a person reads a page before the next (bench/page_load.py --think).
+THINK = tuple(float(part) for part in os.environ.get("BENCH_THINK", "5,15").split(","))
 
 
 class Person(HttpUser):
-    wait_time = between(1, 3)
+    wait_time = between(THINK[0], THINK[1])
 
     def on_start(self) -> None:
         self.client.cookies.set("sessionid", next(_COOKIES))
