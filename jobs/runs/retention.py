@@ -44,9 +44,10 @@ def prune(older_than_days: int, *, dry_run: bool = False, progress: Callable[[Pr
     cutoff = timezone.now() - timedelta(days=older_than_days)
     gone: dict[str, list[date]] = {"jobs_runsample": [], "jobs_hostsample": []}
     if partitions.partitioned():
-        # The daily prune also makes this month's and the next month's tables, should no write have made them.
-        partitions.ensure_ahead("jobs_runsample", timezone.now())
-        partitions.ensure_ahead("jobs_hostsample", timezone.now())
+        if not dry_run:
+            # The daily prune also makes this month's and the next month's tables, should no write have made them.
+            partitions.ensure_ahead("jobs_runsample", timezone.now())
+            partitions.ensure_ahead("jobs_hostsample", timezone.now())
         done.samples, done.telemetry, gone = drop_months(cutoff, dry_run=dry_run)
     # The hosts' telemetry seconds go with the runs' samples: older than the cut-off, whole. (A dry run leaves out
     # the months it counted whole; a prune finds them gone.)
