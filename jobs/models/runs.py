@@ -203,11 +203,16 @@ class RunSample(models.Model):
         return f"run {self.run_id} at {self.t_s:g} s"
 
     @classmethod
+    def of_run(cls: type[Self], run: Run) -> models.QuerySet[Self]:
+        """The run's samples, from its month's partition alone on PostgreSQL (the month narrows nothing else)."""
+        return cls.objects.filter(run_id=run.pk, month=partitions.month_of(run.created_at or timezone.now()))
+
+    @classmethod
     def store(cls: type[Self], run: Run, samples: list[dict[str, Any]]) -> None:
         """The run's samples as the parser gave them ({t_s, read_iops, write_iops}), replacing any stored."""
         month = partitions.month_of(run.created_at or timezone.now())
         partitions.ensure_ahead("jobs_runsample", month)
-        cls.objects.filter(run=run).delete()
+        cls.of_run(run).delete()
         cls.objects.bulk_create(
             cls(run=run, month=month, t_s=s["t_s"], read_iops=s.get("read_iops"), write_iops=s.get("write_iops"))
             for s in samples
