@@ -54,6 +54,7 @@ from benchkit import (
     parse_args,
     say,
     server_version,
+    sql_shape,
     start_gunicorn,
     stop_group,
     time_gets,
@@ -200,6 +201,17 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
                      "tokens": tokens, "load_s": load_s, "built_s": time.monotonic() - began}  # fmt: skip
 
 
+def _slowest_statement(client: Any, url: str) -> tuple[float, str]:
+    """One more request: its slowest SQL statement (ms, its shape), where a page's database time goes."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        client.get(url)
+    ms, sql = max(((float(q["time"]) * 1000, q["sql"]) for q in queries.captured_queries), default=(0.0, ""))
+    return ms, sql_shape(sql)[:160]
+
+
 def _drop_months(n: int) -> tuple[list[float], int]:
     """The n oldest months of samples gone one by one, each timed (ms); the rows they held."""
     from django.db import connection
@@ -242,9 +254,10 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
         "compliance": f"/api/v1/disks/{built['disk']}/compliance/?period=all",
     }
     metrics = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {built['tokens'][-1]}")
-    times, cpu = {}, {}
+    times, cpu, slowest = {}, {}, {}
     for name, (asker, url) in ({n: (client, u) for n, u in asks.items()} | {"metrics": (metrics, "/metrics")}).items():
         times[name], cpu[name], _, _ = time_gets(asker, url, 2, args.requests)
+        slowest[name] = _slowest_statement(asker, url)
 
     port = free_port()
     server = start_gunicorn(stack, port, args.workers, 1, dict(os.environ))
@@ -260,7 +273,8 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     return {
         "db": args.db, "server": server_version(), "runs": built["runs"], "samples": built["samples"],
         "disks": args.disks, "years": args.years, "load_s": built["load_s"], "times": times, "cpu": cpu,
-        "runs list": loaded, "dropped rows": dropped, "cpus": os.cpu_count(), "load_average": os.getloadavg(),
+        "slowest": slowest, "runs list": loaded, "dropped rows": dropped, "cpus": os.cpu_count(),
+        "load_average": os.getloadavg(),
     }  # fmt: skip
 
 
@@ -280,6 +294,8 @@ def report(results: list[dict[str, Any]]) -> bool:
             if name in r["cpu"]:  # the CPU of this process (Django), less disturbed by a busy machine than the wall
                 extra += f" (CPU here {statistics.median(r['cpu'][name]):.1f} ms)"
             print(f"  {name:<13} median {median:8.1f} ms, max {max(values or [0]):8.1f} ms{extra}   {judged}")
+            if name in r["slowest"]:
+                print(f"  {'':<13} slowest statement {r['slowest'][name][0]:.1f} ms: {r['slowest'][name][1]}")
         loaded, (target, _) = r["runs list"], TARGETS["runs list"]
         ok = loaded["p95"] <= target
         met = met and ok
