@@ -168,7 +168,7 @@ def sample_rows(run: Run) -> Iterator[list[Any]]:
     """The header, then the run's per-second samples in time order, with the moment each one ends at (the run's
     start plus t_s) where the run has a start."""
     yield SAMPLE_HEADER
-    samples = RunSample.objects.filter(run=run).order_by("t_s").values_list("t_s", "read_iops", "write_iops")
+    samples = RunSample.of_run(run).order_by("t_s").values_list("t_s", "read_iops", "write_iops")
     for t_s, read, write in samples.iterator(chunk_size=CHUNK):
         at = run.started_at + timedelta(seconds=t_s) if run.started_at else None
         total = None if read is None and write is None else (read or 0.0) + (write or 0.0)

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from jobs.models import partitions
 from jobs.models.disks import Disk
 from jobs.models.profiles import Profile
 from jobs.models.schedules import Schedule
@@ -173,10 +174,23 @@ class Run(models.Model):
         return progress
 
 
+class MonthOfRun(models.DateField):
+    """The first day of the sample's run's creation month (UTC): the month partition the row lives in on
+    PostgreSQL (jobs/models/partitions.py). Filled as the row is written, by save() and bulk_create alike, so a
+    sample made with its run alone lands where retention looks for it."""
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        if getattr(model_instance, self.attname) is None:
+            created = model_instance.run.created_at  # type: ignore[attr-defined]
+            setattr(model_instance, self.attname, partitions.month_of(created or timezone.now()))
+        return super().pre_save(model_instance, add)
+
+
 class RunSample(models.Model):
     """One per-second point of a run's time series."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
+    month = MonthOfRun(editable=False, help_text="The run's creation month: the sample's partition on PostgreSQL.")
     t_s = models.FloatField(help_text="Seconds since the run started.")
     read_iops = models.FloatField(null=True, blank=True)
     write_iops = models.FloatField(null=True, blank=True)
@@ -189,9 +203,17 @@ class RunSample(models.Model):
         return f"run {self.run_id} at {self.t_s:g} s"
 
     @classmethod
+    def of_run(cls: type[Self], run: Run) -> models.QuerySet[Self]:
+        """The run's samples, from its month's partition alone on PostgreSQL (the month narrows nothing else)."""
+        return cls.objects.filter(run_id=run.pk, month=partitions.month_of(run.created_at or timezone.now()))
+
+    @classmethod
     def store(cls: type[Self], run: Run, samples: list[dict[str, Any]]) -> None:
         """The run's samples as the parser gave them ({t_s, read_iops, write_iops}), replacing any stored."""
-        cls.objects.filter(run=run).delete()
+        month = partitions.month_of(run.created_at or timezone.now())
+        partitions.ensure_ahead("jobs_runsample", month)
+        cls.of_run(run).delete()
         cls.objects.bulk_create(
-            cls(run=run, t_s=s["t_s"], read_iops=s.get("read_iops"), write_iops=s.get("write_iops")) for s in samples
+            cls(run=run, month=month, t_s=s["t_s"], read_iops=s.get("read_iops"), write_iops=s.get("write_iops"))
+            for s in samples
         )

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import models
 
+from jobs.models import partitions
 from jobs.models.hosts import Host
 from jobs.models.runs import Run
 
@@ -27,6 +28,11 @@ class HostSample(models.Model):
 
     def __str__(self) -> str:
         return f"host {self.host_id} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # The second's month partition (and the next) made before the row arrives, once a month per process.
+        partitions.ensure_ahead("jobs_hostsample", self.at)
+        super().save(*args, **kwargs)
 
     @classmethod
     def of_run(cls, run: Run, *, until: datetime | None = None) -> list[dict[str, Any]]:

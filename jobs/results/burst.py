@@ -236,7 +236,7 @@ def run_burst(run: Run) -> dict[str, Any] | None:
 def _knee(run: Run, bucket: Bucket, start_balance: float) -> dict[str, Any] | None:
     """Where the run's per-second IOPS fell from burst to baseline, with the measured burst time against the
     model's: how long the start balance lasts at the measured burst level."""
-    samples = list(RunSample.objects.filter(run=run).order_by("t_s").values_list("t_s", "read_iops", "write_iops"))
+    samples = list(RunSample.of_run(run).order_by("t_s").values_list("t_s", "read_iops", "write_iops"))
     series = [(t, (read or 0.0) + (write or 0.0)) for t, read, write in samples if (read, write) != (None, None)]
     block_size = RunResult.objects.filter(run=run).values_list("block_size_bytes", flat=True).first()
     per_io = bucket.credits_per_io(block_size)

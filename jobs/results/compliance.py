@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any, cast
 
 from django.db import connection
@@ -43,11 +43,11 @@ from django.db.models import (
     When,
 )
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from jobs import clock, timeseries
-from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample
+from jobs.models import Disk, Run, RunResult, RunResultDay, RunSample, partitions
 
 PERIODS = {"7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90), "all": None}
 DEFAULT_PERIOD = "30d"
@@ -430,32 +430,39 @@ def _tie() -> Any:
 def _seconds(promised: QuerySet[RunResult], threshold: float) -> dict[str, Any]:
     """The per-second samples of the period's newest SAMPLED_RUNS promised runs below the threshold.
 
-    The runs are grouped by their limit (a period holds one or a few), so the samples are read in one scan with
-    each group's floor as a number: no join from every sample back to its run's result."""
-    newest = promised.order_by("-finished_at", "-run_id").values_list("run_id", "limit_iops")[:SAMPLED_RUNS]
-    by_limit: dict[float, list[int]] = {}
-    for run_id, limit in newest:
+    The runs are grouped by their limit (a period holds one or a few) and, on PostgreSQL, by their month, and
+    each group's samples read by one arm of a UNION ALL with the group's floor as a number: no join from every
+    sample back to its run's result, and each arm reads one month's partition (a run_id list alone would probe
+    the index of every month, some 400 ms for 300 runs over ten years)."""
+    newest = promised.order_by("-finished_at", "-run_id").values_list("run_id", "limit_iops", "run__created_at")
+    groups: dict[tuple[date | None, float], list[int]] = {}
+    for run_id, limit, created in newest[:SAMPLED_RUNS]:
         if limit is not None:  # promised: never None
-            by_limit.setdefault(limit, []).append(run_id)
-    read = sum(len(ids) for ids in by_limit.values())
+            month = partitions.month_of(created) if partitions.partitioned() else None
+            groups.setdefault((month, limit), []).append(run_id)
+    read = sum(len(ids) for ids in groups.values())
     if not read:
         return {"seconds": 0, "below": 0, "below_share": None, "runs": 0, "newest_runs_read": 0}
-    level = Coalesce("read_iops", Value(0.0)) + Coalesce("write_iops", Value(0.0))
-    below = Q()
-    for limit, ids in by_limit.items():
-        below |= Q(run_id__in=ids, level__lt=limit * threshold)
-    samples = RunSample.objects.filter(run_id__in=[i for ids in by_limit.values() for i in ids]).filter(
-        Q(read_iops__isnull=False) | Q(write_iops__isnull=False)
-    )
-    counted = samples.annotate(level=level).aggregate(
-        seconds=Count("pk"), below=Count("pk", filter=below), runs=Count("run_id", distinct=True)
-    )
-    seconds, below_count = counted["seconds"], counted["below"]
+    table, arms, params = RunSample._meta.db_table, list[str](), list[float | int | date]()
+    for (month, limit), ids in groups.items():
+        arms.append(
+            f"SELECT run_id, COALESCE(read_iops, 0) + COALESCE(write_iops, 0) AS level, %s AS floor FROM {table} "  # noqa: S608  (the model's table)
+            f"WHERE run_id IN ({', '.join(['%s'] * len(ids))}) AND (read_iops IS NOT NULL OR write_iops IS NOT NULL)"
+            + (" AND month = %s" if month else "")
+        )
+        params += [limit * threshold, *ids, *([month] if month else [])]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN level < floor THEN 1 ELSE 0 END), 0), COUNT(DISTINCT run_id) "  # noqa: S608
+            f"FROM ({' UNION ALL '.join(arms)}) AS seconds",
+            params,
+        )
+        seconds, below_count, runs = cursor.fetchone()
     return {
         "seconds": seconds,
         "below": below_count,
         "below_share": below_count / seconds if seconds else None,
-        "runs": counted["runs"],
+        "runs": runs,
         "newest_runs_read": read,
     }
 

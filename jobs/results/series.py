@@ -456,9 +456,7 @@ RUN_FOR_SERIES = Run.objects.select_related("disk").defer(*Run.BULKY_FIELDS, "pr
 
 def run_series(run: Run) -> dict[str, Any]:
     summary = run.summary if isinstance(run.summary, dict) else {}
-    samples = list(
-        RunSample.objects.filter(run_id=run.pk).order_by("t_s").values_list("t_s", "read_iops", "write_iops")
-    )
+    samples = list(RunSample.of_run(run).order_by("t_s").values_list("t_s", "read_iops", "write_iops"))
     baseline, burst, binding = _run_limits(run, summary)
     total_iops = (summary.get("total") or {}).get("iops")
     return {

@@ -24,7 +24,7 @@ def run_stability(run: Run) -> dict[str, Any] | None:
     median, and p99/p50 of each direction's completion latency; None for a run with no summary."""
     if not isinstance(run.summary, dict):
         return None
-    rows = RunSample.objects.filter(run=run).values_list("read_iops", "write_iops")
+    rows = RunSample.of_run(run).values_list("read_iops", "write_iops")
     levels = [(read or 0.0) + (write or 0.0) for read, write in rows if read is not None or write is not None]
     cv = stability.coefficient_of_variation(levels)
     below = stability.share_below_median(levels)

@@ -1,0 +1,332 @@
+"""Ten years of history (issue 34): how fast benchweb answers with many years of runs and their per-second samples
+on PostgreSQL, the samples partitioned by month, and how long dropping a month takes.
+
+    .venv/bin/python bench/history.py [--db postgres|sqlite] [--runs 1000000] [--samples-per-run 30]
+        [--disks 1000] [--years 10] [--requests 10] [--clients 20] [--duration 20] [--workers 5]
+        [--database-url postgres://postgres@127.0.0.1:5432/benchweb_historybench]
+
+A fresh, migrated database gets one team, --disks disks (ten a host, custom, 40,000 IOPS) and --runs finished runs
+spread evenly over the disks and over the last --years years, of bench/chart_endpoint.py's six profiles and
+summaries, each with its result row (RunResult.of) and --samples-per-run per-second samples. Runs, results and
+samples are written with COPY on PostgreSQL (not the ORM; on SQLite, executemany), then VACUUM (ANALYZE); the
+days of the disks asked below are rebuilt (RunResultDay.rebuild) as a stored run keeps them.
+
+Then, median of --requests (after 2 untimed) through a logged-in Django test Client: a disk's all-time chart
+(GET /disks/<pk>/series.json?range=all, the disk with the most runs), a run page (GET /runs/<pk>/) and the
+series it draws (GET /runs/<pk>/series.json), the overview (GET /overview/), compliance (GET
+/api/v1/disks/<pk>/compliance/?period=all), GET /metrics (with an API token); the API runs list
+(GET /api/v1/runs/?disk=<pk>) under gunicorn (--workers sync workers) with --clients closed-loop clients for
+--duration seconds after 3 s of warm-up (bench/api_runs_list.py's load), p95; and dropping a month: the ten
+oldest month partitions of RunSample detached and dropped one by one (jobs/models/partitions.py, as retention
+does), median (on SQLite, where nothing is partitioned, the month's rows deleted).
+
+Targets (issue 34): chart <= 150 ms, run page <= 100 ms, overview <= 300 ms, compliance period=all <= 150 ms,
+/metrics <= 1 s, runs list p95 <= 50 ms at 20 clients, dropping a month <= 1 s. Exit status: 0 all met, 1 one
+missed, 2 the measurement failed, 130 interrupted. --smoke: 600 runs on 4 disks, 5 samples each, 2 clients for
+a second (the set-up and the report work; the figures mean nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import secrets
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import api_runs_list
+import chart_endpoint
+from benchkit import (
+    PG_SERVER,
+    Stack,
+    add_database_options,
+    add_smoke_option,
+    configure_django,
+    free_port,
+    interrupt_on_signals,
+    measure_and_report,
+    parse_args,
+    say,
+    server_version,
+    sql_shape,
+    start_gunicorn,
+    stop_group,
+    time_gets,
+    wait_for_http,
+)
+
+DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_historybench"
+# name: (target ms, what is judged)
+TARGETS = {
+    "chart": (150.0, "median"),
+    "run page": (100.0, "median"),
+    "overview": (300.0, "median"),
+    "compliance": (150.0, "median"),
+    "metrics": (1000.0, "median"),
+    "runs list": (50.0, "p95"),
+    "drop a month": (1000.0, "median"),
+}
+BATCH = 5000
+
+
+def _write(model: Any, rows: Iterable[list[Any]], columns: list[str]) -> int:
+    """rows into the model's table: COPY on PostgreSQL, executemany in batches on SQLite. The count."""
+    from django.db import connection
+
+    table, count = model._meta.db_table, 0
+    names = ", ".join(f'"{c}"' for c in columns)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
+                for row in rows:
+                    copy.write_row(row)
+                    count += 1
+            return count
+        sql = f'INSERT INTO "{table}" ({names}) VALUES ({", ".join(["%s"] * len(columns))})'  # noqa: S608
+        batch: list[list[Any]] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) == BATCH:
+                cursor.executemany(sql, batch)
+                count, batch = count + len(batch), []
+        cursor.executemany(sql, batch)
+        return count + len(batch)
+
+
+def _as_rows(objects: Iterable[Any]) -> tuple[list[str], Iterator[list[Any]]]:
+    """The columns of the objects' model and each object's values as the database takes them."""
+    from django.db import connection
+
+    objects = iter(objects)
+    first = next(objects)
+    # An id left to the database is not a column given.
+    fields = [f for f in first._meta.concrete_fields if not (f.primary_key and getattr(first, f.attname) is None)]
+
+    def rows() -> Iterator[list[Any]]:
+        for o in itertools.chain([first], objects):
+            yield [f.get_db_prep_save(getattr(o, f.attname), connection) for f in fields]
+
+    return [f.column for f in fields], rows()
+
+
+def build(args: argparse.Namespace) -> dict[str, Any]:
+    """The team, its disks, runs, results and samples; what the measurements ask for."""
+    from django.contrib.auth.models import User
+    from django.db import connection
+    from django.utils import timezone
+
+    from jobs.api.models import ApiToken
+    from jobs.models import Disk, Host, Profile, Run, RunResult, RunResultDay, RunSample, partitions
+    from jobs.teams import membership as teams
+
+    rng = random.Random(args.seed)
+    user = User.objects.create_user("bench")
+    team = teams.place_new_user(user).team
+    hosts = Host.objects.bulk_create(
+        Host(team=team, name=f"vm{h:04}", address=f"10.{h // 250}.{h % 250}.1", username="bench")
+        for h in range(-(-args.disks // 10))
+    )
+    disks = Disk.objects.bulk_create(
+        Disk(
+            host=hosts[d // 10],
+            team=team,
+            label=f"d{d:04}",
+            target_path=f"/data/d{d % 10}",
+            disk_type="custom",
+            spec_iops=40_000,
+            spec_bytes_per_s=8 * 140_000_000,
+        )
+        for d in range(args.disks)
+    )
+    profiles = [
+        Profile.objects.create(team=team, name=name, rw=rw, block_size_bytes=bs, iodepth=64, jobs=8, runtime_s=60)
+        for name, rw, bs, _, _ in chart_endpoint.PROFILES
+    ]
+    snapshots = [disks[0].limits(block_size=p.block_size_bytes).as_dict() for p in profiles]
+    parameters = [p.parameters() for p in profiles]
+    now = timezone.now()
+    step = timedelta(days=365.25 * args.years) / args.runs
+    for month in {partitions.month_of(now - step * i) for i in range(0, args.runs, max(1, args.runs // 2000))}:
+        partitions.ensure("jobs_runsample", month)
+    began, counts = time.monotonic(), {"runs": 0, "results": 0, "samples": 0}
+    run_id, sample_id = 0, 0
+    for start in range(0, args.runs, BATCH):
+        runs = []
+        for i in range(start, min(args.runs, start + BATCH)):
+            run_id += 1
+            which = i % len(profiles)
+            finished = now - step * (args.runs - i)
+            runs.append(Run(
+                pk=run_id, disk=disks[i % args.disks], team=team, profile=profiles[which],
+                profile_name=profiles[which].name, parameters=parameters[which], state=Run.State.SUCCEEDED,
+                trigger=Run.Trigger.SCHEDULE, created_at=finished - timedelta(seconds=62),
+                started_at=finished - timedelta(seconds=61), finished_at=finished,
+                summary=chart_endpoint._summary(rng, chart_endpoint.PROFILES[which], i // len(profiles)),
+                limits_snapshot=snapshots[which], command="[global]\nioengine=libaio\n...",
+            ))  # fmt: skip
+        columns, rows = _as_rows(runs)
+        counts["runs"] += _write(Run, rows, columns)
+        columns, rows = _as_rows(RunResult.of(run) for run in runs)
+        counts["results"] += _write(RunResult, rows, columns)
+        samples = []
+        for run in runs:
+            month, level = partitions.month_of(run.created_at), run.summary["total"]["iops"]
+            for t in range(1, args.samples_per_run + 1):
+                sample_id += 1
+                samples.append([sample_id, float(t), level * rng.uniform(0.9, 1.1), None, run.pk, month])
+        counts["samples"] += _write(RunSample, samples, ["id", "t_s", "read_iops", "write_iops", "run_id", "month"])
+        if start // BATCH % 20 == 0:
+            say(f"  {counts['runs']:,} runs, {counts['samples']:,} samples ({time.monotonic() - began:.0f} s)")
+    with connection.cursor() as cursor:
+        for model in (Run, RunSample):  # RunResult's key is its run's
+            table = model._meta.db_table
+            if connection.vendor == "postgresql":
+                cursor.execute(f"SELECT setval(pg_get_serial_sequence(%s, 'id'), (SELECT max(id) FROM {table}))",  # noqa: S608
+                               [table])  # fmt: skip
+    load_s = time.monotonic() - began
+    asked = disks[: min(len(disks), 5)]
+    for disk in asked:
+        RunResultDay.rebuild(disk)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (ANALYZE)" if connection.vendor == "postgresql" else "ANALYZE")
+    run = Run.objects.filter(disk=asked[0]).order_by("-pk").first()
+    tokens = [ApiToken.issue(user, team, f"bench client {i}")[1] for i in range(args.clients + 1)]
+    return counts | {"user": user, "disk": asked[0].pk, "disks": [d.pk for d in asked], "run": run.pk,
+                     "tokens": tokens, "load_s": load_s, "built_s": time.monotonic() - began}  # fmt: skip
+
+
+def _slowest_statement(client: Any, url: str) -> tuple[float, str]:
+    """One more request: its slowest SQL statement (ms, its shape), where a page's database time goes."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        client.get(url)
+    ms, sql = max(((float(q["time"]) * 1000, q["sql"]) for q in queries.captured_queries), default=(0.0, ""))
+    return ms, sql_shape(sql)[:160]
+
+
+def _drop_months(n: int) -> tuple[list[float], int]:
+    """The n oldest months of samples gone one by one, each timed (ms); the rows they held."""
+    from django.db import connection
+
+    from jobs.models import RunSample, partitions
+
+    times, rows = [], 0
+    if connection.vendor == "postgresql":
+        for part, _ in partitions.months("jobs_runsample")[:n]:
+            began = time.perf_counter()
+            rows += partitions.drop("jobs_runsample", part)
+            times.append((time.perf_counter() - began) * 1000)
+        return times, rows
+    for month in sorted(set(RunSample.objects.values_list("month", flat=True)))[:n]:
+        began = time.perf_counter()
+        rows += RunSample.objects.filter(month=month).delete()[0]
+        times.append((time.perf_counter() - began) * 1000)
+    return times, rows
+
+
+def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
+    from cryptography.fernet import Fernet
+
+    os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
+    os.environ["BENCHWEB_FIELD_KEYS"] = Fernet.generate_key().decode()
+    configure_django(stack, args.db, args.database_url)
+    from django.test import Client
+
+    say(f"[{args.db}] {args.runs:,} runs x {args.samples_per_run} samples on {args.disks:,} disks over "
+        f"{args.years} years ...")  # fmt: skip
+    built = build(args)
+    say(f"[{args.db}] loaded in {built['load_s']:.0f} s, built in {built['built_s']:.0f} s; measuring ...")
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(built["user"])
+    asks = {
+        "chart": f"/disks/{built['disk']}/series.json?range=all",
+        "run page": f"/runs/{built['run']}/",
+        "run series": f"/runs/{built['run']}/series.json",
+        "overview": "/overview/",
+        "compliance": f"/api/v1/disks/{built['disk']}/compliance/?period=all",
+    }
+    metrics = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {built['tokens'][-1]}")
+    times, cpu, slowest = {}, {}, {}
+    for name, (asker, url) in ({n: (client, u) for n, u in asks.items()} | {"metrics": (metrics, "/metrics")}).items():
+        times[name], cpu[name], _, _ = time_gets(asker, url, 2, args.requests)
+        slowest[name] = _slowest_statement(asker, url)
+
+    port = free_port()
+    server = start_gunicorn(stack, port, args.workers, 1, dict(os.environ))
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/healthz", server, 60, stack.tmp / "gunicorn.log")
+        say(f"[{args.db}] {args.clients} clients on the runs list for {args.duration:g} s ...")
+        fleet = api_runs_list.Fleet(team_disks=built["disks"], other_disks=[], tokens=built["tokens"][:-1],
+                                    profile_token="", other_token="")  # fmt: skip
+        loaded, _ = api_runs_list.run_load(args, port, fleet, fleet.tokens, args.duration, 3)
+    finally:
+        stop_group(server)
+    times["drop a month"], dropped = _drop_months(10)
+    return {
+        "db": args.db, "server": server_version(), "runs": built["runs"], "samples": built["samples"],
+        "disks": args.disks, "years": args.years, "load_s": built["load_s"], "times": times, "cpu": cpu,
+        "slowest": slowest, "runs list": loaded, "dropped rows": dropped, "cpus": os.cpu_count(),
+        "load_average": os.getloadavg(),
+    }  # fmt: skip
+
+
+def report(results: list[dict[str, Any]]) -> bool:
+    met = True
+    for r in results:
+        print(f"{r['server']}: {r['runs']:,} runs, {r['samples']:,} samples on {r['disks']:,} disks over "
+              f"{r['years']} years (loaded in {r['load_s']:.0f} s); {r['cpus']} CPUs, load average "
+              f"{r['load_average'][0]:.1f}")  # fmt: skip
+        for name, values in r["times"].items():
+            median = statistics.median(values) if values else float("nan")
+            target = TARGETS.get(name)
+            ok = target is None or median <= target[0]
+            met = met and ok
+            judged = f"target median <= {target[0]:.0f} ms  {'MET' if ok else 'MISSED'}" if target else "(not judged)"
+            extra = f", {r['dropped rows']:,} rows in {len(values)} months" if name == "drop a month" else ""
+            if name in r["cpu"]:  # the CPU of this process (Django), less disturbed by a busy machine than the wall
+                extra += f" (CPU here {statistics.median(r['cpu'][name]):.1f} ms)"
+            print(f"  {name:<13} median {median:8.1f} ms, max {max(values or [0]):8.1f} ms{extra}   {judged}")
+            if name in r["slowest"]:
+                print(f"  {'':<13} slowest statement {r['slowest'][name][0]:.1f} ms: {r['slowest'][name][1]}")
+        loaded, (target, _) = r["runs list"], TARGETS["runs list"]
+        ok = loaded["p95"] <= target
+        met = met and ok
+        print(f"  {'runs list':<13} p95 {loaded['p95']:8.1f} ms, p50 {loaded['p50']:.1f} ms, {loaded['rps']:.0f} "
+              f"requests/s ({loaded['n']:,})   target p95 <= {target:.0f} ms  {'MET' if ok else 'MISSED'}")  # fmt: skip
+    return met
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_database_options(parser, DEFAULT_PG_URL, choices=("postgres", "sqlite"))
+    parser.add_argument("--runs", type=int, default=1_000_000)
+    parser.add_argument("--samples-per-run", type=int, default=30)
+    parser.add_argument("--disks", type=int, default=1000)
+    parser.add_argument("--years", type=int, default=10)
+    parser.add_argument("--requests", type=int, default=10, help="timed requests of each page (default 10)")
+    parser.add_argument("--clients", type=int, default=20, help="clients of the runs list (default 20)")
+    parser.add_argument("--duration", type=float, default=20, help="seconds of the runs list measured (default 20)")
+    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1) + 1, help="gunicorn workers")
+    parser.add_argument("--think-ms", type=float, default=0, help="pause of a runs-list client between requests")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_smoke_option(parser, runs=600, samples_per_run=5, disks=4, years=2, requests=2, clients=2, duration=1,
+                     workers=2)  # fmt: skip
+    args = parse_args(parser, argv)
+    if args.runs < args.disks * api_runs_list.PAGE_SIZE or args.disks < 1 or args.samples_per_run < 1:
+        parser.error(f"need --disks >= 1, --samples-per-run >= 1 and --runs >= {api_runs_list.PAGE_SIZE} per disk")
+    interrupt_on_signals()
+    return measure_and_report(__file__, argv, args, "history", measure, report)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
