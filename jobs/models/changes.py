@@ -185,11 +185,11 @@ class ChangePoint(models.Model):
         )
         if steady_only:
             results = results.filter(steady=True)
-        # A run whose number was not the disk's (client-bound, a cache, a host under pressure) is no level of it.
-        for kind in verdicts.NOT_THE_DISKS:
-            results = results.exclude(verdict_kinds__contains=kind)
         columns = ("run_id", "finished_ms", "total_iops", "bw_bytes_per_s", "read_p99_us", "write_p99_us")
-        rows = list(results.order_by("-finished_ms", "-run_id").values_list(*columns, "finished_at")[:WINDOW])
+        found = list(
+            results.order_by("-finished_ms", "-run_id").values_list(*columns, "finished_at", "verdict_kinds")[:WINDOW]
+        )
+        rows = [row[:-1] for row in _measured_the_disk(found)]
         finished = {row[0]: row[-1] for row in rows}
         # A window cut short of the history sees little before its first runs: change points in its older half
         # stay as an earlier, longer look found them; those in its newer half are judged again.
@@ -297,3 +297,12 @@ def chart_marks(disk: Disk, start: Any, end: Any) -> dict[str, list[dict[str, An
             {"id": a.pk, "x": round(a.at.timestamp() * 1000), "text": a.text, "kind": a.kind} for a in notes
         ],
     }  # fmt: skip
+
+
+def _measured_the_disk(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The rows (their verdict kinds last) without the runs whose number was not the disk's (client-bound, a
+    cache, a host under pressure: verdicts.NOT_THE_DISKS) when the series has runs that measured the disk: a week
+    served from a cache is no level of the disk. A series whose every run carries such a verdict (a buffered
+    workload, say) keeps them all: its levels are still that workload's, and its changes still worth finding."""
+    kept = [row for row in rows if not any(kind in (row[-1] or "") for kind in verdicts.NOT_THE_DISKS)]
+    return kept if kept else rows

@@ -156,6 +156,17 @@ def test_runs_whose_number_was_not_the_disks_are_left_out_of_change_point_detect
     assert not ChangePoint.objects.filter(disk=w.disk).exists()
 
 
+def test_a_series_whose_every_run_was_buffered_keeps_its_runs_and_its_change_points(world):
+    """A workload run buffered on purpose is cache suspected every night: with no run that measured the disk to
+    compare with, its runs are its levels, and a step among them is still found."""
+    w, _ = world
+    rng = random.Random(22)
+    nights = [(v, "cache_suspected") for v in noisy(4000, 18, rng) + noisy(2800, 12, rng)]
+    runs = _stamped(w.disk, w.profile, nights)
+    change = ChangePoint.objects.get(disk=w.disk, metric="iops")
+    assert change.run_id == runs[18].pk and change.direction == "worse"
+
+
 def test_a_verdict_of_the_disks_own_behaviour_still_counts_toward_a_change_point(world):
     """A cloud's cap or a saturated device is the disk's own level: the same step under those verdicts is found."""
     w, _ = world
