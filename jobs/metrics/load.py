@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 # One sample of the process's CPU every this many seconds, kept for the last WINDOW_S.
 SAMPLE_EVERY_S = 5.0
 WINDOW_S = 60.0
-# A host's count of watched runs is current while its last full step is this recent (steps come every 10 s).
+# A host's count of watched runs is current while its last full step is this recent (a step comes every second,
+# and a host that did not answer is tried again within seconds).
 WATCHED_FRESH_S = 30.0
 
 

@@ -171,8 +171,8 @@ class ChangePoint(models.Model):
         """Detect afresh in the disk's series under one profile (each metric after its baseline, last WINDOW
         runs), keep change points found again (same id), and drop those no longer found. Runs not in steady
         state count unless steady_only (the default counts every run: a disk that never settles still
-        shifts); runs with a verdict that their number was not the disk's never count
-        (docs/user-guide/verdicts.md)."""
+        shifts); runs with a verdict that their number was not the disk's count only in a series where every run
+        has one (_measured_the_disk; docs/user-guide/verdicts.md)."""
         series = {"disk": disk, "profile_id": profile_id, "profile_name": profile_name}
         baselines = dict(
             cls.objects.filter(**series, expected=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from datetime import date
 from typing import Any, Self
 
 from django.conf import settings
@@ -181,8 +182,7 @@ class MonthOfRun(models.DateField):
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
         if getattr(model_instance, self.attname) is None:
-            created = model_instance.run.created_at  # type: ignore[attr-defined]
-            setattr(model_instance, self.attname, partitions.month_of(created or timezone.now()))
+            setattr(model_instance, self.attname, RunSample.month_of(model_instance.run))  # type: ignore[attr-defined]
         return super().pre_save(model_instance, add)
 
 
@@ -202,15 +202,20 @@ class RunSample(models.Model):
     def __str__(self) -> str:
         return f"run {self.run_id} at {self.t_s:g} s"
 
+    @staticmethod
+    def month_of(run: Run) -> date:
+        """The month a run's samples are kept in: its creation month (UTC)."""
+        return partitions.month_of(run.created_at or timezone.now())
+
     @classmethod
     def of_run(cls: type[Self], run: Run) -> models.QuerySet[Self]:
         """The run's samples, from its month's partition alone on PostgreSQL (the month narrows nothing else)."""
-        return cls.objects.filter(run_id=run.pk, month=partitions.month_of(run.created_at or timezone.now()))
+        return cls.objects.filter(run_id=run.pk, month=cls.month_of(run))
 
     @classmethod
     def store(cls: type[Self], run: Run, samples: list[dict[str, Any]]) -> None:
         """The run's samples as the parser gave them ({t_s, read_iops, write_iops}), replacing any stored."""
-        month = partitions.month_of(run.created_at or timezone.now())
+        month = cls.month_of(run)
         partitions.ensure_ahead("jobs_runsample", month)
         cls.of_run(run).delete()
         cls.objects.bulk_create(

@@ -26,9 +26,9 @@ LOG_LINES = (f"write_iops_log={LOG_NAME}", "log_avg_msec=1000", "log_unix_epoch=
 # A server prefixes the test files it lays out with the client's address unless told not to: the run's own file
 # names (benchweb-<run>…) are what the clean-up and the safety rules know.
 CLIENT_LINES = ("unique_filename=0", *LOG_LINES)
-# The wrapper's lines before the server starts: the socket's directory, only the login user's.
 # The last check again at each job's first byte, in the run directory (fio's server runs there).
 LAST_CHECK = "guard.last.sh"
+# The wrapper's lines before the server starts: the socket's directory, only the login user's.
 SERVER_SETUP = f"umask 077\nmkdir -m 700 {SERVER_DIR} 2>/dev/null || chmod 700 {SERVER_DIR}\n"
 
 
