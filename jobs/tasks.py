@@ -22,7 +22,7 @@ from jobs.alerts import evaluate as alerts
 from jobs.metrics import grafana, load
 from jobs.models import Team
 from jobs.notify import delivery
-from jobs.runs import collecting, driving, launching, retention, sites, stopping, sweeping, watching
+from jobs.runs import collecting, driving, launching, observer, retention, sites, stopping, sweeping
 from jobs.schedules import dispatcher
 from jobs.sets import advancing
 
@@ -75,6 +75,12 @@ def stop_serving_every_site(**kwargs: object) -> None:
     _STOP_SERVING.set()
 
 
+@worker_shutdown.connect
+def give_back_observed_hosts(**kwargs: object) -> None:
+    """The hosts this worker observed are handed to a worker alive by the next tick's sweep or launch."""
+    observer.stop_this_process()
+
+
 @shared_task(name="jobs.health")
 def health() -> dict[str, object]:
     """Proves a worker is consuming and reaches the database."""
@@ -103,7 +109,9 @@ def poll_run(run_id: int) -> str:
 
 @shared_task(name="jobs.observe_host")
 def observe_host(host_id: int, token: str) -> str:
-    return watching.observe_host(host_id, token)
+    """A host to look after from now on: this process's observer steps it until its runs end (jobs/runs/observer.py)."""
+    observer.of_this_process().adopt(host_id, token)
+    return "adopted"
 
 
 @shared_task(name="jobs.collect_run")

@@ -1,35 +1,34 @@
 """Watching running runs without touching their hosts: one observation step per host covers every run on it.
 
-A chain of short `jobs.observe_host` tasks looks after each host that has running runs (one chain per host:
-`Host.observer_token`, started by jobs/runs/steps.py `watch`). Each step, over the worker's persistent session to the
-host (jobs/sessions.py), only reads files and lists one directory over SFTP, so nothing is logged in to or
-started on the host to look at a run:
+A worker process's observer (jobs/runs/observer.py) steps each host it looks after; this module is what a step
+does. Over the worker's persistent session to the host (jobs/sessions.py) a step only reads files and lists one
+directory over SFTP, so nothing is logged in to or started on the host to look at a run:
 
 - one listing of the host's done directory tells every run there that ended (its wrapper leaves a marker
   after `status`): the end of a run is seen within a step, STEP_S, whatever the number of runs; while a run
-  is due to end, quick steps in between (every NEAR_END_STEP_S) list that directory and nothing else;
+  is due to end, quick steps in between (every NEAR_END_STEP_S or so) list that directory and nothing else;
 - the wrapper's pid and start time are read once;
 - the tool's output is read from where the last step stopped, every PROGRESS_EVERY_S, for the live figures;
 - every LOOK_EVERY_S the wrapper's process is looked at in /proc, for a run killed without a trace (dead), a
   run directory removed (vanished) or never launched; a host without Linux's /proc is asked by a command,
-  every COMMAND_LOOK_EVERY_S.
+  every COMMAND_LOOK_EVERY_S;
+- once a second the host's telemetry (/proc counters) is read, for the run's verdicts.
 
 Runs waiting on their host for their start time are not looked at until then. A finished run is handed to
 its own `jobs.collect_run` task, so collecting many runs at once does not hold up the host's next step; a run
-cancelled meanwhile to `jobs.stop_run`. A step holds no thread longer than its reads, and waits for nothing;
-its looks and live-figure reads stop after LOOK_BUDGET_S (those read longest ago go first, the rest take their
-turn at the next step), so a host with hundreds of runs, or a slow one, does not hold a worker thread for long.
+cancelled meanwhile to `jobs.stop_run`. A step's looks and live-figure reads stop after LOOK_BUDGET_S (those read
+longest ago go first, the rest take their turn at the next step), so a host with hundreds of runs, or a slow one,
+does not hold an observer thread for long.
 
-What a step read (offsets, the tail of the output) is kept in this process's memory; another worker's step
-reads afresh, which costs a longer read and changes nothing. If the session drops, the step logs in again
-once at once; if the host stays unreachable, its runs say so and the next step comes after RETRY_S: the runs
-go on on the host meanwhile. A chain that died (its worker was killed) is replaced by the sweep.
+The reading side (`look`, `look_ending`) talks to the host and never to the database; the writing side (`act`,
+`write`) is the observer loop's, which writes what many hosts' steps found at once. What a step read (offsets, the
+tail of the output, telemetry counters) is kept in the host's `HostMemory`, in this process: another worker's
+observer reads afresh, which costs a longer read and changes nothing.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -41,7 +40,6 @@ from django.utils import timezone
 from jobs import environment, remote, ssh
 from jobs import runners as runner
 from jobs.hosts import connecting
-from jobs.metrics import load
 from jobs.models import Host, HostSample, Run
 from jobs.runs import states, steps
 from jobs.telemetry import proc
@@ -96,7 +94,7 @@ class _Watch:
 
 
 @dataclass
-class _Finding:
+class Finding:
     run: Run
     state: str  # running | starting | finished | dead | vanished | unlaunched
     progress: dict[str, Any] | None = None
@@ -104,20 +102,20 @@ class _Finding:
 
 
 @dataclass
-class _HostMemory:
-    """What this process knows of one host's chain: what it read of each run, and what its last full step
-    loaded (for the quick steps in between)."""
+class HostMemory:
+    """What this process knows of one host it observes: what it read of each run, what its last full step loaded
+    (for the quick steps in between), and the host's telemetry read last."""
 
     watches: dict[int, _Watch] = field(default_factory=dict)
     heartbeat_at: datetime | None = None
-    token: str = ""
     host: Host | None = None
     due: list[Run] = field(default_factory=list)
-    loaded_at: float = float("-inf")
     # The host's telemetry: the counters read last (jobs/telemetry/proc.py), and the files it does not have.
     reading: proc.Reading | None = None
     absent: set[str] = field(default_factory=set)
     files: ssh.OpenFiles | None = None  # its /proc files, kept open on the session's channel of their own
+    # A second of telemetry read by the last step, not stored yet (the observer stores many hosts' at once).
+    sample: HostSample | None = None
 
     def forget_all_but(self, run_ids: set[int]) -> None:
         for gone in set(self.watches) - run_ids:
@@ -129,62 +127,22 @@ class _HostMemory:
         self.watches.pop(run.pk, None)
         self.due = [other for other in self.due if other.pk != run.pk]
 
+    def close(self) -> None:
+        """The host is no longer this process's to observe: its kept-open telemetry files are closed."""
+        if self.files is not None:
+            self.files.close()
+            self.files = None
 
-_MEMORY: dict[int, _HostMemory] = {}
-_MEMORY_LOCK = threading.Lock()
-
-
-def observe_host(host_id: int, token: str) -> str:
-    """One observation step of `host_id`'s running runs, then the next step is sent; a step whose chain was
-    replaced (its token is not the host's) does nothing and sends nothing.
-
-    A full step (every STEP_S) loads the host's running runs and looks at each as the module says. Between
-    two full steps, while a run is due to end, quick steps (every NEAR_END_STEP_S) only list the done
-    directory for those runs, from what the last full step loaded: one read of the host's token, one listing."""
-    memory = _memory_of(host_id)
-    tokens = list(Host.objects.filter(pk=host_id).values_list("observer_token", flat=True))
-    if tokens != [token]:
-        return "replaced"
-    now = timezone.now()
-    if memory.token != token or time.monotonic() - memory.loaded_at >= STEP_S - QUICK_STEP_SLACK_S:
-        return _full_step(host_id, token, memory, now)
-    return _quick_step(token, memory, now)
+    def ending(self) -> list[Run]:
+        """The runs the last full step loaded that are due to end soon (the quick steps' runs)."""
+        return [run for run in self.due if near_end(run)]
 
 
-def _full_step(host_id: int, token: str, memory: _HostMemory, now: datetime) -> str:
-    if not Host.objects.filter(pk=host_id, observer_token=token).update(observed_at=now):
-        return "replaced"
-    host = Host.objects.select_related("credential").get(pk=host_id)
-    runs = list(Run.objects.filter(disk__host_id=host_id, state=Run.State.RUNNING).select_related("disk__host"))
-    load.METER.note_watched(host_id, len(runs))
-    if not runs:
-        return _release(host, token)
-    memory.forget_all_but({run.pk for run in runs})
-    _send_stops([run for run in runs if run.cancel_requested], now)
-    watched = [run for run in runs if not run.cancel_requested]
-    due = [run for run in watched if run.not_before is None or run.not_before <= now + START_LEAD]
-    memory.token, memory.host, memory.due, memory.loaded_at = token, host, due, time.monotonic()
-    try:
-        findings = _look_with_one_reconnect(host, due, memory)
-    except (ssh.SSHError, remote.RemoteError) as exc:
-        connecting.note_ssh_refusal(host, exc, run=due[0] if due else None)
-        Run.objects.filter(pk__in=[run.pk for run in watched], state=Run.State.RUNNING).update(
-            explanation=f"running; the last look at the host failed (the run goes on there): {exc}", heartbeat_at=now
-        )
-        memory.heartbeat_at, memory.loaded_at = now, float("-inf")
-        steps.send_watch_step(host, token, RETRY_S)
-        return "host did not answer"
-    _act(findings, memory, now)
-    _keep_alive(watched, memory, now)
-    steps.send_watch_step(host, token, _step_in(memory))
-    return f"{len(due)} looked at, {len(watched) - len(due)} waiting for their start"
-
-
-def _telemetry(conn: ssh.Connection, host: Host, due: list[Run], memory: _HostMemory) -> None:
-    """One second of the host's telemetry, stored, when a second has passed since the last reading: its /proc
-    files read over the session's SFTP channel (nothing started on the host), kept open from one second to the
-    next (jobs.ssh.files.OpenFiles), the devices of its running runs only. A host without /proc (AIX) is not asked
-    again by this process."""
+def _telemetry(conn: ssh.Connection, host: Host, due: list[Run], memory: HostMemory) -> None:
+    """One second of the host's telemetry, kept for the observer to store (memory.sample), when a second has passed
+    since the last reading: its /proc files read over the session's SFTP channel (nothing started on the host), kept
+    open from one second to the next (jobs.ssh.files.OpenFiles), the devices of its running runs only. A host
+    without /proc (AIX) is not asked again by this process."""
     if not due or "stat" in memory.absent:
         return
     if memory.reading is not None and time.time() - memory.reading.at < TELEMETRY_EVERY_S - QUICK_STEP_SLACK_S:
@@ -208,7 +166,7 @@ def _telemetry(conn: ssh.Connection, host: Host, due: list[Run], memory: _HostMe
     reading = proc.reading(texts, (begun + time.time()) / 2, _devices_of(due))
     before, memory.reading = memory.reading, reading
     if before is not None and (found := proc.sample(before, reading)) is not None:
-        HostSample.objects.create(host=host, at=datetime.fromtimestamp(reading.at, tz=UTC), data=found)
+        memory.sample = HostSample(host=host, at=datetime.fromtimestamp(reading.at, tz=UTC), data=found)
 
 
 def _devices_of(runs: list[Run]) -> set[str]:
@@ -216,26 +174,11 @@ def _devices_of(runs: list[Run]) -> set[str]:
     return {name for run in runs for name in environment.chain_devices(run.environment)}
 
 
-def _quick_step(token: str, memory: _HostMemory, now: datetime) -> str:
-    host = memory.host
-    assert host is not None  # set by the full step that set the token
-    ending = [run for run in memory.due if near_end(run)]
-    try:
-        with connecting.session(host) as conn:
-            findings = _ended(conn, ending)
-    except (ssh.SSHError, remote.RemoteError):
-        memory.loaded_at = float("-inf")  # the next step is a full one, and says what failed
-        steps.send_watch_step(host, token, NEAR_END_STEP_S)
-        return "host did not answer; a full step next"
-    _act(findings, memory, now)
-    steps.send_watch_step(host, token, _step_in(memory))
-    return f"{len(findings)} of {len(ending)} due to end have ended"
-
-
-def _ended(conn: ssh.Connection, runs: list[Run]) -> list[_Finding]:
-    """The runs among these whose done marker is there."""
-    markers = _done_markers(conn, runs)
-    return [_Finding(run, "finished") for run in runs if str(run.uuid) in (markers[_base(run)] or ())]
+def look_ending(host: Host, runs: list[Run]) -> list[Finding]:
+    """A quick step: the runs among these whose done marker is there (one listing per run directory base)."""
+    with connecting.session(host) as conn:
+        markers = _done_markers(conn, runs)
+    return [Finding(run, "finished") for run in runs if str(run.uuid) in (markers[_base(run)] or ())]
 
 
 def _done_markers(conn: ssh.Connection, runs: list[Run]) -> dict[str, set[str] | None]:
@@ -247,26 +190,7 @@ def _base(run: Run) -> str:
     return run.remote_dir.rpartition("/")[0]
 
 
-def _release(host: Host, token: str) -> str:
-    """No running run is left: end the chain, unless a run started meanwhile. The token is cleared first and
-    the runs counted after, and a launch counts after its run is running and then starts a chain if there is
-    none (steps.watch): between the two, one of them sees the other."""
-    Host.objects.filter(pk=host.pk, observer_token=token).update(observer_token="")
-    with _MEMORY_LOCK:
-        gone = _MEMORY.pop(host.pk, None)
-    if gone is not None and gone.files is not None:
-        gone.files.close()
-    if Run.objects.filter(disk__host_id=host.pk, state=Run.State.RUNNING).exists():
-        steps.watch(host)
-    return "no running runs"
-
-
-def _memory_of(host_id: int) -> _HostMemory:
-    with _MEMORY_LOCK:
-        return _MEMORY.setdefault(host_id, _HostMemory())
-
-
-def _send_stops(runs: list[Run], now: datetime) -> None:
+def send_stops(runs: list[Run], now: datetime) -> None:
     """A cancelled run is stopped by its own task (the stop waits on the host); sent again if it died."""
     for run in runs:
         if run.heartbeat_at and now - run.heartbeat_at < STOP_AGAIN_AFTER:
@@ -275,7 +199,9 @@ def _send_stops(runs: list[Run], now: datetime) -> None:
             steps.send("stop", run)
 
 
-def _look_with_one_reconnect(host: Host, due: list[Run], memory: _HostMemory) -> list[_Finding]:
+def look(host: Host, due: list[Run], memory: HostMemory) -> list[Finding]:
+    """A full step's reads of `due` on `host` (see _look), over the worker's session; logged in again once if the
+    session dropped. Raises ssh.SSHError or remote.RemoteError when the host does not answer."""
     if not due:
         return []
     try:
@@ -289,17 +215,17 @@ def _look_with_one_reconnect(host: Host, due: list[Run], memory: _HostMemory) ->
         return _look(conn, due, memory)
 
 
-def _look(conn: ssh.Connection, due: list[Run], memory: _HostMemory) -> list[_Finding]:
+def _look(conn: ssh.Connection, due: list[Run], memory: HostMemory) -> list[Finding]:
     """Every run that ended (one listing), then the others' looks and live figures until LOOK_BUDGET_S is
     spent (one run at least), those read longest ago first: the rest wait for the next step, so a slow host
     does not hold the thread (nor the next end) for the reads of all its runs. A run not reached has no
-    finding; its heartbeat moves all the same (_keep_alive)."""
+    finding; its heartbeat moves all the same (keep_alive)."""
     markers = _done_markers(conn, due)
     findings, others = [], []
     for run in due:
         done = markers[_base(run)]
         if done is not None and str(run.uuid) in done:
-            findings.append(_Finding(run, "finished"))
+            findings.append(Finding(run, "finished"))
         else:
             others.append(run)
     if memory.host is not None:
@@ -319,7 +245,7 @@ def _last_read(watch: _Watch) -> float:
     return float("-inf") if watch.pid is None else min(watch.progress_at, watch.looked_at)
 
 
-def _look_at(conn: ssh.Connection, run: Run, watch: _Watch, *, markers: bool, runs: int = 1) -> _Finding:
+def _look_at(conn: ssh.Connection, run: Run, watch: _Watch, *, markers: bool, runs: int = 1) -> Finding:
     now = time.monotonic()
     scale = max(1.0, runs / RUNS_PER_SECOND_READ / PROGRESS_EVERY_S)
     if watch.pid is None or watch.started_epoch is None:
@@ -332,7 +258,7 @@ def _look_at(conn: ssh.Connection, run: Run, watch: _Watch, *, markers: bool, ru
         state = remote.look(conn, run.remote_dir, watch.pid)
         if state == "unknown":
             state = _ask_by_command(conn, run, watch, now)
-    finding = _Finding(run, state, started_epoch=watch.started_epoch)
+    finding = Finding(run, state, started_epoch=watch.started_epoch)
     tool = runner.for_parameters(run.parameters)
     if state == "running" and tool.live_output and now - watch.progress_at >= PROGRESS_EVERY_S * scale:
         watch.progress_at = now
@@ -352,7 +278,9 @@ def _ask_by_command(conn: ssh.Connection, run: Run, watch: _Watch, now: float) -
     return remote.poll(conn, run.remote_dir, tool.output_file).state
 
 
-def _act(findings: list[_Finding], memory: _HostMemory, now: datetime) -> None:
+def act(findings: list[Finding], memory: HostMemory, now: datetime) -> list[tuple[int, dict[str, Any]]]:
+    """What the findings mean: an ended run goes to collection (its own task), a dead or vanished one is lost, each
+    at once; the live figures of the others are returned, for the observer to write with other hosts' (`write`)."""
     progress: list[tuple[int, dict[str, Any]]] = []
     for finding in findings:
         run = finding.run
@@ -368,14 +296,10 @@ def _act(findings: list[_Finding], memory: _HostMemory, now: datetime) -> None:
             states.finish(run, Run.State.LOST, "the run's wrapper never started on the host")
         elif fields := _progress_fields(run, finding, now):
             progress.append((run.pk, fields))
-    if progress:
-        # One transaction for the step's live figures: one write lock instead of one per run.
-        with transaction.atomic():
-            for run_id, fields in progress:
-                Run.objects.filter(pk=run_id, state=Run.State.RUNNING).update(heartbeat_at=now, **fields)
+    return progress
 
 
-def _progress_fields(run: Run, finding: _Finding, now: datetime) -> dict[str, Any]:
+def _progress_fields(run: Run, finding: Finding, now: datetime) -> dict[str, Any]:
     """What a look tells of a running run: its host-clock start, its live figures, that it runs."""
     fields: dict[str, Any] = {}
     if finding.started_epoch:
@@ -391,13 +315,27 @@ def _progress_fields(run: Run, finding: _Finding, now: datetime) -> dict[str, An
     return fields
 
 
-def _keep_alive(runs: list[Run], memory: _HostMemory, now: datetime) -> None:
-    """Move the heartbeat of every run this chain looks after (waiting ones too): the sweep leaves them be."""
+def keep_alive(runs: list[Run], memory: HostMemory, now: datetime) -> list[int]:
+    """The runs whose heartbeat is due to move (every run the host's observer looks after, waiting ones too, every
+    HEARTBEAT_EVERY): the sweep leaves them be."""
     if memory.heartbeat_at and now - memory.heartbeat_at < HEARTBEAT_EVERY:
+        return []
+    memory.heartbeat_at = now
+    return [run.pk for run in runs]
+
+
+def write(progress: list[tuple[int, dict[str, Any]]], heartbeats: list[int], samples: list[HostSample],
+          now: datetime) -> None:  # fmt: skip
+    """What a round of steps found, over many hosts, in one transaction: one write lock instead of one per run."""
+    if not (progress or heartbeats or samples):
         return
     with transaction.atomic():
-        Run.objects.filter(pk__in=[run.pk for run in runs], state=Run.State.RUNNING).update(heartbeat_at=now)
-    memory.heartbeat_at = now
+        for run_id, fields in progress:
+            Run.objects.filter(pk=run_id, state=Run.State.RUNNING).update(heartbeat_at=now, **fields)
+        if heartbeats:
+            Run.objects.filter(pk__in=heartbeats, state=Run.State.RUNNING).update(heartbeat_at=now)
+        if samples:
+            HostSample.objects.bulk_create(samples)
 
 
 def _seconds_left(run: Run) -> float:
@@ -409,7 +347,3 @@ def near_end(run: Run) -> bool:
     """Due to end within NEAR_END_S, or past its expected end by less than OVERRUN_WAIT_S (a slow file layout
     takes a while; one far past its end is looked at at the usual pace again)."""
     return -OVERRUN_WAIT_S < _seconds_left(run) < NEAR_END_S
-
-
-def _step_in(memory: _HostMemory) -> float:
-    return NEAR_END_STEP_S if any(near_end(run) for run in memory.due) else STEP_S

@@ -12,7 +12,7 @@ from django.test import Client
 from audit import log as audit
 from audit.models import AuditEvent
 from jobs.models import Credential, Disk, Host, Invitation, Membership, Profile, Run, Team
-from jobs.runs import launching, queueing, steps, watching
+from jobs.runs import launching, observer, queueing, steps, watching
 from jobs.teams import membership as teams
 from tests.builders import quick_profile, target_dir, team_with_host
 
@@ -157,7 +157,9 @@ def test_credentials_created_and_replaced_through_the_api_are_recorded_and_their
 # ----------------------------------------------------------------------------------------- refused host keys
 
 
-def test_a_run_refused_for_a_changed_host_key_is_recorded_once_per_run(db, sshd, other_sshd, broker, tmp_path):
+def test_a_run_refused_for_a_changed_host_key_is_recorded_once_per_run(
+    db, sshd, other_sshd, broker, tmp_path, monkeypatch
+):
     team, host = team_with_host(sshd, port=other_sshd.port)  # pinned to sshd's key, answered with another
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     starter = User.objects.create_user("starter", password="x-long-password-8")
@@ -173,9 +175,14 @@ def test_a_run_refused_for_a_changed_host_key_is_recorded_once_per_run(db, sshd,
     running = queueing.create_run(disk, quick_profile(team, name="other"))
     Run.objects.filter(pk=running.pk).update(state=Run.State.RUNNING, remote_dir="/tmp/not-reached")
     assert steps.watch(host)
-    token = Host.objects.get(pk=host.pk).observer_token
+    monkeypatch.setattr(watching, "RETRY_S", 0.0)  # each round steps the host again at once
+    looking = observer.Observer(inline=True)  # a worker's observer, its steps run in this thread
+    looking.adopt(host.pk, Host.objects.get(pk=host.pk).observer_token)
     for _ in range(3):
-        assert watching.observe_host(host.pk, token) == "host did not answer"
+        Run.objects.filter(pk=running.pk).update(explanation="")
+        looking.run_round()
+        assert "the last look at the host failed" in Run.objects.get(pk=running.pk).explanation
+        assert host.pk in looking.holds()  # held still, to be looked at again
     running.refresh_from_db()
     assert running.state == Run.State.RUNNING and "the run goes on there" in running.explanation
     assert [e.details["during"] for e in _events(team, AuditEvent.Action.HOST_KEY_REFUSED)] == [

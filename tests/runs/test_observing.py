@@ -61,7 +61,7 @@ def test_a_step_past_its_look_budget_leaves_the_other_runs_for_the_next_steps_in
     server = sshd_factory()
     runs, _ = _three_running(server, tmp_path, runtime_s=10)
     due = list(Run.objects.filter(pk__in=[run.pk for run in runs]).select_related("disk__host"))
-    memory = watching._HostMemory()
+    memory = watching.HostMemory()
     memory.forget_all_but({run.pk for run in due})
     # No budget: each step looks at one run only (a step always looks at one), the one read longest ago.
     monkeypatch.setattr(watching, "LOOK_BUDGET_S", 0.0)
