@@ -49,8 +49,14 @@ log = logging.getLogger(__name__)
 OBSERVER_THREADS = int(os.environ.get("BENCHWEB_OBSERVER_THREADS", "4"))
 # Quick steps per second an observer spends at most, over all its hosts with a run due to end.
 QUICK_STEPS_PER_S = 50.0
-# The loop wakes at least this often, and at once when a step ends or a host is adopted.
-TICK_S = 0.05
+# The loop sleeps until its next step is due, or a step ended or a host was handed over; then it waits this long
+# more, so that the steps ending about then are written together.
+GATHER_S = 0.02
+# A host whose full step is due within this long steps in the round of those due now (steps are STEP_S apart, give
+# or take this), so that a round's few queries serve many hosts.
+FULL_STEP_WINDOW_S = 0.25
+# The loop lets Django drop database connections that are too old or broken this often (CONN_MAX_AGE's rule).
+TIDY_EVERY_S = 1.0
 # After an error of its own (the database away), the loop waits this long before its next round.
 PAUSE_AFTER_ERROR_S = 1.0
 
@@ -128,16 +134,20 @@ class Observer:
                 self._thread.start()
 
     def _loop(self) -> None:
+        tidied = float("-inf")
         while not self._stop.is_set():
             try:
-                close_old_connections()
+                if time.monotonic() - tidied >= TIDY_EVERY_S:
+                    close_old_connections()
+                    tidied = time.monotonic()
                 wait = self.run_round()
             except Exception:
                 log.exception("the observer's round failed; the next one comes in %s s", PAUSE_AFTER_ERROR_S)
                 close_old_connections()
                 wait = PAUSE_AFTER_ERROR_S
-            self._wake.wait(wait)
-            self._wake.clear()
+            if self._wake.wait(wait):
+                self._wake.clear()
+                time.sleep(GATHER_S)
 
     # ------------------------------------------------------------------------------------------------ a round
 
@@ -159,7 +169,9 @@ class Observer:
                 held.token, held.next_full = token, 0.0
         self._write_outcomes()
         now = time.monotonic()
-        due = [held for held in self._held.values() if not held.busy and held.next_full <= now]
+        # Hosts due within the window step with those due now: one round's queries serve them all.
+        soon = now + FULL_STEP_WINDOW_S
+        due = [held for held in self._held.values() if not held.busy and held.next_full <= soon]
         if due:
             self._start_full_steps(due)
         ending = [held for held in self._held.values() if not held.busy and held.next_quick <= now]
@@ -167,8 +179,9 @@ class Observer:
             self._submit(held, full=False)
         if self._pool is None:
             self._write_outcomes()  # inline: the steps ended already
-        waits = [held.next_full for held in self._held.values()] + [h.next_quick for h in self._held.values()]
-        return max(0.0, min([TICK_S, *(at - time.monotonic() for at in waits)]))
+        due_next = min((min(held.next_full, held.next_quick) for held in self._held.values() if not held.busy),
+                       default=float("inf"))  # fmt: skip
+        return max(0.0, min(watching.STEP_S, due_next - time.monotonic()))
 
     def _start_full_steps(self, due: list[_Held]) -> None:
         now = timezone.now()
