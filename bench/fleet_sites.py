@@ -74,6 +74,7 @@ import fleet
 import start_precision as sp
 from benchkit import (
     DATABASES,
+    PG_SERVER,
     BenchError,
     add_database_options,
     add_smoke_option,
@@ -95,6 +96,7 @@ from benchkit import (
 )
 from standin import build
 
+DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_fleet_sites"
 CLONE_NEWNET = 0x40000000
 SHIM = Path(sp.__file__).resolve()
 CENTRAL_CONCURRENCY = 2
@@ -316,8 +318,12 @@ class Kill:
         )
         self.runs_in_hand = sorted(runs_in_hand(victim) - set(self.runs_observed))
 
-    def recovery(self) -> dict[str, Any]:
-        """From the kill until a live worker took each held run again, and until the last of them was stored."""
+    def recovery(self, rows: list[sp.RunRow]) -> dict[str, Any]:
+        """From the kill until a live worker took each run it held again, and until the last of them was stored.
+        The runs it held: those running on its hosts at the kill, those in its tasks, and those that started on
+        its hosts after the kill but before a live worker took the host (nobody looked at them either)."""
+        from datetime import UTC, datetime
+
         from jobs.models import Run
 
         if not self.at_running:
@@ -326,29 +332,38 @@ class Kill:
             return {"worker": None}
         alive = [w for w in self.stack.site_workers if w is not self.victim]
         hosts_taken, runs_taken = taken_again(alive, self.at)
-        held = Run.objects.filter(pk__in=self.runs_observed + self.runs_in_hand)
-        taken, stored, untaken = [], [], 0
-        for run_id, host_id, state, finished_at in held.values_list("pk", "disk__host_id", "state", "finished_at"):
-            moments = [m for m in (hosts_taken.get(host_id), runs_taken.get(run_id)) if m is not None]
+        since = datetime.fromtimestamp(self.at, UTC)
+        later = Run.objects.filter(disk__host_id__in=list(self.hosts), started_at__gte=since)
+        started_unwatched = [run_id for run_id, host, started in later.values_list("pk", "disk__host_id", "started_at")
+                             if started.timestamp() < hosts_taken.get(host, float("inf"))
+                             and run_id not in self.runs_observed and run_id not in self.runs_in_hand]  # fmt: skip
+        held = set(self.runs_observed) | set(self.runs_in_hand) | set(started_unwatched)
+        host_of = dict(Run.objects.filter(pk__in=held).values_list("pk", "disk__host_id"))
+        by_id = {row.run_id: row for row in rows}
+        taken, stored, after_end = [], [], []
+        for run_id in held:
+            moments = [m for m in (hosts_taken.get(host_of[run_id]), runs_taken.get(run_id)) if m is not None]
             if moments:
                 taken.append(min(moments) - self.at)
-            else:
-                untaken += 1
-            if state in Run.FINAL_STATES and finished_at is not None:
-                stored.append(finished_at.timestamp() - self.at)
-        n = len(self.runs_observed) + len(self.runs_in_hand)
+            row = by_id.get(run_id)
+            if row is not None and row.state in Run.FINAL_STATES and row.finished_at is not None:
+                stored.append(row.finished_at - self.at)
+                if row.tool_end is not None:
+                    after_end.append(row.finished_at - row.tool_end)
         return {
             "worker": self.victim.name,
             "running_at_kill": self.running_then,
             "hosts_held": len(self.hosts),
             "runs_observed": len(self.runs_observed),
             "runs_in_hand": len(self.runs_in_hand),
-            "taken_again_s": max(taken, default=None) if not untaken else None,
+            "started_unwatched": len(started_unwatched),
+            "taken_again_s": max(taken, default=None) if len(taken) == len(held) else None,
             "taken_again_p50_s": sp.percentiles(taken)["p50"],
-            "not_taken_again": untaken,
-            "stored_s": max(stored, default=None) if len(stored) == n else None,
+            "not_taken_again": len(held) - len(taken),
+            "stored_s": max(stored, default=None) if len(stored) == len(held) else None,
+            "stored_after_end": sp.percentiles(after_end),
             "stored": len(stored),
-            "held": n,
+            "held": len(held),
         }
 
 
@@ -449,7 +464,7 @@ def measure(args: argparse.Namespace, stack: SitesStack) -> dict[str, Any]:
         "workers": workers,
         "worker_logins": logins_by_worker(stack),
         "sshd_logins": sshd_logins,
-        "kill": kill.recovery(),
+        "kill": kill.recovery(rows),
         **fleet.count_runs(stack, sp.runs_of(schedules)),
         "worker_log_tail": "" if done else stack.site_workers[-1].log.read_text(errors="replace")[-4000:],
     }
@@ -532,11 +547,14 @@ def print_report(result: dict[str, Any], s: dict[str, Any]) -> None:
     if k and k["worker"] is None:
         print(f"\nno worker was killed: {c['kill_at_running']} runs were never running while a worker held a host")
     elif k:
+        late = k["stored_after_end"]
         print(f"\nkill -9 of worker {k['worker']} with {k['running_at_kill']} runs running: its observer held "
-              f"{k['hosts_held']} hosts with {k['runs_observed']} runs, and {k['runs_in_hand']} more runs were in its "
-              f"tasks; taken again by a live worker {_f(k['taken_again_s'], 1)} s after the kill (p50 "
-              f"{_f(k['taken_again_p50_s'], 1)} s, {k['not_taken_again']} never), the last of them stored after "
-              f"{_f(k['stored_s'], 1)} s ({k['stored']}/{k['held']} stored)")  # fmt: skip
+              f"{k['hosts_held']} hosts with {k['runs_observed']} runs running, {k['runs_in_hand']} more runs were in "
+              f"its tasks, and {k['started_unwatched']} started on those hosts before a live worker took them: "
+              f"{k['held']} runs, taken again by a live worker {_f(k['taken_again_s'], 1)} s after the kill (p50 "
+              f"{_f(k['taken_again_p50_s'], 1)} s, {k['not_taken_again']} never); the last of them stored "
+              f"{_f(k['stored_s'], 1)} s after the kill ({k['stored']}/{k['held']} stored; stored after their end "
+              f"p50 {_f(late['p50'], 2)} s, max {_f(late['max'], 2)} s)")  # fmt: skip
     print(f"runs: {s['made']}/{c['targets']} made, {s['succeeded']} succeeded, {result['collected']} collected, "
           f"{result['as_recorded']} stored with the recording's figures, at most {result['runs_per_disk_max']} run "
           f"per disk; the tool started once for {result['started_once']}, twice or more for "
@@ -572,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=0.0,
                         help="seconds to wait for all runs (default lead + spread + runtime + 180)")  # fmt: skip
     parser.add_argument("--tick-seconds", type=float, default=1.0, help="BENCHWEB_TICK_SECONDS for beat (default 1)")
-    add_database_options(parser, fleet.DEFAULT_PG_URL, choices=DATABASES)
+    add_database_options(parser, DEFAULT_PG_URL, choices=DATABASES)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     add_smoke_option(parser, hosts=4, hosts_per_sshd=2, disks=2, runs_per_host=2, spread=2.0, runtime=3, lead=3.0,
                      concurrency=2, kill_worker_at_active=1)  # fmt: skip

@@ -29,7 +29,7 @@ SMOKE_TIMEOUT_S = 300
 SMOKE_AT_ONCE = 3
 
 # The slowest first, so that the last to finish is not one of them.
-SLOWEST = ("observer_cost.py", "fanout.py", "startup.py", "api_runs_list.py", "start_precision.py")
+SLOWEST = ("observer_cost.py", "fleet_sites.py", "fanout.py", "startup.py", "api_runs_list.py", "start_precision.py")
 
 sys.path.insert(0, str(BENCH))
 import benchkit  # noqa: E402  (bench/ is not a package)
