@@ -511,6 +511,21 @@ def start_sshd(stack: Stack, count: int = 1) -> str:
     return private_key
 
 
+def network_namespaces_problem() -> str:
+    """Why network namespaces cannot be made here (bench/fleet_sites.py makes one a site), or "" when they can: a
+    throwaway `ip netns add` and `del` says so for certain."""
+    if os.geteuid() != 0:
+        return "network namespaces need root (`ip netns add`)"
+    if shutil.which("ip") is None:
+        return "`ip` is missing (apt-get install iproute2)"
+    name = f"bw{os.getpid()}probe"
+    made = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True, check=False)
+    if made.returncode:
+        return f"`ip netns add` failed: {made.stderr.strip() or made.returncode}"
+    subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+    return ""
+
+
 def login_user() -> str:
     return pwd.getpwuid(os.geteuid()).pw_name
 

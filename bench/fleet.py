@@ -144,51 +144,70 @@ def address_of(host: int) -> str:
     return f"127.1.{host // 250}.{host % 250 + 1}"
 
 
-def start_fleet_sshds(stack: sp.Stack, hosts: int, per_sshd: int, bin_dir: Path) -> str:
-    """ceil(hosts / per_sshd) sshds (stack.sshds), sshd k listening on the addresses of hosts k*per_sshd ...,
-    every login's PATH starting with the stand-in's directory; returns the private key text that logs in."""
+def client_key(stack: sp.Stack) -> tuple[str, str]:
+    """A new login key in stack.tmp / "client": (private key text, public key line)."""
     from jobs import sshd_local
 
     client = stack.tmp / "client"
     client.mkdir()
-    private_key, public_key = sshd_local.generate_user_key(client)
+    return sshd_local.generate_user_key(client)
+
+
+def start_fleet_sshds(stack: sp.Stack, numbers: range, per_sshd: int, bin_dir: Path, public_key: str) -> list[Any]:
+    """The sshds of hosts `numbers` (also added to stack.sshds), each listening on the addresses of per_sshd of
+    them in turn, every login's PATH starting with the stand-in's directory."""
+    from jobs import sshd_local
+
     path = f"{bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    for k, first in enumerate(range(0, hosts, per_sshd)):
-        workdir = stack.tmp / f"sshd-{k + 1}"
+    started = []
+    for first in range(numbers.start, numbers.stop, per_sshd):
+        workdir = stack.tmp / f"sshd-{len(stack.sshds) + 1}"
         sshd = sshd_local.start_sshd(workdir, authorized_keys=[public_key])
         stack.sshds.append(sshd)  # stopped by stack.close() even if the restart below fails
-        served = range(first, min(first + per_sshd, hosts))
+        started.append(sshd)
+        served = range(first, min(first + per_sshd, numbers.stop))
         # One sshd stands for `per_sshd` hosts, each of which would have its own limits: MaxStartups (OpenSSH's
         # 10:30:100 unauthenticated connections) and MaxSessions (benchkit.SSHD_EXTRA_CONFIG's) are theirs summed.
         # SHLVL=1: bash, the login shell here, then reads no ~/.bashrc for a command sent over SSH (it does for a
         # top-level shell only); this machine's runs pyenv's set-up, 0.3 CPU-s a command, which a fleet's hosts
-        # do not pay (bench/start_precision.py's yardstick "local `$SHELL -c true`" shows it).
-        lines = [*(f"ListenAddress {address_of(h)}" for h in served), f"SetEnv PATH={path} SHLVL=1", "MaxSessions 1000",
+        # do not pay (bench/start_precision.py's yardstick "local `$SHELL -c true`" shows it). STANDIN_STARTS_ENV:
+        # every stand-in notes its start there (bench/standin/standin.c), so that a run started twice shows.
+        lines = [*(f"ListenAddress {address_of(h)}" for h in served),
+                 f"SetEnv PATH={path} SHLVL=1 {build.STARTS_ENV}={stack.tmp / 'standin-starts'}", "MaxSessions 1000",
                  f"MaxStartups {10 * len(served)}:30:{100 * len(served)}"]  # fmt: skip
         with (workdir / "sshd_config").open("a") as config:
             config.write("\n".join(lines) + "\n")
         sshd.restart()  # same port and keys, the addresses and PATH read
     stack.sshd = stack.sshds[0]
-    return private_key
+    return started
 
 
-def fleet_hosts(stack: sp.Stack, private_key: str, hosts: int, per_sshd: int) -> list[Any]:
-    """A team, its key credential and `hosts` hosts, "fleet-001" ..., each on its address and its sshd's port
-    with that sshd's host key pinned, with run bases stack.runs_base / "h1", "h2", ..."""
-    from jobs.models import Credential, Host, Team
+def fleet_credential(private_key: str) -> Any:
+    """A team and its key credential."""
+    from jobs.models import Credential, Team
 
     team = Team.objects.create(name="fleet bench")
     credential = Credential(team=team, name="bench key", kind=Credential.Kind.PRIVATE_KEY)
     credential.set_secret(private_key)
     credential.save()
+    return credential
+
+
+def fleet_hosts(stack: sp.Stack, credential: Any, numbers: range, sshds: list[Any], per_sshd: int,
+                site: str = "") -> list[Any]:  # fmt: skip
+    """Hosts "fleet-001" ... for `numbers` (from 0), of `site`, each on its address and its sshd's port (sshds
+    serve per_sshd of them in turn, from numbers.start) with that sshd's host key pinned, with run bases
+    stack.runs_base / "h1", "h2", ..."""
+    from jobs.models import Host
+
     made = []
-    for h in range(hosts):
-        sshd = stack.sshds[h // per_sshd]
+    for h in numbers:
+        sshd = sshds[(h - numbers.start) // per_sshd]
         key = sshd.host_key
         made.append(Host.objects.create(
-            team=team, name=f"fleet-{h + 1:03d}", address=address_of(h), port=sshd.port, username=login_user(),
-            credential=credential, host_key_type=key.key_type, host_key_b64=key.key_b64,
-            host_key_fingerprint=key.fingerprint, run_base_dir=str(stack.runs_base / f"h{h + 1}"),
+            team=credential.team, name=f"fleet-{h + 1:03d}", address=address_of(h), port=sshd.port,
+            username=login_user(), credential=credential, host_key_type=key.key_type, host_key_b64=key.key_b64,
+            host_key_fingerprint=key.fingerprint, run_base_dir=str(stack.runs_base / f"h{h + 1}"), site=site,
         ))  # fmt: skip
     return made
 
@@ -251,11 +270,6 @@ def logins_by_address(stack: sp.Stack, offsets: list[int]) -> dict[str, int]:
 
 def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
     configure_django(stack, args.db, args.database_url)
-    from django.db.models import Count
-
-    from jobs.models import Run
-    from jobs.tools import fio
-
     say("building the fio stand-in ...")
     bin_dir = build.build(stack.tmp / "standin")
     seconds = 3 if args.smoke else STANDIN_RUNTIME_S
@@ -266,8 +280,9 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
     sshds = -(-args.hosts // args.hosts_per_sshd)
     say(f"starting redis, {sshds} sshd for {args.hosts} hosts, {args.disks} disks each, and the worker ...")
     start_redis(stack)
-    private_key = start_fleet_sshds(stack, args.hosts, args.hosts_per_sshd, bin_dir)
-    hosts = fleet_hosts(stack, private_key, args.hosts, args.hosts_per_sshd)
+    private_key, public_key = client_key(stack)
+    sshds_started = start_fleet_sshds(stack, range(args.hosts), args.hosts_per_sshd, bin_dir, public_key)
+    hosts = fleet_hosts(stack, fleet_credential(private_key), range(args.hosts), sshds_started, args.hosts_per_sshd)
     team = hosts[0].team
     disks = fanout.make_disks(stack, hosts, [args.disks] * args.hosts)
     targets = args.hosts * args.runs_per_host
@@ -294,13 +309,6 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
     cpu = {name: value - cpu_before[name] for name, value in cpu_snapshot(stack).items()}
     time.sleep(1.5)  # the last tasks' end lines
     trace = sp.read_trace(stack)
-    runs = sp.runs_of(schedules)
-    recorded = fio.parse_fio_json(build.RECORDING.read_text()).summary_with_bins()
-    as_recorded = sum(
-        (summary or {}).get("total") == recorded["total"] and (summary or {}).get("read") == recorded["read"]
-        for summary in runs.values_list("summary", flat=True)
-    )
-    per_disk = list(runs.values("disk").annotate(n=Count("pk")).values_list("n", flat=True))
     config = {
         "db": args.db, "hosts": args.hosts, "sshds": sshds, "disks_per_host": args.disks,
         "runs_per_host": args.runs_per_host, "targets": targets, "spread_s": args.spread, "runtime_s": args.runtime,
@@ -313,14 +321,48 @@ def measure(args: argparse.Namespace, stack: sp.Stack) -> dict[str, Any]:
         "rows": sp.collect(schedules, trace),
         "standin": cost,
         "yardsticks": yardsticks,
-        "collected": runs.filter(state__in=(Run.State.SUCCEEDED, Run.State.FAILED)).exclude(raw_output="").count(),
-        "as_recorded": as_recorded,
-        "runs_per_disk_max": max(per_disk, default=0),
+        **count_runs(stack, sp.runs_of(schedules)),
         "launch_tasks": trace.launch_tasks,
         "rss": {"idle_bytes": rss_idle, "samples": rss.samples},
         "logins": logins_by_address(stack, offsets),
         "cpu": cpu,
         "worker_log_tail": "" if done else stack.worker_log.read_text(errors="replace")[-4000:],
+    }
+
+
+def standin_starts(stack: sp.Stack) -> dict[str, int]:
+    """The stand-in's starts by run directory: the directory of each output file it noted (STARTS_ENV)."""
+    counts: dict[str, int] = {}
+    path = stack.tmp / "standin-starts"
+    for line in path.read_text().splitlines() if path.exists() else []:
+        directory = line.rsplit("/", 1)[0]
+        counts[directory] = counts.get(directory, 0) + 1
+    return counts
+
+
+def count_runs(stack: sp.Stack, runs: Any) -> dict[str, int]:
+    """What became of the runs (a queryset), counted: collected, stored with the recording's figures, the most on
+    one disk, and how many had their tool started once, more than once or never (the stand-in's own notes)."""
+    from django.db.models import Count
+
+    from jobs.models import Run
+    from jobs.tools import fio
+
+    recorded = fio.parse_fio_json(build.RECORDING.read_text()).summary_with_bins()
+    as_recorded = sum(
+        (summary or {}).get("total") == recorded["total"] and (summary or {}).get("read") == recorded["read"]
+        for summary in runs.values_list("summary", flat=True)
+    )
+    per_disk = list(runs.values("disk").annotate(n=Count("pk")).values_list("n", flat=True))
+    starts = standin_starts(stack)
+    started = [starts.get(directory.rstrip("/"), 0) for directory in runs.values_list("remote_dir", flat=True)]
+    return {
+        "collected": runs.filter(state__in=(Run.State.SUCCEEDED, Run.State.FAILED)).exclude(raw_output="").count(),
+        "as_recorded": as_recorded,
+        "runs_per_disk_max": max(per_disk, default=0),
+        "started_once": started.count(1),
+        "started_twice_or_more": sum(n > 1 for n in started),
+        "never_started": started.count(0),
     }
 
 
@@ -341,7 +383,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     cost = result["standin"]["steady CPU-s per s per 1000"]
     verdict = {
         "runs": len(rows) == n and succeeded == n and result["collected"] == n and result["as_recorded"] == n
-        and result["runs_per_disk_max"] == 1,
+        and result["runs_per_disk_max"] == 1 and result["started_once"] == n,
         "late_p95": late["n"] == n and late["p95"] <= TARGET_LATE_P95_S,
         "late_max": late["n"] == n and late["max"] <= TARGET_LATE_MAX_S,
         "stored_p95": stored["n"] == n and stored["p95"] <= TARGET_STORED_P95_S,
@@ -398,7 +440,8 @@ def print_report(result: dict[str, Any], s: dict[str, Any]) -> None:
     print("idle yardsticks: " + "; ".join(f"{k} {v:.3f} s" for k, v in result["yardsticks"].items()))
     print(f"runs: {s['made']}/{c['targets']} made, {s['succeeded']} succeeded, {result['collected']} collected, "
           f"{result['as_recorded']} stored with the recording's figures, at most {result['runs_per_disk_max']} run "
-          f"per disk; {result['launch_tasks']} launch tasks")  # fmt: skip
+          f"per disk; {result['launch_tasks']} launch tasks; the tool started once for {result['started_once']}, "
+          f"twice or more for {result['started_twice_or_more']}, never for {result['never_started']}")  # fmt: skip
     for r in [r for r in result["rows"] if r.state != "succeeded"][:10]:
         print(f"  run {r.run_id} ({r.host} {r.disk}) {r.state}: {r.explanation[:200]}")
     v, late, stored = s["verdict"], s["start_lateness"], s["stored_after_end"]
@@ -424,7 +467,8 @@ def print_report(result: dict[str, Any], s: dict[str, Any]) -> None:
 def to_json(result: dict[str, Any], summary: dict[str, Any]) -> str:
     from dataclasses import asdict
 
-    keep = ("config", "standin", "yardsticks", "logins", "cpu", "collected", "as_recorded", "runs_per_disk_max")
+    keep = ("config", "standin", "yardsticks", "logins", "cpu", "collected", "as_recorded", "runs_per_disk_max",
+            "started_once", "started_twice_or_more", "never_started")  # fmt: skip
     return json.dumps({key: result[key] for key in keep} | {"summary": summary,
                       "runs": [asdict(r) for r in result["rows"]]}, indent=2)  # fmt: skip
 

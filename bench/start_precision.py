@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -425,13 +426,16 @@ def runs_of(schedule: Any) -> Any:
     return Run.objects.filter(schedule=schedule)
 
 
-def wait_for_runs(schedule: Any, n: int, deadline: float) -> bool:
-    """Until the n runs of the schedule (or list of schedules) are made and final; False at the deadline."""
+def wait_for_runs(schedule: Any, n: int, deadline: float, each_look: Callable[[list[str]], None] | None = None) -> bool:
+    """Until the n runs of the schedule (or list of schedules) are made and final; False at the deadline.
+    each_look(the runs' states) is called at every look, every 0.25 s."""
     from jobs.models import Run
 
     last_report = 0.0
     while True:
         states = list(runs_of(schedule).values_list("state", flat=True))
+        if each_look is not None:
+            each_look(states)
         final = sum(state in Run.FINAL_STATES for state in states)
         if len(states) == n and final == n:
             return True

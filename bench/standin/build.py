@@ -21,6 +21,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 RECORDING = ROOT / "tests" / "fixtures" / "fio-3.33-randrw-status-interval.json"
+# The file every stand-in appends its output path to when it starts (standin.c's note_start), when set.
+STARTS_ENV = "BENCH_STANDIN_STARTS"
 DOCUMENT_START = '{\n  "fio version"'
 # Keys whose whole-number value grows with the time a job has run (docs/reference/fio-output.md#json-output).
 COUNTERS = frozenset({

@@ -29,7 +29,7 @@ SMOKE_TIMEOUT_S = 300
 SMOKE_AT_ONCE = 3
 
 # The slowest first, so that the last to finish is not one of them.
-SLOWEST = ("observer_cost.py", "fanout.py", "startup.py", "api_runs_list.py", "start_precision.py")
+SLOWEST = ("observer_cost.py", "fleet_sites.py", "fanout.py", "startup.py", "api_runs_list.py", "start_precision.py")
 
 sys.path.insert(0, str(BENCH))
 import benchkit  # noqa: E402  (bench/ is not a package)
@@ -40,7 +40,8 @@ sys.path.remove(str(BENCH))
 
 def _needs(script: str) -> list[str]:
     text = (BENCH / script).read_text()
-    return [what for what, sign in (("sshd", "start_sshd("), ("fio", '"fio"')) if sign in text]
+    signs = (("sshd", "start_sshd("), ("fio", '"fio"'), ("network namespaces", "network_namespaces_problem("))
+    return [what for what, sign in signs if sign in text]
 
 
 def _missing(script: str) -> list[str]:
@@ -48,12 +49,19 @@ def _missing(script: str) -> list[str]:
 
 
 def _absent(what: str) -> bool:
-    return not sshd_local.sshd_available() if what == "sshd" else shutil.which("fio") is None
+    return bool(_problem(what))
+
+
+def _problem(what: str) -> str:
+    if what == "network namespaces":
+        return benchkit.network_namespaces_problem()
+    if not (sshd_local.sshd_available() if what == "sshd" else shutil.which("fio")):
+        return f"{what} is missing: the bench script needs it (apt-get install openssh-server fio)"
+    return ""
 
 
 def _require(what: str) -> None:
-    if _absent(what):
-        reason = f"{what} is missing: the bench script needs it (apt-get install openssh-server fio)"
+    if reason := _problem(what):
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
