@@ -24,9 +24,10 @@ from jobs.runs.sites import queue_for
 RETRY_S = 6.0
 
 
-# A host whose chain of observation steps has not stepped for this long has none left (a step comes every second or
-# so, at most every 6 s while its host does not answer): the next launch or the sweep starts one.
-OBSERVER_STALE_AFTER = timedelta(seconds=20)
+# A host whose observer has not stepped it for this long has none left (its worker was killed or lost the database;
+# a full step comes every second, every 6 s while its host does not answer): the next launch or the sweep hands the
+# host to a worker alive (jobs/runs/sweeping.py `sweep`).
+OBSERVER_STALE_AFTER = timedelta(seconds=10)
 
 
 # A claimed run's explanation until a worker takes its launch (states.claim sets it); a run of a site no worker

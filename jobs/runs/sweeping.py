@@ -40,6 +40,21 @@ def poll(run_id: int) -> str:
     return run.state
 
 
+def _hand_over_unobserved_hosts(now: Any, skip: set[int]) -> int:
+    """Hosts with running runs that no observer holds (given back by a worker that stopped) or whose observer has not
+    stepped them for steps.OBSERVER_STALE_AFTER (its worker was killed): handed to a worker alive now, rather than
+    when their runs' heartbeats are STALE_AFTER old. A worker killed so costs its runs about OBSERVER_STALE_AFTER
+    plus a tick of not being looked at."""
+    stale = now - steps.OBSERVER_STALE_AFTER
+    unobserved = (
+        Host.objects.filter(disks__runs__state=Run.State.RUNNING)
+        .filter(Q(observer_token="") | Q(observed_at__isnull=True) | Q(observed_at__lt=stale))
+        .exclude(pk__in=skip)
+        .distinct()
+    )
+    return sum(steps.watch(host, now=now) for host in unobserved)
+
+
 def sweep(now: Any = None) -> int:
     """Pick up runs no worker has looked at lately (a worker died, a message was lost, a host's chain of
     observation steps or a run's chain of re-attaching launches ended without finishing its run).
@@ -87,6 +102,7 @@ def sweep(now: Any = None) -> int:
         else:
             steps.send("poll", run)  # collect or stop it
         count += 1
+    count += _hand_over_unobserved_hosts(now, skip=set(watched))
     for host, run_ids in watched.values():
         # A running run's heartbeat is moved by its host's chain of observation steps: that chain is gone, or
         # too slow. One UPDATE for the host's stale runs, and one new chain unless a live one is there (the

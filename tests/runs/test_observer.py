@@ -6,10 +6,13 @@ side is tests/runs/test_observing.py's, with a real sshd."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from jobs.models import Host, Run
-from jobs.runs import observer, steps
+from jobs.runs import observer, steps, sweeping
 from tests.factories import DiskFactory, HostFactory, RunFactory
 
 pytestmark = pytest.mark.django_db
@@ -59,3 +62,17 @@ def test_a_stopping_worker_gives_its_hosts_back_so_that_the_next_watch_hands_the
     assert looking.holds() == {}
     assert Host.objects.get(pk=host.pk).observer_token == ""
     assert steps.watch(host)  # not stale yet, but given back: a new observer is handed it at once
+
+
+def test_the_sweep_hands_on_a_host_whose_observer_stopped_stepping_it_or_gave_it_back_and_leaves_a_live_one():
+    now = timezone.now()
+    dead, given_back, alive = (HostFactory() for _ in range(3))
+    for host in (dead, given_back, alive):
+        RunFactory(disk=DiskFactory(host=host), running=True, heartbeat_at=now)  # heartbeats fresh: not the runs' sweep
+    Host.objects.filter(pk=dead.pk).update(observer_token="dead", observed_at=now - timedelta(seconds=11))
+    Host.objects.filter(pk=given_back.pk).update(observer_token="", observed_at=now - timedelta(seconds=2))
+    Host.objects.filter(pk=alive.pk).update(observer_token="alive", observed_at=now - timedelta(seconds=2))
+    assert sweeping.sweep(now) == 2
+    tokens = dict(Host.objects.values_list("pk", "observer_token"))
+    assert tokens[dead.pk] not in ("", "dead") and tokens[given_back.pk] != ""
+    assert tokens[alive.pk] == "alive"
