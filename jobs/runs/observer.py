@@ -47,6 +47,11 @@ log = logging.getLogger(__name__)
 
 # Threads that talk to the hosts (each steps one host at a time).
 OBSERVER_THREADS = int(os.environ.get("BENCHWEB_OBSERVER_THREADS", "4"))
+# Live figures an observer reads (and writes) a second at most, over all its hosts: with more runs than
+# PROGRESS_READS_PER_S x watching.PROGRESS_EVERY_S, each run's come less often (500 runs: every 5 s), and its
+# wrapper is looked at in /proc less often alike. Every write is an UPDATE of the run's row, which the database
+# pays too; ends are seen as fast whatever the number (one listing a host).
+PROGRESS_READS_PER_S = 100.0
 # Quick steps per second an observer spends at most, over all its hosts with a run due to end.
 QUICK_STEPS_PER_S = 50.0
 # The loop sleeps until its next step is due, or a step ended or a host was handed over; then it waits this long
@@ -98,6 +103,7 @@ class Observer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._pace = 1.0
         self._pool = None if inline else ThreadPoolExecutor(threads, thread_name_prefix="observe")
 
     # ------------------------------------------------------------------------------------------- from outside
@@ -203,7 +209,10 @@ class Observer:
         running = Run.objects.filter(disk__host_id__in=list(hosts), state=Run.State.RUNNING)
         for run in running.select_related("disk__host"):
             runs.setdefault(run.disk.host_id, []).append(run)
+        self._pace = max(1.0, sum(len(found) for found in runs.values()) / len(mine) * len(self._held)
+                         / (PROGRESS_READS_PER_S * watching.PROGRESS_EVERY_S))  # fmt: skip
         for held in mine:
+            held.memory.pace = self._pace
             self._plan(held, hosts[held.host_id], runs.get(held.host_id, []), now)
 
     def _plan(self, held: _Held, host: Host, runs: list[Run], now: datetime) -> None:

@@ -60,7 +60,8 @@ PROGRESS_EVERY_S = 2.0
 LOOK_EVERY_S = 5.0
 # A host with many runs has their output read and their wrapper looked at less often, so that one step stays
 # a fraction of a second: every PROGRESS_EVERY_S or one second per RUNS_PER_SECOND_READ runs, whichever is
-# longer (100 runs: live figures every 4 s, looks every 10 s). Ends are seen as fast whatever the number.
+# longer (100 runs: live figures every 4 s, looks every 10 s); an observer with many runs over all its hosts
+# slows them all alike (HostMemory.pace). Ends are seen as fast whatever the number.
 RUNS_PER_SECOND_READ = 25
 COMMAND_LOOK_EVERY_S = 30.0
 RETRY_S = 6.0
@@ -116,6 +117,9 @@ class HostMemory:
     files: ssh.OpenFiles | None = None  # its /proc files, kept open on the session's channel of their own
     # A second of telemetry read by the last step, not stored yet (the observer stores many hosts' at once).
     sample: HostSample | None = None
+    # How much slower than PROGRESS_EVERY_S and LOOK_EVERY_S this host's runs are read (>= 1): the observer's pace
+    # over all its hosts (jobs/runs/observer.py PROGRESS_READS_PER_S).
+    pace: float = 1.0
 
     def forget_all_but(self, run_ids: set[int]) -> None:
         for gone in set(self.watches) - run_ids:
@@ -234,7 +238,8 @@ def _look(conn: ssh.Connection, due: list[Run], memory: HostMemory) -> list[Find
     until = time.monotonic() + LOOK_BUDGET_S
     for run in others:
         done = markers[_base(run)]
-        findings.append(_look_at(conn, run, memory.watches[run.pk], markers=done is not None, runs=len(due)))
+        watch = memory.watches[run.pk]
+        findings.append(_look_at(conn, run, watch, markers=done is not None, runs=len(due), pace=memory.pace))
         if time.monotonic() >= until:
             break  # at least one run a step, however slow the host
     return findings
@@ -245,9 +250,11 @@ def _last_read(watch: _Watch) -> float:
     return float("-inf") if watch.pid is None else min(watch.progress_at, watch.looked_at)
 
 
-def _look_at(conn: ssh.Connection, run: Run, watch: _Watch, *, markers: bool, runs: int = 1) -> Finding:
+def _look_at(
+    conn: ssh.Connection, run: Run, watch: _Watch, *, markers: bool, runs: int = 1, pace: float = 1.0
+) -> Finding:
     now = time.monotonic()
-    scale = max(1.0, runs / RUNS_PER_SECOND_READ / PROGRESS_EVERY_S)
+    scale = max(pace, runs / RUNS_PER_SECOND_READ / PROGRESS_EVERY_S)
     if watch.pid is None or watch.started_epoch is None:
         seen = remote.sighting(conn, run.remote_dir)
         watch.pid, watch.started_epoch = seen.pid, seen.started_epoch
