@@ -3,6 +3,7 @@ a repeat view reads fewer queries, and every write they are drawn from shows on 
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterator
 
@@ -14,8 +15,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs.models import Disk, Host, Run, RunResult
-from tests.factories import RunFactory, fio_summary
+from jobs.models import ChangePoint, Disk, Host, Run, RunResult
+from tests.factories import RunFactory, fio_summary, nightly_runs, noisy
 
 pytestmark = pytest.mark.django_db
 
@@ -156,3 +157,14 @@ def _note_form(client: Client, url: str) -> str:
     found = re.search(r'<select name="disk".*?</select>', client.get(url).content.decode(), re.DOTALL)
     assert found, f"{url} has a note form"
     return found.group(0)
+
+
+def test_a_change_point_marked_expected_shows_on_the_next_disk_page(owner_client, disk):
+    """The Changes card is not kept: the note the marking makes is on the very next view of the disk page."""
+    rng = random.Random(20)
+    nightly_runs(disk, noisy(4000, 18, rng) + noisy(2800, 12, rng))
+    change = ChangePoint.objects.filter(disk=disk).order_by("-at").first()
+    assert change is not None, "the drop is found"
+    assert "new firmware" not in owner_client.get(f"/disks/{disk.pk}/").content.decode()
+    owner_client.post(f"/changes/{change.pk}/expected", {"text": "new firmware", "next": f"/disks/{disk.pk}/"})
+    assert "new firmware" in owner_client.get(f"/disks/{disk.pk}/").content.decode()
