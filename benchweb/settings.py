@@ -151,6 +151,16 @@ TEMPLATES = [
     },
 ]
 
+# Each web process's own memory: the overview's and disk pages' rendered parts (jobs/results/page_cache.py, keys
+# read from the database, so no process needs another's entries) and the share links' guess counts. Bounded: the
+# oldest entries go past MAX_ENTRIES (a kept part is 10-100 KB: at most some 30 MB a process).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "OPTIONS": {"MAX_ENTRIES": 300},
+    }
+}
+
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'benchweb.sqlite3'}",

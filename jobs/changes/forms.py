@@ -32,8 +32,15 @@ class AnnotationForm(forms.ModelForm):
         hosts.help_text = "A host without a disk: the note shows on every disk of it. Neither: on every disk."
         # A typed date and time (jobs.widgets) is read in the reader's zone (jobs.middleware activates it); say which.
         self.fields["at"].help_text = f"In your time zone, {timezone.get_current_timezone()}."
+        # A disk's or a host's page offers that host and its disks: a note there is about them (or the team, with
+        # neither). Every disk of the team was one <option> each, most of a disk page's CPU with 200 disks; the
+        # Changes page, where notes are posted, still takes any of the team's.
         if disk is not None:
+            host = host or disk.host
             self.initial.setdefault("disk", disk.pk)
         if host is not None:
-            self.initial.setdefault("host", host.pk)
+            disks.queryset = disks.queryset.filter(host=host)
+            hosts.queryset = hosts.queryset.filter(pk=host.pk)
+            if disk is None:
+                self.initial.setdefault("host", host.pk)
         self.initial.setdefault("at", timezone.localtime().replace(second=0, microsecond=0))

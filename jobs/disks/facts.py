@@ -8,17 +8,18 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from django.template.loader import render_to_string
 from django.utils import timezone
 
 from jobs import environment, limits
 from jobs.analysis import verdicts
 from jobs.models import Annotation, Disk, RunResult, RunResultDay
-from jobs.results import burst, compliance, stability, validity
+from jobs.results import burst, compliance, page_cache, stability, validity
 
 
-def disk_facts(disk: Disk, params: Any) -> dict[str, Any]:
+def disk_facts(disk: Disk, params: Any, shared: bool = False) -> dict[str, Any]:
     """What the disk page shows without acting: limits, burst credits, compliance, the chart's marks, changes and
-    the latest runs. The disk page and its share link (jobs/shares/public.py) both draw from this."""
+    the latest runs. The disk page and its share link (jobs/shares/public.py, `shared`) both draw from this."""
     disk_limits, limits_error = disk.limits_or_reason()
     runs = list(disk.runs.select_related("profile")[:20])
     credits = burst.disk_burst(disk)
@@ -39,7 +40,7 @@ def disk_facts(disk: Disk, params: Any) -> dict[str, Any]:
         "chart_marks": validity.chart_marks(disk, credits),
         "change_points": disk.change_points.all()[:10],
         "disk_annotations": Annotation.for_disk(disk).select_related("disk__host", "host")[:10],
-        **_compliance(disk, params),
+        "compliance_html": _compliance_html(disk, params, shared),
     }
 
 
@@ -96,6 +97,23 @@ def _device_chain(rows: Recorded) -> dict[str, Any] | None:
 
 def _epoch_ms(moment: datetime | None) -> int | None:
     return int(moment.timestamp() * 1000) if moment else None
+
+
+def _compliance_html(disk: Disk, params: Any, shared: bool) -> str:
+    """The Compliance and Stability cards, kept between results (jobs/results/page_cache.py). They are drawn from
+    the disk's results and, for the drops shared with its site, those of the site's disks."""
+    site = disk.host.site
+    disks = Disk.objects.filter(team_id=disk.team_id, host__site=site) if site else Disk.objects.filter(pk=disk.pk)
+    drawn = list(disks.select_related("host").order_by("pk"))
+    query = sorted((key, params.get(key, "")) for key in params)
+    stamp = (disk.pk, shared, query, page_cache.disks_stamp(drawn),
+             page_cache.results_stamp(RunResult.objects.filter(disk__in=drawn)))  # fmt: skip
+
+    def draw() -> str:
+        context = _compliance(disk, params) | {"disk": disk, "share_link": shared}
+        return render_to_string("jobs/disks/_compliance.html", context)
+
+    return page_cache.kept("disk-compliance", stamp, draw)
 
 
 def _compliance(disk: Disk, params: Any) -> dict[str, Any]:

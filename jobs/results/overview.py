@@ -1,5 +1,6 @@
 """What the overview page shows (jobs/results/pages.py): every disk's latest result against its limit, 30-day
-sparkline, running and failed runs."""
+sparkline, running and failed runs. The Disks table's rows are kept between results (jobs/results/page_cache.py);
+the runs running, waiting and failed are read afresh every view."""
 
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
+from django.template.loader import render_to_string
 
 from jobs import limits, timeseries, units
 from jobs.models import Disk, Host, Run, RunResult, Team
+from jobs.results import page_cache
 
 SPARK_DAYS = 30
 
@@ -143,19 +146,23 @@ def disk_page(team: Team, asked: str | None) -> DiskPage:
     return DiskPage(min(max(number, 1), count), count, disks)
 
 
-def _disk_rows(team: Team, start: datetime, page: DiskPage) -> list[DiskRow]:
-    """A constant number of queries however many disks: the page's disks, the last result of each, then their
-    daily figures. Both read the narrow per-run results (RunResult), not the runs' JSON summaries."""
+def _page_disks(team: Team, page: DiskPage) -> list[Disk]:
+    """The page's disks, each with its host and the id of its last result's run (last_run_id)."""
     newest = RunResult.objects.filter(disk=OuterRef("pk")).order_by("-finished_at", "-run_id")
-    disks = list(
+    return list(
         Disk.objects.filter(team=team)
         .order_by("host__name", "label", "pk")
         .select_related("host")
         .annotate(last_run_id=Subquery(newest.values("run_id")[:1]))[page.first - 1 : page.last]
     )
+
+
+def _disk_rows(disks: list[Disk], start: datetime) -> list[DiskRow]:
+    """A constant number of queries however many disks (_page_disks): the last result of each, then their daily
+    figures. Both read the narrow per-run results (RunResult), not the runs' JSON summaries."""
     last: dict[int, dict[str, Any]] = {
         row["disk_id"]: dict(row)
-        for row in RunResult.objects.filter(run_id__in=[d.last_run_id for d in disks if d.last_run_id]).values(
+        for row in RunResult.objects.filter(run_id__in=[d.last_run_id for d in disks if d.last_run_id]).values(  # type: ignore[attr-defined]
             "disk_id",
             "profile_name",
             "finished_at",
@@ -193,6 +200,19 @@ def _disk_rows(team: Team, start: datetime, page: DiskPage) -> list[DiskRow]:
     return rows
 
 
+def _rows_html(team: Team, page: DiskPage, now: datetime) -> str:
+    """The Disks table's rows, kept between results (jobs/results/page_cache.py)."""
+    disks = _page_disks(team, page)
+    results = RunResult.objects.filter(disk__in=disks)
+    stamp = (team.pk, page, page_cache.disks_stamp(disks), page_cache.results_stamp(results))
+
+    def draw() -> str:
+        rows = _disk_rows(disks, now - timedelta(days=SPARK_DAYS))
+        return render_to_string("jobs/results/_overview_rows.html", {"rows": rows, "spark_days": SPARK_DAYS})
+
+    return page_cache.kept("overview-disks", stamp, draw, now)
+
+
 def facts(team: Team, now: datetime, page: str | None = None) -> dict[str, Any]:
     """What the overview page shows of the team at `now`: a page of its disks' rows (`page`, ?page=), the runs
     running (the first ACTIVE_SHOWN) and waiting (WAITING_SHOWN), the recent failures."""
@@ -212,7 +232,7 @@ def facts(team: Team, now: datetime, page: str | None = None) -> dict[str, Any]:
         run.waiting_until = run.not_before if run.not_before and run.not_before > now else None  # type: ignore[attr-defined]
     disks = disk_page(team, page)
     return {
-        "rows": _disk_rows(team, now - timedelta(days=SPARK_DAYS), disks),
+        "rows_html": _rows_html(team, disks, now),
         "disk_page": disks,
         "active_more": running.count() - len(active) if len(active) == ACTIVE_SHOWN else 0,
         "host_count": Host.objects.filter(team=team).count(),

@@ -100,7 +100,7 @@ def shared(request: HttpRequest, link: ShareLink, token: str) -> HttpResponse:
     """The disk page, the sweep's or the group's page or the comparison, read-only."""
     context: dict[str, Any] = {"share_link": link, "share_token": token}
     if link.disk is not None:
-        context |= disk_facts(link.disk, request.GET)
+        context |= disk_facts(link.disk, request.GET, shared=True)
         template = "jobs/shares/disk.html"
     elif link.run_set is not None and link.run_set.kind == RunSet.Kind.GROUP:
         context |= _group(link.run_set)
