@@ -18,6 +18,7 @@ from django.db.models import (
     Max,
     Min,
     OuterRef,
+    Q,
     Subquery,
 )
 from django.db.models.fields.json import KT
@@ -203,11 +204,17 @@ def _disk_rows(disks: list[Disk], start: datetime) -> list[DiskRow]:
 def _rows_html(team: Team, page: DiskPage, now: datetime) -> str:
     """The Disks table's rows, kept between results (jobs/results/page_cache.py)."""
     disks = _page_disks(team, page)
-    results = RunResult.objects.filter(disk__in=disks)
-    stamp = (team.pk, page, page_cache.disks_stamp(disks), page_cache.results_stamp(results))
+    start = now - timedelta(days=SPARK_DAYS)
+    # The results the rows are drawn from: each disk's last one (its id is in the stamp through last_run_id) and
+    # the sparklines' SPARK_DAYS, not ten years of them.
+    drawn = RunResult.objects.filter(disk__in=disks).filter(
+        Q(finished_at__gte=start) | Q(run_id__in=[d.last_run_id for d in disks if d.last_run_id])  # type: ignore[attr-defined]
+    )
+    last_ids = tuple(d.last_run_id for d in disks)  # type: ignore[attr-defined]
+    stamp = (team.pk, page, page_cache.disks_stamp(disks), last_ids, page_cache.results_stamp(drawn))
 
     def draw() -> str:
-        rows = _disk_rows(disks, now - timedelta(days=SPARK_DAYS))
+        rows = _disk_rows(disks, start)
         return render_to_string("jobs/results/_overview_rows.html", {"rows": rows, "spark_days": SPARK_DAYS})
 
     return page_cache.kept("overview-disks", stamp, draw, now)
