@@ -1,6 +1,6 @@
 """Launching a queued run on its host: connect, preflight, judge (tool, safety, space, pinning), upload, and
 send the launch command, re-attaching by UUID when an earlier attempt's answer was lost. A running run is then
-its host's chain of observation steps (jobs/runs/watching.py), started through jobs/runs/steps.py."""
+its host's observer (jobs/runs/observer.py), handed the host through jobs/runs/steps.py."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def launch(run_id: int) -> str:
             When(cancel_requested=True, then=F("explanation")), default=Value("running"), output_field=TextField()
         ),
     ):
-        # The host's chain of observation steps takes it from here; this starts one if the host has none.
+        # The host's observer takes it from here; this hands the host to one if none holds it.
         steps.watch(disk.host)
         if run.cancel_requested:
             steps.send("stop", run)  # cancelled while it launched

@@ -28,7 +28,6 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -103,7 +102,6 @@ class Observer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._pace = 1.0
         self._pool = None if inline else ThreadPoolExecutor(threads, thread_name_prefix="observe")
 
     # ------------------------------------------------------------------------------------------- from outside
@@ -209,10 +207,10 @@ class Observer:
         running = Run.objects.filter(disk__host_id__in=list(hosts), state=Run.State.RUNNING)
         for run in running.select_related("disk__host"):
             runs.setdefault(run.disk.host_id, []).append(run)
-        self._pace = max(1.0, sum(len(found) for found in runs.values()) / len(mine) * len(self._held)
-                         / (PROGRESS_READS_PER_S * watching.PROGRESS_EVERY_S))  # fmt: skip
+        pace = max(1.0, sum(len(found) for found in runs.values()) / len(mine) * len(self._held)
+                   / (PROGRESS_READS_PER_S * watching.PROGRESS_EVERY_S))  # fmt: skip
         for held in mine:
-            held.memory.pace = self._pace
+            held.memory.pace = pace
             self._plan(held, hosts[held.host_id], runs.get(held.host_id, []), now)
 
     def _plan(self, held: _Held, host: Host, runs: list[Run], now: datetime) -> None:
@@ -234,18 +232,17 @@ class Observer:
         if full:
             held.next_full = time.monotonic() + watching.STEP_S
         held.next_quick = float("inf")
-        step: Callable[[_Held], _Outcome] = _full_step if full else _quick_step
         if self._pool is None:
-            self._outcomes.put(step(held))
+            self._outcomes.put(_step(held, full))
         else:
-            self._pool.submit(self._step_in_thread, step, held)
+            self._pool.submit(self._step_in_thread, held, full)
 
-    def _step_in_thread(self, step: Callable[[_Held], _Outcome], held: _Held) -> None:
+    def _step_in_thread(self, held: _Held, full: bool) -> None:
         try:
-            outcome = step(held)
+            outcome = _step(held, full)
         except Exception as exc:  # anything else a step raised: said in the log, the host stepped again later
             log.exception("observing host %s failed", held.host_id)
-            outcome = _Outcome(held, [], error=exc)
+            outcome = _Outcome(held, [], error=exc, full=full)
         finally:
             close_old_connections()  # a login's key check may have used this thread's connection
         self._outcomes.put(outcome)
@@ -267,7 +264,7 @@ class Observer:
         for outcome in outcomes:
             held = outcome.held
             held.busy = False
-            if held.host_id not in self._held or self._held[held.host_id] is not held:
+            if self._held.get(held.host_id) is not held:
                 continue  # dropped or replaced while its step ran
             if outcome.error is not None:
                 self._failed(outcome, now)
@@ -326,22 +323,20 @@ class Observer:
             del self._held[held.host_id]
 
 
-def _full_step(held: _Held) -> _Outcome:
+def _step(held: _Held, full: bool) -> _Outcome:
+    """A full step (watching.look) or a quick one (watching.look_ending, the runs due to end) of one host; a host
+    that does not answer is an outcome too."""
     memory = held.memory
-    assert memory.host is not None  # set by _plan
+    assert memory.host is not None  # set by _plan, for this step or the full one before
     try:
-        return _Outcome(held, watching.look(memory.host, memory.due, memory))
+        found = (
+            watching.look(memory.host, memory.due, memory)
+            if full
+            else watching.look_ending(memory.host, memory.ending())
+        )
     except (ssh.SSHError, remote.RemoteError) as exc:
-        return _Outcome(held, [], error=exc)
-
-
-def _quick_step(held: _Held) -> _Outcome:
-    memory = held.memory
-    assert memory.host is not None  # set by the full step before
-    try:
-        return _Outcome(held, watching.look_ending(memory.host, memory.ending()), full=False)
-    except (ssh.SSHError, remote.RemoteError) as exc:
-        return _Outcome(held, [], error=exc, full=False)
+        return _Outcome(held, [], error=exc, full=full)
+    return _Outcome(held, found, full=full)
 
 
 _OBSERVER: Observer | None = None

@@ -98,10 +98,10 @@ def retry(run: Run, step: str, exc: Exception) -> None:
 
 
 def watch(host: Host, *, now: Any = None) -> bool:
-    """Make sure one chain of observation steps looks after `host`'s running runs (jobs/runs/watching.py): start
-    one unless a live one is there. The new chain's token replaces the old one's in one conditional UPDATE, so
-    of two callers at once only one starts a chain, and a chain that was only slow ends at its next step. True
-    when this call started it."""
+    """Make sure one worker's observer looks after `host`'s running runs (jobs/runs/observer.py): hand the host to
+    one unless a live one holds it. The new token replaces the old one's in one conditional UPDATE, so of two
+    callers at once only one hands it on, and an observer that was only slow drops the host at its next step. True
+    when this call handed it on."""
     now = now or timezone.now()
     token = os.urandom(16).hex()
     started = (
@@ -110,10 +110,11 @@ def watch(host: Host, *, now: Any = None) -> bool:
         .update(observer_token=token, observed_at=now)
     )
     if started:
-        transaction.on_commit(lambda: send_watch_step(host, token))
+        transaction.on_commit(lambda: _hand_to_an_observer(host, token))
     return bool(started)
 
 
-def send_watch_step(host: Host, token: str, countdown: float = 0) -> None:
-    """The next step of the chain that holds `token` (a replaced chain's step ends where it starts)."""
-    messages.send(messages.OBSERVE_HOST, host.pk, token, queue=queue_for(host.site), countdown=countdown)
+def _hand_to_an_observer(host: Host, token: str) -> None:
+    """The host, under `token`, to whichever worker of its site takes the message (an observer holding an older
+    token drops the host at its next step)."""
+    messages.send(messages.OBSERVE_HOST, host.pk, token, queue=queue_for(host.site))

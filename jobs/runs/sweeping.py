@@ -1,8 +1,8 @@
 """The sweep: runs no worker has looked at lately get their step sent again, and `poll`, where a swept run
-that is collecting or cancelled lands (so do messages sent before the hosts had observation chains).
+that is collecting or cancelled lands (so do messages sent before the hosts had observers).
 
-Every live chain of steps moves its runs' heartbeat; the beat tick calls `sweep` (jobs/schedules/dispatcher.py),
-which only moves heartbeats and sends messages, never a state."""
+Every live chain of steps (a launch's re-attaching, a host's observer) moves its runs' heartbeat; the beat tick
+calls `sweep` (jobs/schedules/dispatcher.py), which only moves heartbeats and sends messages, never a state."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ UNCLAIMED_AFTER = timedelta(seconds=60)
 
 def poll(run_id: int) -> str:
     """Look after one run that is past its launch: the sweep (a run whose heartbeat stopped) and messages sent
-    before the host's observation steps existed come here. A running run is the host's chain's to watch
+    before the host's observation steps existed come here. A running run is the host's observer's to watch
     (jobs/runs/watching.py; one is started if the host has none), a collecting one is collected, a cancelled
     one stopped."""
     run = Run.objects.select_related("disk__host").get(pk=run_id)
@@ -40,7 +40,7 @@ def poll(run_id: int) -> str:
     return run.state
 
 
-def _hand_over_unobserved_hosts(now: Any, skip: set[int]) -> int:
+def _hand_over_unobserved_hosts(now: Any) -> int:
     """Hosts with running runs that no observer holds (given back by a worker that stopped) or whose observer has not
     stepped them for steps.OBSERVER_STALE_AFTER (its worker was killed): handed to a worker alive now, rather than
     when their runs' heartbeats are STALE_AFTER old. A worker killed so costs its runs about OBSERVER_STALE_AFTER
@@ -49,15 +49,14 @@ def _hand_over_unobserved_hosts(now: Any, skip: set[int]) -> int:
     unobserved = (
         Host.objects.filter(disks__runs__state=Run.State.RUNNING)
         .filter(Q(observer_token="") | Q(observed_at__isnull=True) | Q(observed_at__lt=stale))
-        .exclude(pk__in=skip)
         .distinct()
     )
     return sum(steps.watch(host, now=now) for host in unobserved)
 
 
 def sweep(now: Any = None) -> int:
-    """Pick up runs no worker has looked at lately (a worker died, a message was lost, a host's chain of
-    observation steps or a run's chain of re-attaching launches ended without finishing its run).
+    """Pick up runs no worker has looked at lately (a worker died, a message was lost, a host's observer or a run's
+    chain of re-attaching launches ended without finishing its run), and hosts whose observer is gone.
 
     A live chain writes the run's heartbeat at every attempt and sends the next one within launching.RELAUNCH_MAX_S
     (< STALE_AFTER), so a heartbeat older than STALE_AFTER means no chain is left (or one attempt hangs on a
@@ -65,7 +64,7 @@ def sweep(now: Any = None) -> int:
     guarded by the host's atomic mkdir). The beat tick calls this every BENCHWEB_TICK_SECONDS, so a dead chain
     is picked up within STALE_AFTER + one tick period of its last heartbeat (35 s by default), plus the time
     its message waits for a worker. Queued and launching runs get a launch (which re-attaches by UUID), running
-    ones a new chain of observation steps for their host (whose steps move every running run's heartbeat there,
+    ones a new observer for their host (whose steps move every running run's heartbeat there,
     jobs/runs/watching.py), collecting and cancelled ones a poll (a collect, a stop); a run with no heartbeat
     at all is stale at once. Only the sweep that moved a
     run's heartbeat on sends it, so two beat processes do not start two chains.
@@ -102,11 +101,10 @@ def sweep(now: Any = None) -> int:
         else:
             steps.send("poll", run)  # collect or stop it
         count += 1
-    count += _hand_over_unobserved_hosts(now, skip=set(watched))
     for host, run_ids in watched.values():
-        # A running run's heartbeat is moved by its host's chain of observation steps: that chain is gone, or
-        # too slow. One UPDATE for the host's stale runs, and one new chain unless a live one is there (the
-        # chain's own conditional UPDATE on the host, steps.watch: a chain only slow ends at its next step).
+        # A running run's heartbeat is moved by its host's observer: that observer is gone, or too slow. One UPDATE
+        # for the host's stale runs, and a new observer unless a live one holds the host (steps.watch's conditional
+        # UPDATE on the host: an observer only slow drops the host at its next step).
         moved = (
             Run.objects.filter(pk__in=run_ids, state=Run.State.RUNNING)
             .filter(Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True))
@@ -115,4 +113,5 @@ def sweep(now: Any = None) -> int:
         if moved:
             steps.watch(host, now=now)
         count += moved
-    return count
+    # After the runs': a host handed on just above has a fresh observed_at, so it is not handed on twice.
+    return count + _hand_over_unobserved_hosts(now)

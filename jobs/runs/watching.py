@@ -67,7 +67,7 @@ COMMAND_LOOK_EVERY_S = 30.0
 RETRY_S = 6.0
 # Runs are looked at from this long before their start time on.
 START_LEAD = timedelta(seconds=1)
-# A run's heartbeat moves at most this often while its chain steps (the sweep's bound is sweeping.STALE_AFTER).
+# A run's heartbeat moves at most this often while its observer steps it (the sweep's bound is sweeping.STALE_AFTER).
 HEARTBEAT_EVERY = timedelta(seconds=5)
 # A full step spends at most this long on looks and live figures after the one listing that tells the ends (a
 # read or look under way is finished): on a host with many runs, or one slow to answer, they take turns.
