@@ -31,6 +31,7 @@ def advance(run_set_id: int) -> str:
             return run_set.state
         members = list(run_set.members.select_related("disk__host").order_by("set_index"))
         if any(not member.is_final for member in members):
+            _claim_next_size(run_set, members)
             return run_set.state
         if run_set.kind == RunSet.Kind.SLA:
             ending = searching.advance(run_set, members)
@@ -67,6 +68,19 @@ def advance(run_set_id: int) -> str:
         # disks were handed on as their members ended).
         states.hand_on(run_set.disk)
     return state
+
+
+def _claim_next_size(run_set: RunSet, members: list[Run]) -> None:
+    """A group-size sweep's next size once its smaller ones have all ended. Each member's finish claims the runs
+    waiting for its disk (states.hand_on), but two members of a size ending at once each commit before seeing the
+    other ended (PostgreSQL's read committed), and neither claims the next size. This runs after each member's
+    commit under the set's row lock, so the last to get here sees them all ended (claim_group_size claims a size
+    once, whoever asks)."""
+    if run_set.kind != RunSet.Kind.GROUP_SIZES:
+        return
+    pending = [member for member in members if member.state == Run.State.PENDING]
+    if pending and all(member.is_final for member in members if (member.set_index or 0) < (pending[0].set_index or 0)):
+        states.claim(pending[0])
 
 
 def advance_stalled() -> int:
