@@ -35,9 +35,12 @@ import random
 import secrets
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
-from datetime import timedelta
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import api_runs_list
@@ -99,6 +102,16 @@ def _write(model: Any, rows: Iterable[list[Any]], columns: list[str]) -> int:
         return count + len(batch)
 
 
+def _write_to(table: str, columns: list[str], rows: Iterable[list[Any]]) -> None:
+    """rows COPY'd into a table of the bench's own (PostgreSQL)."""
+    from django.db import connection
+
+    names = ", ".join(f'"{c}"' for c in columns)
+    with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
 def _as_rows(objects: Iterable[Any]) -> tuple[list[str], Iterator[list[Any]]]:
     """The columns of the objects' model and each object's values as the database takes them."""
     from django.db import connection
@@ -115,6 +128,187 @@ def _as_rows(objects: Iterable[Any]) -> tuple[list[str], Iterator[list[Any]]]:
     return [f.column for f in fields], rows()
 
 
+@dataclass
+class Kit:
+    """What every run of the bench shares: the team, the profiles and each profile's limits and parameters."""
+
+    team: Any
+    profiles: list[Any]
+    snapshots: list[dict[str, Any]]
+    parameters: list[dict[str, Any]]
+
+    def run(self, pk: int, disk: Any, which: int, finished: datetime, summary: dict[str, Any]) -> Any:
+        """A finished run of profile number `which`, as a scheduled run stores it."""
+        from jobs.models import Run
+
+        return Run(
+            pk=pk, disk=disk, team=self.team, profile=self.profiles[which], profile_name=self.profiles[which].name,
+            parameters=self.parameters[which], state=Run.State.SUCCEEDED, trigger=Run.Trigger.SCHEDULE,
+            created_at=finished - timedelta(seconds=62), started_at=finished - timedelta(seconds=61),
+            finished_at=finished, summary=summary, limits_snapshot=self.snapshots[which],
+            command="[global]\nioengine=libaio\n...",
+        )  # fmt: skip
+
+
+def _load(args: argparse.Namespace, kit: Kit, disks: list[Any], now: datetime, step: timedelta,
+          rng: random.Random) -> dict[str, int]:  # fmt: skip
+    """Every run built here and written in batches (SQLite): run i on disk i % disks, profile i % profiles."""
+    from jobs.models import Run, RunResult, RunSample, partitions
+
+    began, counts, sample_id = time.monotonic(), {"runs": 0, "results": 0, "samples": 0}, 0
+    n = len(kit.profiles)
+    for start in range(0, args.runs, BATCH):
+        runs = [
+            kit.run(i + 1, disks[i % args.disks], i % n, now - step * (args.runs - i),
+                    chart_endpoint._summary(rng, chart_endpoint.PROFILES[i % n], i // n))
+            for i in range(start, min(args.runs, start + BATCH))
+        ]  # fmt: skip
+        columns, rows = _as_rows(runs)
+        counts["runs"] += _write(Run, rows, columns)
+        columns, rows = _as_rows(RunResult.of(run) for run in runs)
+        counts["results"] += _write(RunResult, rows, columns)
+        samples = []
+        for run in runs:
+            month, level = partitions.month_of(run.created_at), run.summary["total"]["iops"]
+            for t in range(1, args.samples_per_run + 1):
+                sample_id += 1
+                samples.append([sample_id, float(t), level * rng.uniform(0.9, 1.1), None, run.pk, month])
+        counts["samples"] += _write(RunSample, samples, ["id", "t_s", "read_iops", "write_iops", "run_id", "month"])
+        if start // BATCH % 20 == 0:
+            say(f"  {counts['runs']:,} runs, {counts['samples']:,} samples ({time.monotonic() - began:.0f} s)")
+    return counts
+
+
+# PostgreSQL makes the rows itself from templates, not Python: at 10 M runs and 300 M samples, building and
+# sending each row from here ran at ~1,000 runs (30,000 samples) a second, about three hours.
+VARIANTS = 200  # summaries of each profile the generated runs cycle through
+CHUNK = 50_000  # runs a statement
+# Run i (from 0): id i + 1, disk i % disks, profile i % profiles, finished (runs - i) steps before now, the
+# summary of variant (i // profiles + i // disks) % VARIANTS, so that neighbouring runs of a disk differ.
+GENERATED = """
+    FROM generate_series(%(first)s::bigint, %(last)s::bigint) AS i
+    CROSS JOIN LATERAL (SELECT %(now)s::timestamptz - (%(runs)s - i) * %(step)s::interval AS f) AS w
+    JOIN bench_template AS t
+      ON t.id = mod(div(i, %(profiles)s) + div(i, %(disks)s), %(variants)s) * %(profiles)s + mod(i, %(profiles)s)
+"""
+
+
+def _generate(args: argparse.Namespace, kit: Kit, disks: list[Any], now: datetime, step: timedelta,
+              rng: random.Random) -> dict[str, int]:  # fmt: skip
+    """The same runs as _load, made by PostgreSQL in chunks on two connections: templates (VARIANTS runs of
+    each profile and their results, COPY'd into tables of their own) joined to generate_series."""
+    from django.db import connection
+
+    from jobs.models import Run, RunResult
+
+    n = len(kit.profiles)
+    templates = [
+        kit.run(v * n + which, disks[0], which, now, chart_endpoint._summary(rng, chart_endpoint.PROFILES[which], v))
+        for v in range(VARIANTS)
+        for which in range(n)
+    ]
+    with connection.cursor() as cursor:
+        for table, model in (("bench_template", Run), ("bench_template_result", RunResult)):
+            cursor.execute(f"DROP TABLE IF EXISTS {table}")
+            cursor.execute(f"CREATE TABLE {table} (LIKE {model._meta.db_table})")
+        cursor.execute("CREATE TABLE bench_level AS SELECT 0::bigint AS id, 0::float8 AS level LIMIT 0")
+    # The results' run_id is their template's id: the template tables have no foreign keys.
+    _write_to("bench_template", *_as_rows(templates))
+    _write_to("bench_template_result", *_as_rows(RunResult.of(run) for run in templates))
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO bench_level SELECT id, (summary->'total'->>'iops')::float8 FROM bench_template")
+    run_columns = [f.column for f in Run._meta.concrete_fields]
+    result_columns = [f.column for f in RunResult._meta.concrete_fields]
+    disk_of = "(%(disk_ids)s::bigint[])[mod(i, %(disks)s) + 1]"
+    runs_sql = _generated_insert(Run, run_columns, "t", {
+        "id": "i + 1", "uuid": "gen_random_uuid()", "disk_id": disk_of, "created_at": "f - interval '62 s'",
+        "started_at": "f - interval '61 s'", "finished_at": "f",
+    })  # fmt: skip
+    results_sql = _generated_insert(RunResult, result_columns, "r", {
+        "run_id": "i + 1", "disk_id": disk_of, "finished_at": "f",
+        "finished_ms": "floor(extract(epoch FROM f) * 1000)::bigint",
+    }, "JOIN bench_template_result AS r ON r.run_id = t.id")  # fmt: skip
+    samples_sql = (
+        'INSERT INTO "jobs_runsample" (id, run_id, month, t_s, read_iops, write_iops) '
+        "SELECT i * %(per_run)s + s, i + 1, date_trunc('month', (f - interval '62 s') AT TIME ZONE 'UTC')::date, "
+        "s, l.level * (0.9 + 0.2 * random()), NULL" + GENERATED
+        + " JOIN bench_level AS l ON l.id = t.id CROSS JOIN generate_series(1, %(per_run)s) AS s"
+    )  # fmt: skip
+    shared = {"now": now, "runs": args.runs, "step": step, "profiles": n, "disks": args.disks,
+              "variants": VARIANTS, "disk_ids": [d.pk for d in disks], "per_run": args.samples_per_run}  # fmt: skip
+    counts = {"runs": 0, "results": 0, "samples": 0}
+    chunks = [(first, min(args.runs, first + CHUNK) - 1) for first in range(0, args.runs, CHUNK)]
+    began, lock = time.monotonic(), threading.Lock()
+
+    def make(chunk: tuple[int, int]) -> None:
+        with connection.cursor() as cursor:
+            made = []
+            for sql in (runs_sql, results_sql, samples_sql):
+                cursor.cursor.execute(sql, shared | {"first": chunk[0], "last": chunk[1]})
+                made.append(cursor.cursor.rowcount)
+        with lock:
+            for what, count in zip(counts, made, strict=True):
+                counts[what] += count
+            done = counts["runs"] / args.runs
+            if len(chunks) < 20 or chunk[0] // CHUNK % 10 == 0:
+                spent = time.monotonic() - began
+                say(f"  {counts['runs']:,} runs, {counts['samples']:,} samples ({spent:.0f} s, "
+                    f"{done:.0%}, about {spent / done - spent:.0f} s to go)")  # fmt: skip
+
+    def make_closing(chunk: tuple[int, int]) -> None:
+        try:
+            make(chunk)
+        finally:
+            connection.close()  # this thread's own
+
+    again = _drop_keys("jobs_runsample")
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(make_closing, chunks))
+    say(f"  {counts['samples']:,} samples in {time.monotonic() - began:.0f} s; their keys and indexes again ...")
+    with connection.cursor() as cursor:
+        for table in ("bench_template", "bench_template_result", "bench_level"):
+            cursor.execute(f"DROP TABLE {table}")
+        cursor.execute("SET maintenance_work_mem = '1GB'")
+        for statement in again:
+            cursor.execute(statement)
+    return counts
+
+
+def _drop_keys(table: str) -> list[str]:
+    """The table's keys and indexes dropped for the load, as PostgreSQL's manual advises for populating a
+    database (building an index once is cheaper than growing it row by row, and two loaders growing one leave it
+    half empty); the statements that make them again as the migrations made them, in order."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = %s::regclass AND contype IN ('p', 'u', 'f') ORDER BY contype DESC",
+            [table],
+        )
+        keys = cursor.fetchall()  # primary and unique keys before foreign ones
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s", [table])
+        indexes = [(name, sql) for name, sql in cursor.fetchall() if name not in {k[0] for k in keys}]
+        for name, _, _ in reversed(keys):
+            cursor.execute(f'ALTER TABLE "{table}" DROP CONSTRAINT "{name}"')
+        for name, _ in indexes:
+            cursor.execute(f'DROP INDEX "{name}"')
+    # A partitioned table's index is listed as made ON ONLY the parent (its partitions' attached later): made
+    # again on the whole table, it is built on every partition.
+    return [
+        *(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {sql}' for name, kind, sql in keys if kind != "f"),
+        *(sql.replace(" ON ONLY ", " ON ", 1) for _, sql in indexes),
+        *(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {sql}' for name, kind, sql in keys if kind == "f"),
+    ]
+
+
+def _generated_insert(model: Any, columns: list[str], source: str, made: dict[str, str], join: str = "") -> str:
+    """INSERT of the model's rows from GENERATED: the columns in `made` computed, the rest the template's."""
+    values = ", ".join(made.get(c, f'{source}."{c}"') for c in columns)
+    names = ", ".join(f'"{c}"' for c in columns)
+    return f'INSERT INTO "{model._meta.db_table}" ({names}) SELECT {values}' + GENERATED + join
+
+
 def build(args: argparse.Namespace) -> dict[str, Any]:
     """The team, its disks, runs, results and samples; what the measurements ask for."""
     from django.contrib.auth.models import User
@@ -122,7 +316,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     from django.utils import timezone
 
     from jobs.api.models import ApiToken
-    from jobs.models import Disk, Host, Profile, Run, RunResult, RunResultDay, RunSample, partitions
+    from jobs.models import Disk, Host, Profile, Run, RunResultDay, RunSample, partitions
     from jobs.teams import membership as teams
 
     rng = random.Random(args.seed)
@@ -148,41 +342,18 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         Profile.objects.create(team=team, name=name, rw=rw, block_size_bytes=bs, iodepth=64, jobs=8, runtime_s=60)
         for name, rw, bs, _, _ in chart_endpoint.PROFILES
     ]
-    snapshots = [disks[0].limits(block_size=p.block_size_bytes).as_dict() for p in profiles]
-    parameters = [p.parameters() for p in profiles]
+    kit = Kit(team, profiles, [disks[0].limits(block_size=p.block_size_bytes).as_dict() for p in profiles],
+              [p.parameters() for p in profiles])  # fmt: skip
     now = timezone.now()
     step = timedelta(days=365.25 * args.years) / args.runs
-    for month in {partitions.month_of(now - step * i) for i in range(0, args.runs, max(1, args.runs // 2000))}:
+    months = {partitions.month_of(now - step * i) for i in range(0, args.runs, max(1, args.runs // 2000))}
+    for month in months | {partitions.month_of(now)}:
         partitions.ensure("jobs_runsample", month)
-    began, counts = time.monotonic(), {"runs": 0, "results": 0, "samples": 0}
-    run_id, sample_id = 0, 0
-    for start in range(0, args.runs, BATCH):
-        runs = []
-        for i in range(start, min(args.runs, start + BATCH)):
-            run_id += 1
-            which = i % len(profiles)
-            finished = now - step * (args.runs - i)
-            runs.append(Run(
-                pk=run_id, disk=disks[i % args.disks], team=team, profile=profiles[which],
-                profile_name=profiles[which].name, parameters=parameters[which], state=Run.State.SUCCEEDED,
-                trigger=Run.Trigger.SCHEDULE, created_at=finished - timedelta(seconds=62),
-                started_at=finished - timedelta(seconds=61), finished_at=finished,
-                summary=chart_endpoint._summary(rng, chart_endpoint.PROFILES[which], i // len(profiles)),
-                limits_snapshot=snapshots[which], command="[global]\nioengine=libaio\n...",
-            ))  # fmt: skip
-        columns, rows = _as_rows(runs)
-        counts["runs"] += _write(Run, rows, columns)
-        columns, rows = _as_rows(RunResult.of(run) for run in runs)
-        counts["results"] += _write(RunResult, rows, columns)
-        samples = []
-        for run in runs:
-            month, level = partitions.month_of(run.created_at), run.summary["total"]["iops"]
-            for t in range(1, args.samples_per_run + 1):
-                sample_id += 1
-                samples.append([sample_id, float(t), level * rng.uniform(0.9, 1.1), None, run.pk, month])
-        counts["samples"] += _write(RunSample, samples, ["id", "t_s", "read_iops", "write_iops", "run_id", "month"])
-        if start // BATCH % 20 == 0:
-            say(f"  {counts['runs']:,} runs, {counts['samples']:,} samples ({time.monotonic() - began:.0f} s)")
+    began = time.monotonic()
+    if connection.vendor == "postgresql":
+        counts = _generate(args, kit, disks, now, step, rng)
+    else:
+        counts = _load(args, kit, disks, now, step, rng)
     with connection.cursor() as cursor:
         for model in (Run, RunSample):  # RunResult's key is its run's
             table = model._meta.db_table
