@@ -7,9 +7,12 @@ on PostgreSQL, the samples partitioned by month, and how long dropping a month t
 
 A fresh, migrated database gets one team, --disks disks (ten a host, custom, 40,000 IOPS) and --runs finished runs
 spread evenly over the disks and over the last --years years, of bench/chart_endpoint.py's six profiles and
-summaries, each with its result row (RunResult.of) and --samples-per-run per-second samples. Runs, results and
-samples are written with COPY on PostgreSQL (not the ORM; on SQLite, executemany), then VACUUM (ANALYZE); the
-days of the disks asked below are rebuilt (RunResultDay.rebuild) as a stored run keeps them.
+summaries, each with its result row (RunResult.of) and --samples-per-run per-second samples. On PostgreSQL
+the database makes the rows itself (not the ORM, not Python): 200 summaries of each profile and their results
+are COPY'd into tables of the bench's own and joined to generate_series on two connections, the samples' keys
+and indexes dropped for the load and built again after it; on SQLite each row is built here and written with
+executemany. Then VACUUM (ANALYZE); the days of the disks asked below are rebuilt (RunResultDay.rebuild) as a
+stored run keeps them.
 
 Then, median of --requests (after 2 untimed) through a logged-in Django test Client: a disk's all-time chart
 (GET /disks/<pk>/series.json?range=all, the disk with the most runs), a run page (GET /runs/<pk>/) and the
