@@ -258,4 +258,5 @@ class LaunchCount:
         return [m["headers"]["argsrepr"] for m in messages if m["headers"]["task"] == "jobs.launch_run"]
 
     def new(self) -> list[int]:
-        return [json.loads(args)[0] for args in self._launches()[: len(self._launches()) - self.before]]
+        launches = self._launches()  # kombu pushes on the left: the newest first
+        return [json.loads(args)[0] for args in launches[: len(launches) - self.before]]
