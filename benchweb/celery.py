@@ -39,13 +39,13 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "schedule": settings.DELIVERY_SWEEP_SECONDS,
             "options": {"expires": 30},
         },
-    }
-    if settings.RETENTION_DAYS:
-        schedule["prune-results"] = {
+        # Daily: the API's idempotency keys past their 24 hours, and old results when BENCHWEB_RETENTION_DAYS is set.
+        "prune-results": {
             "task": "jobs.prune_results",
             "schedule": crontab(hour=3, minute=17),
             "options": {"expires": 6 * 3600},
-        }
+        },
+    }
     return schedule
 
 

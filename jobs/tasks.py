@@ -19,6 +19,7 @@ from django.db import connection
 
 from jobs import messages
 from jobs.alerts import evaluate as alerts
+from jobs.api.models import IdempotencyKey
 from jobs.metrics import grafana, load
 from jobs.models import Team
 from jobs.notify import delivery
@@ -126,9 +127,13 @@ def stop_run(run_id: int) -> str:
 
 @shared_task(name="jobs.prune_results")
 def prune_results() -> str:
-    """Daily, when BENCHWEB_RETENTION_DAYS is set: see jobs/runs/retention.py."""
+    """Daily: forgets the API's idempotency keys past their 24 hours (jobs/api/models.py) and, when
+    BENCHWEB_RETENTION_DAYS is set, prunes old runs' raw output and samples (jobs/runs/retention.py)."""
+    forgotten = IdempotencyKey.forget_expired()
+    if not settings.RETENTION_DAYS:
+        return f"forgot {forgotten} idempotency keys"
     done = retention.prune(settings.RETENTION_DAYS)
-    return f"pruned {done.runs} runs, {done.samples} samples"
+    return f"pruned {done.runs} runs, {done.samples} samples, forgot {forgotten} idempotency keys"
 
 
 @shared_task(

@@ -1,11 +1,12 @@
-"""Personal API tokens. A token acts for one user in one team; only a hash of its secret is stored."""
+"""Personal API tokens (a token acts for one user in one team; only a hash of its secret is stored), and the
+idempotency keys clients send with the requests that start runs and sets."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -71,3 +72,33 @@ class ApiToken(models.Model):
     def revoke(self) -> None:
         ApiToken.objects.filter(pk=self.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.refresh_from_db(fields=["revoked_at"])
+
+
+class IdempotencyKey(models.Model):
+    """A key a client sent with a request that starts something (`Idempotency-Key`), with what that request started:
+    a retry with the same key is answered with it instead of starting it again (jobs/api/idempotency.py)."""
+
+    KEPT = timedelta(hours=24)  # a key may start something anew after this; the daily prune deletes it
+    KEPT_TEXT = "24 hours"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    endpoint = models.CharField(max_length=100, help_text="The path the key was sent to: '/api/v1/runs/'.")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the request's parsed body.")
+    kind = models.CharField(max_length=20, help_text="What the request started: 'run' or 'runset'.")
+    # Stored in the transaction that claims the key, which commits both or neither: null only until then.
+    object_id = models.BigIntegerField(null=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "endpoint", "key"], name="api_idempotency_key_once_per_endpoint")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint} {self.key}"
+
+    @classmethod
+    def forget_expired(cls) -> int:
+        """Deletes the keys past KEPT (the daily prune, jobs/tasks.py); how many."""
+        return cls.objects.filter(created_at__lte=timezone.now() - cls.KEPT).delete()[0]

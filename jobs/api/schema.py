@@ -2,8 +2,8 @@
 gives them, so a client (and Schemathesis) can tell an answered refusal from an undocumented one.
 
 drf-spectacular documents only the success answer of each operation. The refusals come from the same few places
-for every view (authentication, the team role, a missing object, the paginator, the request parser), so they are
-added here from what the operation is, not repeated on each view.
+for every view (authentication, the team role, a missing object, the paginator, the request parser, the
+Idempotency-Key header), so they are added here from what the operation is, not repeated on each view.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any
 
 from drf_spectacular import openapi
 from drf_spectacular.plumbing import ResolvedComponent
+
+from jobs.api import idempotency
 
 # The JSON body of every refusal but a 400: {"detail": "what happened and what to do"}.
 DETAIL = {
@@ -58,6 +60,13 @@ class AutoSchema(openapi.AutoSchema):
             refusals["404"] = "No such object in your team, or no such page of the list."
         if self.method == "DELETE":
             refusals["409"] = "Still in use elsewhere; the body says where. Nothing was deleted."
+        if any(p.get("in") == "header" and p.get("name") == idempotency.HEADER for p in self._get_parameters()):
+            refusals["409"] = (
+                f"Another request with this {idempotency.HEADER} was answered at the same moment: send it again."
+            )
+            refusals["422"] = (
+                f"This {idempotency.HEADER} was used for a request with a different body: use a new key for it."
+            )
         if takes_body and self._get_request_body():
             refusals["413"] = "The body is over the size the server reads; the body says the limit and the way round."
             refusals["415"] = "The body's Content-Type is not one this operation reads (JSON; multipart for files)."

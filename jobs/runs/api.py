@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
-from rest_framework import mixins, serializers, status
+from rest_framework import mixins, serializers
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from jobs import links
 from jobs.analysis import verdicts
 from jobs.analysis.steady import NOT_CHECKED, NOT_STEADY, STEADY
+from jobs.api import idempotency
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet
 from jobs.api.pagination import NewestFirst, Pagination
 from jobs.models import Disk, HostSample, Profile, Run, RunSample, RunSet
@@ -560,7 +561,9 @@ class RunFilter(serializers.Serializer):
 
 @extend_schema_view(
     list=extend_schema(parameters=[RunFilter]),
-    create=extend_schema(request=RunRequestSerializer, responses={201: RunDetailSerializer}),
+    create=extend_schema(
+        request=RunRequestSerializer, responses={201: RunDetailSerializer}, parameters=idempotency.PARAMETERS
+    ),
 )
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, TeamViewSet):
     """Runs: list with filters, start one now (trigger 'api'), cancel, and read the result."""
@@ -590,13 +593,19 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         return self.get_paginated_response([run_list_item(row) for row in page])
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        body = RunRequestSerializer(data=request.data, context=self.get_serializer_context())
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        run = queueing.request_run(data["disk"], data["profile"], trigger=Run.Trigger.API, user=request.user)
-        return Response(
-            RunDetailSerializer(run, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED
-        )
+        """Start a run now (trigger `api`); if its disk is busy it waits and says why. Sent again with the same
+        `Idempotency-Key` and body, it starts nothing and answers the run the key started."""
+
+        def start() -> Run:
+            body = RunRequestSerializer(data=request.data, context=self.get_serializer_context())
+            body.is_valid(raise_exception=True)
+            data = body.validated_data
+            return queueing.request_run(data["disk"], data["profile"], trigger=Run.Trigger.API, user=request.user)
+
+        def show(run: Run) -> dict[str, Any]:
+            return dict(RunDetailSerializer(run, context=self.get_serializer_context()).data)
+
+        return idempotency.create_once(request, self.team, self.get_queryset(), start, show)
 
     @extend_schema(request=None, responses={200: RunDetailSerializer})
     @action(detail=True, methods=["post"])

@@ -22,7 +22,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
     extend_schema_view,
 )
-from rest_framework import mixins, serializers, status
+from rest_framework import mixins, serializers
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -30,6 +30,7 @@ from rest_framework.response import Response
 
 from jobs import links
 from jobs.analysis import curves, stats
+from jobs.api import idempotency
 from jobs.api.base import MAX_ID, TeamScoped, TeamViewSet, team_of
 from jobs.api.pagination import ALWAYS_ALLOWED, NewestFirst
 from jobs.models import Disk, Profile, Run, RunSet
@@ -562,7 +563,9 @@ def knee_rule(query: QueryDict) -> curves.Rule | None:
 @extend_schema_view(
     list=extend_schema(parameters=[SetFilter]),
     retrieve=extend_schema(parameters=KNEE_PARAMETERS),
-    create=extend_schema(request=SetRequestSerializer, responses={201: SetDetailSerializer}),
+    create=extend_schema(
+        request=SetRequestSerializer, responses={201: SetDetailSerializer}, parameters=idempotency.PARAMETERS
+    ),
 )
 class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, TeamViewSet):
     """Sets of runs (sweeps, latency-target searches, groups, group-size sweeps): list with filters, start one now
@@ -596,13 +599,18 @@ class RunSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
         return Response(self._detail(run_set, rule=rule))
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        body = SetRequestSerializer(data=request.data, context=self.get_serializer_context())
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        run_set = (
-            self._start_on_disks(data, request.user) if "disks" in data else self._start_on_disk(data, request.user)
-        )
-        return Response(self._detail(run_set), status=status.HTTP_201_CREATED)
+        """Start a set now (trigger `api`). Sent again with the same `Idempotency-Key` and body, it starts nothing and
+        answers the set the key started."""
+
+        def start() -> RunSet:
+            body = SetRequestSerializer(data=request.data, context=self.get_serializer_context())
+            body.is_valid(raise_exception=True)
+            data = body.validated_data
+            if "disks" in data:
+                return self._start_on_disks(data, request.user)
+            return self._start_on_disk(data, request.user)
+
+        return idempotency.create_once(request, self.team, self.get_queryset(), start, self._detail)
 
     @staticmethod
     def _start_on_disks(data: dict[str, Any], user: Any) -> RunSet:
