@@ -8,6 +8,7 @@ import fnmatch
 import io
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from benchweb_client.api import Api
 from benchweb_client.errors import ClientError
 from benchweb_client.outcome import Outcome, could_not_run, exit_status
 
-INTERRUPTED = 130
+INTERRUPTED = 128 + signal.SIGINT
 # CI systems' ids of this pipeline job: a retry of the same job gets the same key, so it starts nothing new.
 CI_KEYS = (("GITHUB_RUN_ID", "GITHUB_JOB"), ("CI_PIPELINE_ID", "CI_JOB_NAME"))
 
@@ -180,13 +181,15 @@ def run(
         return
     board = waiting.Board(sys.stderr, sys.stderr.isatty(), progress_every)
     fetch = lambda run_id: api.json("run", ids={"id": run_id})  # noqa: E731
+    stopped_by = _stop_on_signals()
     try:
         waiting.wait(runs, names, fetch, board, poll_s)
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C leaves at once
         cancel = lambda run_id: api.call("run_cancel", ids={"id": run_id}, ok=(200, 400))  # noqa: E731
         for line in waiting.cancel_all(runs, names, cancel, fetch, board, cancel_timeout):
             board.say(f"benchweb: cancelled {line}")
-        sys.exit(INTERRUPTED)
+        sys.exit(128 + (stopped_by[-1] if stopped_by else signal.SIGINT))
     outcomes = [_judge(api, run_, names[i], chosen_gates) for i, run_ in runs.items()]
     for outcome in outcomes:
         click.echo(outcome.line())
@@ -198,6 +201,21 @@ def run(
     if json_to:
         _write(json_to, reports.json_text(outcomes, title))
     sys.exit(exit_status(outcomes))
+
+
+def _stop_on_signals() -> list[int]:
+    """Ctrl-C, and the SIGTERM a CI system sends when a job is cancelled, both stop the wait (as KeyboardInterrupt)
+    so the runs are cancelled rather than left running. Installed even where the shell that started the client
+    ignores SIGINT (a background job), since the client's promise is that it cancels. Returns the signals seen."""
+    seen: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    return seen
 
 
 def _start_sets(
