@@ -162,8 +162,9 @@ def run(
     title = f"{profile['name']} on {len(disks)} disk{'s' * (len(disks) != 1)}"
     names: dict[int, str] = {}
     runs: dict[int, dict[str, Any]] = {}
+    set_of: dict[int, int] = {}  # a member run's id -> its set's, cancelled as a whole
     if group or is_set:
-        runs = _start_sets(api, profile, disks, group, base_key, names)
+        runs = _start_sets(api, profile, disks, group, base_key, names, set_of)
     else:
         for disk in disks:
             headers = {"Idempotency-Key": f"{base_key}:disk-{disk['id']}"} if base_key else None
@@ -186,7 +187,16 @@ def run(
         waiting.wait(runs, names, fetch, board, poll_s)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C leaves at once
-        cancel = lambda run_id: api.call("run_cancel", ids={"id": run_id}, ok=(200, 400))  # noqa: E731
+        cancelled_sets: set[int] = set()
+
+        def cancel(run_id: int) -> None:
+            # A set is cancelled whole, so that a sweep's next point does not start after its running one ends.
+            if run_id not in set_of:
+                api.call("run_cancel", ids={"id": run_id}, ok=(200, 400))
+            elif set_of[run_id] not in cancelled_sets:
+                cancelled_sets.add(set_of[run_id])
+                api.call("set_cancel", ids={"id": set_of[run_id]}, ok=(200, 400))
+
         for line in waiting.cancel_all(runs, names, cancel, fetch, board, cancel_timeout):
             board.say(f"benchweb: cancelled {line}")
         sys.exit(128 + (stopped_by[-1] if stopped_by else signal.SIGINT))
@@ -219,7 +229,13 @@ def _stop_on_signals() -> list[int]:
 
 
 def _start_sets(
-    api: Api, profile: dict[str, Any], disks: list[dict[str, Any]], group: bool, key: str | None, names: dict[int, str]
+    api: Api,
+    profile: dict[str, Any],
+    disks: list[dict[str, Any]],
+    group: bool,
+    key: str | None,
+    names: dict[int, str],
+    set_of: dict[int, int],
 ) -> dict[int, dict[str, Any]]:
     """Start the group (or one sweep a disk) and return its member runs: what the client waits for and judges."""
     bodies = [{"disks": [d["id"] for d in disks], "profile": profile["id"]}] if group else \
@@ -233,6 +249,7 @@ def _start_sets(
         click.echo(f"set {made['id']} started: {api.config.url}/sets/{made['id']}/", err=True)
         for member in made["members"]:
             names[member["id"]] = _name(by_id[member["disk"]])
+            set_of[member["id"]] = made["id"]
             runs[member["id"]] = {"id": member["id"], "state": member["state"], "final": False}
     return runs
 

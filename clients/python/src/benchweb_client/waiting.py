@@ -24,7 +24,7 @@ def progress_line(name: str, run: dict[str, Any]) -> str:
         parts.append("preconditioning")
     if (eta := progress.get("eta_s")) is not None and not run.get("final"):
         parts.append(f"ETA {duration(float(eta))}")
-    elif not run.get("final") and run.get("explanation"):
+    elif not run.get("final") and run.get("explanation") and run["explanation"] != run["state"]:
         parts.append(str(run["explanation"])[:100])
     return ", ".join(parts)
 
@@ -39,7 +39,8 @@ class Board:
 
     def __init__(self, out: TextIO, tty: bool, every: float) -> None:
         self.out, self.tty, self.every = out, tty, every
-        self._drawn, self._last = 0, 0.0
+        self._drawn = 0
+        self._last: float | None = None  # the first lines are printed at once
 
     def show(self, lines: list[str], force: bool = False) -> None:
         if self.tty:
@@ -47,7 +48,7 @@ class Board:
                 self.out.write(f"\x1b[{self._drawn}F")
             self.out.write("".join(f"\x1b[2K{line}\n" for line in lines))
             self._drawn = len(lines)
-        elif force or time.monotonic() - self._last >= self.every:
+        elif force or self._last is None or time.monotonic() - self._last >= self.every:
             self.out.write("".join(f"{line}\n" for line in lines))
             self._last = time.monotonic()
         self.out.flush()
@@ -85,7 +86,8 @@ def cancel_all(
     going = asked = [i for i, run in runs.items() if not run.get("final")]
     for run_id in asked:
         cancel(run_id)
-    board.say(f"benchweb: Ctrl-C: cancelling {len(going)} run{'s' * (len(going) != 1)}, waiting for them to stop")
+    them = "them" if len(going) != 1 else "it"
+    board.say(f"benchweb: Ctrl-C: cancelling {len(going)} run{'s' * (len(going) != 1)} and waiting for {them} to stop")
     deadline = time.monotonic() + timeout_s
     while going and time.monotonic() < deadline:
         for run_id in going:
