@@ -267,8 +267,13 @@ def _judge(api: Api, run_: dict[str, Any], name: str, chosen: list[gates.Gate]) 
 
 
 def _baseline(api: Api, run_: dict[str, Any]) -> dict[str, Any]:
-    """The product's statistical compare of the disk's runs of this profile before this run against it and after."""
-    params = {"disk": run_["disk"], "split": run_["started_at"], "profile": run_["profile_name"], "metric": "iops"}
+    """The product's statistical compare (GET /api/v1/compare/stats/) of the disk's latest runs of this profile,
+    this one among them, against the runs before them. The test needs gates.BASELINE_RUNS runs a side, so the split
+    is where the latest that many runs begin: a single new run alone could never be judged."""
+    latest = api.json("runs", params={"disk": run_["disk"], "profile": run_["profile"], "state": "succeeded",
+                                      "page_size": gates.BASELINE_RUNS})["results"]  # fmt: skip
+    split = min([r["finished_at"] for r in latest if r.get("finished_at")] + [run_["finished_at"]])
+    params = {"disk": run_["disk"], "split": split, "profile": run_["profile_name"], "metric": "iops"}
     try:
         return dict(api.json("compare", params=params))
     except ClientError as exc:

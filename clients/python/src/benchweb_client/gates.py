@@ -2,8 +2,8 @@
 (and, for `baseline`, the product's statistical compare). Pure: no HTTP here.
 
     promise[:PCT]     total IOPS below the disk's promise (the limit at the run's block size) by more than PCT %
-    baseline[:PCT]    significantly slower than the disk's runs of the profile before this one (compare/stats),
-                      by more than PCT % (default 0)
+    baseline[:PCT]    the disk's latest BASELINE_RUNS runs of the profile (this one among them) significantly slower
+                      than its runs before them, by more than PCT % (default 0): the product's compare/stats
     steady            the run's steady-state stamp says not steady
     fresh-blocks      the run carries a "Fresh blocks" warning
     client-bound, …   the run has that verdict (any of benchweb's verdict kinds; `verdicts`: any verdict)
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
+BASELINE_RUNS = 5  # the runs a side benchweb's statistical compare needs (jobs/analysis/stats.py MIN_RUNS)
 VERDICT_KINDS = ("client_bound", "cache_suspected", "device_saturated", "throttled_at_promise", "stripe_imbalance",
                  "host_under_pressure")  # fmt: skip
 PERCENTILES = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p99.9": "p99_9"}
@@ -155,9 +156,11 @@ def _baseline(gate: Gate, compared: dict[str, Any]) -> Check:
         return Check(gate.text, SKIP, "no baseline compared")
     text, verdict, percent = compared.get("text") or "", compared.get("verdict"), compared.get("percent")
     if verdict == "significant" and percent is not None and percent < -gate.percent:
-        return Check(gate.text, FAIL, f"slower than the baseline: {text}")
+        return Check(gate.text, FAIL, f"the latest {BASELINE_RUNS} runs are slower than the ones before: {text}")
     if verdict == "not_enough":
-        return Check(gate.text, SKIP, f"baseline not judged: {text}")
+        left_out = sum((compared.get(side) or {}).get("left_out_unsteady") or 0 for side in ("a", "b"))
+        why = f" ({left_out} not steady left out)" if left_out else ""
+        return Check(gate.text, SKIP, f"baseline not judged: {text}{why}")
     return Check(gate.text, PASS, text)
 
 
