@@ -107,8 +107,8 @@ def test_a_run_that_passes_its_gates_exits_0_and_writes_junit_and_markdown(bench
     assert report.count('classname="benchweb.loopback:fast"') == 3 and 'name="p99&lt;=10s"' in report
 
     html = markdown(summary.read_text(), extensions=["tables"])
-    assert f'<a href="{bench.stack.url}/runs/{run_id}/">run {run_id}</a>' in html
-    assert "<td>✅ PASS</td>" in html and "Not enough runs to tell" in html
+    assert f'<a href="{bench.stack.url}/runs/{run_id}/">run\u00a0{run_id}</a>' in html
+    assert "<td>PASS</td>" in html and "Not enough runs to tell" in html
     assert bench.client_env["BENCHWEB_TOKEN"] not in done.stdout + done.stderr + report + summary.read_text()
 
 

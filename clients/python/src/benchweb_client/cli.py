@@ -197,7 +197,8 @@ def run(
                 cancelled_sets.add(set_of[run_id])
                 api.call("set_cancel", ids={"id": set_of[run_id]}, ok=(200, 400))
 
-        for line in waiting.cancel_all(runs, names, cancel, fetch, board, cancel_timeout):
+        by = "SIGTERM" if stopped_by and stopped_by[-1] == signal.SIGTERM else "Ctrl-C"
+        for line in waiting.cancel_all(runs, names, cancel, fetch, board, cancel_timeout, by):
             board.say(f"benchweb: cancelled {line}")
         sys.exit(128 + (stopped_by[-1] if stopped_by else signal.SIGINT))
     outcomes = [_judge(api, run_, names[i], chosen_gates) for i, run_ in runs.items()]

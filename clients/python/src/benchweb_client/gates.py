@@ -160,7 +160,7 @@ def _baseline(gate: Gate, compared: dict[str, Any]) -> Check:
     if verdict == "not_enough":
         left_out = sum((compared.get(side) or {}).get("left_out_unsteady") or 0 for side in ("a", "b"))
         why = f" ({left_out} not steady left out)" if left_out else ""
-        return Check(gate.text, SKIP, f"baseline not judged: {text}{why}")
+        return Check(gate.text, SKIP, f"not judged: {text}{why}")
     return Check(gate.text, PASS, text)
 
 

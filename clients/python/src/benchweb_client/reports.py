@@ -12,7 +12,9 @@ from typing import Any
 from benchweb_client import gates
 from benchweb_client.outcome import ERRORED, FAILED, Outcome, exit_status
 
-ICONS = {"PASS": "✅ PASS", "FAIL": "❌ FAIL", "ERROR": "⚠️ ERROR"}
+# Words, not emoji: every renderer and font shows them. NBSP keeps "run 12" and "3.1 ms" on one line.
+ICONS = {"PASS": "PASS", "FAIL": "**FAIL**", "ERROR": "**ERROR**"}
+NBSP = "\u00a0"
 
 
 def junit(outcomes: list[Outcome], seconds: float, title: str) -> str:
@@ -52,6 +54,15 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _gist(outcome: Outcome) -> str:
+    """The table's short reason: what failed or went wrong in full, else how the gates went."""
+    if outcome.result != "PASS" or not outcome.checks:
+        return outcome.reason
+    tally = {status: sum(1 for c in outcome.checks if c.status == status) for status in (gates.PASS, gates.SKIP)}
+    said = ", ".join(f"{n} {'passed' if status == gates.PASS else 'skipped'}" for status, n in tally.items() if n)
+    return f"{len(outcome.checks)} gate{'s' * (len(outcome.checks) != 1)}: {said}"
+
+
 def markdown(outcomes: list[Outcome], title: str) -> str:
     tally = {r: sum(1 for o in outcomes if o.result == r) for r in ICONS}
     said = ", ".join(f"{n} {r}" for r, n in tally.items() if n)
@@ -59,17 +70,17 @@ def markdown(outcomes: list[Outcome], title: str) -> str:
              "| Disk | Result | Run | IOPS | p99 | Why |", "|---|---|---|--:|--:|---|"]  # fmt: skip
     for o in outcomes:
         run = o.run or {}
-        link = f"[run {run['id']}]({o.url})" if run else "—"
+        link = f"[run{NBSP}{run['id']}]({o.url})" if run else "—"
         iops, p99 = gates.total_iops(run), gates.latency_us(run, "p99")
         lines.append(
             f"| {_cell(o.disk)} | {ICONS[o.result]} | {link} | {gates.iops_text(iops) if iops is not None else '—'} "
-            f"| {gates.latency_text(p99) if p99 is not None else '—'} | {_cell(o.reason)} |"
+            f"| {gates.latency_text(p99).replace(' ', NBSP) if p99 is not None else '—'} | {_cell(_gist(o))} |"
         )
     gated = [o for o in outcomes if o.checks and o.result != ERRORED]
     if gated:
         lines += ["", "<details><summary>Every gate</summary>", "", "| Disk | Gate | Result | Figure |",
                   "|---|---|---|---|"]  # fmt: skip
-        lines += [f"| {_cell(o.disk)} | `{_cell(c.gate)}` | {c.status} | {_cell(c.message)} |"
+        lines += [f"| {_cell(o.disk)} | `{_cell(c.gate)}` | {c.status.upper()} | {_cell(c.message)} |"
                   for o in gated for c in o.checks]  # fmt: skip
         lines += ["", "</details>"]
     if any(o.result == FAILED for o in outcomes):

@@ -80,6 +80,7 @@ def cancel_all(
     fetch: Fetch,
     board: Board,
     timeout_s: float,
+    stopped_by: str = "Ctrl-C",
 ) -> list[str]:
     """Cancel every run not yet final, then wait (up to timeout_s) for each to leave running; what happened to
     each, one line a run."""
@@ -87,7 +88,9 @@ def cancel_all(
     for run_id in asked:
         cancel(run_id)
     them = "them" if len(going) != 1 else "it"
-    board.say(f"benchweb: Ctrl-C: cancelling {len(going)} run{'s' * (len(going) != 1)} and waiting for {them} to stop")
+    board.say(
+        f"benchweb: {stopped_by}: cancelling {len(going)} run{'s' * (len(going) != 1)} and waiting for {them} to stop"
+    )
     deadline = time.monotonic() + timeout_s
     while going and time.monotonic() < deadline:
         for run_id in going:
