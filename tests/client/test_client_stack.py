@@ -149,6 +149,24 @@ def test_an_unreachable_host_exits_2_with_the_products_reason(bench, sshd, tmp_p
     assert 'errors="1"' in junit.read_text() and 'type="could-not-run"' in junit.read_text()
 
 
+def test_a_disk_refused_after_others_started_cancels_those_and_exits_2_naming_it(bench):
+    started = bench.disk("first")
+    bench.stack.call("POST", "/api/v1/disks/", 201, host=bench.host["id"], label="raw", kind="block",
+                     target_path="/dev/benchweb-test-raw", disk_type="custom")  # fmt: skip
+    bench.stack.call("POST", "/api/v1/profiles/", 201, name="ci write", tool="fio", rw="randwrite",
+                     block_size_bytes=4096, iodepth=1, jobs=1, runtime_s=30, time_based=True, ioengine="psync",
+                     direct=False, size_bytes=8 * 2**20)  # fmt: skip
+
+    done = bench.client("run", "--profile", "ci write", "--disk", "first", "--disk", "raw", "--wait")
+
+    assert done.returncode == 2, done.stdout + done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("benchweb: disk loopback:raw: POST /api/v1/runs/ refused (400): profile: "), last
+    assert last.endswith("(the run already started was cancelled)"), last
+    runs = bench.stack.call("GET", f"/api/v1/runs/?disk={started['id']}")["results"]
+    assert [run["state"] for run in runs] == ["cancelled"], runs
+
+
 def test_ctrl_c_while_waiting_cancels_the_runs_it_started(bench):
     disks = [bench.disk(label) for label in ("long-a", "long-b")]
     client = subprocess.Popen([str(CLIENT), "run", "--profile", "ci 60 s", "--disk", "long-a", "--disk", "long-b",

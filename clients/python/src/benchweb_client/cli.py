@@ -163,47 +163,39 @@ def run(
     names: dict[int, str] = {}
     runs: dict[int, dict[str, Any]] = {}
     set_of: dict[int, int] = {}  # a member run's id -> its set's, cancelled as a whole
-    if group or is_set:
-        runs = _start_sets(api, profile, disks, group, base_key, names, set_of)
-    else:
-        for disk in disks:
-            headers = {"Idempotency-Key": f"{base_key}:disk-{disk['id']}"} if base_key else None
-            answer = api.call("run_create", body={"disk": disk["id"], "profile": profile["id"]}, headers=headers)
-            made = answer.json()
-            replayed = answer.headers.get("Idempotent-Replayed") == "true"
-            names[made["id"]] = _name(disk)
-            runs[made["id"]] = made
-            said = "already started by this key" if replayed else "started"
-            click.echo(f"disk {_name(disk)}: run {made['id']} {said}: {api.page_url(made['id'])}", err=True)
-    if not (wait_ or chosen_gates or junit or markdown):
-        if json_to:
-            _write(json_to, json.dumps({"runs": [{"id": i, "disk": names[i], "url": api.page_url(i)} for i in runs]},
-                                       indent=2) + "\n")  # fmt: skip
-        return
     board = waiting.Board(sys.stderr, sys.stderr.isatty(), progress_every)
     fetch = lambda run_id: api.json("run", ids={"id": run_id})  # noqa: E731
     stopped_by = _stop_on_signals()
+    waits = bool(wait_ or chosen_gates or junit or markdown)
     try:
-        waiting.wait(runs, names, fetch, board, poll_s)
+        try:
+            if group or is_set:
+                _start_sets(api, profile, disks, group, base_key, names, runs, set_of)
+            else:
+                _start_runs(api, profile, disks, base_key, names, runs)
+        except ClientError as exc:
+            # A refusal after some runs started: those are not left running for a trigger that failed.
+            if runs:
+                _cancel_all(api, runs, names, set_of, fetch, board, cancel_timeout, "a disk was refused")
+                said = "the run already started was" if len(runs) == 1 else f"the {len(runs)} runs already started were"
+                raise ClientError(f"{exc} ({said} cancelled)") from exc
+            raise
+        if waits:
+            waiting.wait(runs, names, fetch, board, poll_s)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C leaves at once
-        cancelled_sets: set[int] = set()
-
-        def cancel(run_id: int) -> None:
-            # A set is cancelled whole, so that a sweep's next point does not start after its running one ends.
-            if run_id not in set_of:
-                api.call("run_cancel", ids={"id": run_id}, ok=(200, 400))
-            elif set_of[run_id] not in cancelled_sets:
-                cancelled_sets.add(set_of[run_id])
-                api.call("set_cancel", ids={"id": set_of[run_id]}, ok=(200, 400))
-
         by = "SIGTERM" if stopped_by and stopped_by[-1] == signal.SIGTERM else "Ctrl-C"
-        for line in waiting.cancel_all(runs, names, cancel, fetch, board, cancel_timeout, by):
-            board.say(f"benchweb: cancelled {line}")
+        _cancel_all(api, runs, names, set_of, fetch, board, cancel_timeout, by)
         sys.exit(128 + (stopped_by[-1] if stopped_by else signal.SIGINT))
+    if not waits:
+        if json_to:
+            started_runs = [{"id": i, "disk": names[i], "url": api.page_url(i)} for i in runs]
+            _write(json_to, json.dumps({"runs": started_runs}, indent=2) + "\n")
+        return
     outcomes = [_judge(api, run_, names[i], chosen_gates) for i, run_ in runs.items()]
     for outcome in outcomes:
-        click.echo(outcome.line())
+        # With the JSON report on stdout, the lines go to stderr, so that stdout is JSON only.
+        click.echo(outcome.line(), err=json_to == "-")
     seconds = time.monotonic() - started
     if junit:
         _write(junit, reports.junit(outcomes, seconds, title))
@@ -212,6 +204,52 @@ def run(
     if json_to:
         _write(json_to, reports.json_text(outcomes, title))
     sys.exit(exit_status(outcomes))
+
+
+def _start_runs(
+    api: Api,
+    profile: dict[str, Any],
+    disks: list[dict[str, Any]],
+    key: str | None,
+    names: dict[int, str],
+    runs: dict[int, dict[str, Any]],
+) -> None:
+    """One run a disk, each added to `runs` as soon as benchweb made it (so an interrupt knows what to cancel)."""
+    for disk in disks:
+        headers = {"Idempotency-Key": f"{key}:disk-{disk['id']}"} if key else None
+        try:
+            answer = api.call("run_create", body={"disk": disk["id"], "profile": profile["id"]}, headers=headers)
+        except ClientError as exc:
+            raise ClientError(f"disk {_name(disk)}: {exc}", exc.status) from exc
+        made = answer.json()
+        names[made["id"]] = _name(disk)
+        runs[made["id"]] = made
+        said = "already started by this key" if answer.headers.get("Idempotent-Replayed") == "true" else "started"
+        click.echo(f"disk {_name(disk)}: run {made['id']} {said}: {api.page_url(made['id'])}", err=True)
+
+
+def _cancel_all(
+    api: Api,
+    runs: dict[int, dict[str, Any]],
+    names: dict[int, str],
+    set_of: dict[int, int],
+    fetch: waiting.Fetch,
+    board: waiting.Board,
+    timeout_s: float,
+    why: str,
+) -> None:
+    cancelled_sets: set[int] = set()
+
+    def cancel(run_id: int) -> None:
+        # A set is cancelled whole, so that a sweep's next point does not start after its running one ends.
+        if run_id not in set_of:
+            api.call("run_cancel", ids={"id": run_id}, ok=(200, 400))
+        elif set_of[run_id] not in cancelled_sets:
+            cancelled_sets.add(set_of[run_id])
+            api.call("set_cancel", ids={"id": set_of[run_id]}, ok=(200, 400))
+
+    for line in waiting.cancel_all(runs, names, cancel, fetch, board, timeout_s, why):
+        board.say(f"benchweb: cancelled {line}")
 
 
 def _stop_on_signals() -> list[int]:
@@ -236,13 +274,13 @@ def _start_sets(
     group: bool,
     key: str | None,
     names: dict[int, str],
+    runs: dict[int, dict[str, Any]],
     set_of: dict[int, int],
-) -> dict[int, dict[str, Any]]:
-    """Start the group (or one sweep a disk) and return its member runs: what the client waits for and judges."""
+) -> None:
+    """Start the group (or one sweep a disk); its member runs go into `runs`: what the client waits for and judges."""
     bodies = [{"disks": [d["id"] for d in disks], "profile": profile["id"]}] if group else \
              [{"disk": d["id"], "profile": profile["id"]} for d in disks]  # fmt: skip
     by_id = {d["id"]: d for d in disks}
-    runs: dict[int, dict[str, Any]] = {}
     for body in bodies:
         suffix = "group" if group else f"disk-{body['disk']}"
         headers = {"Idempotency-Key": f"{key}:{suffix}"} if key else None
@@ -252,7 +290,6 @@ def _start_sets(
             names[member["id"]] = _name(by_id[member["disk"]])
             set_of[member["id"]] = made["id"]
             runs[member["id"]] = {"id": member["id"], "state": member["state"], "final": False}
-    return runs
 
 
 def _judge(api: Api, run_: dict[str, Any], name: str, chosen: list[gates.Gate]) -> Outcome:
@@ -288,7 +325,23 @@ def _write(path: str, text: str) -> None:
         Path(path).write_text(text)
 
 
-# --- import, results, export -----------------------------------------------------------------------------------
+# --- disks, import, results, export ----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--label", "labels", multiple=True, help="Only disks whose label matches (glob).")
+@click.option("--host", "hosts", multiple=True, help="Only disks of hosts whose name matches (glob) or id.")
+@click.option("--json", "as_json", is_flag=True, help="JSON: id, name (host:label), target_path.")
+@click.pass_obj
+def disks(ctx: Context, labels: tuple[str, ...], hosts: tuple[str, ...], as_json: bool) -> None:
+    """The team's disks, as --disk takes them: id and host:label."""
+    found = _disks(ctx.api, (), labels or ("*",), hosts)
+    rows = [{"id": d["id"], "name": _name(d), "target_path": d["target_path"]} for d in found]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        click.echo(f"{row['id']:>6}  {row['name']:<32} {row['target_path']}")
 
 
 @cli.command(name="import")

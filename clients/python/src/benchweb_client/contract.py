@@ -31,7 +31,7 @@ RUN_FIELDS = (
 
 OPERATIONS = {
     "disks": Operation("GET", "/api/v1/disks/", params=("page", "page_size"),
-                       reads=("next", "results[].id", "results[].label", "results[].host")),
+                       reads=("next", "results[].id", "results[].label", "results[].host", "results[].target_path")),
     "hosts": Operation("GET", "/api/v1/hosts/", params=("page", "page_size"),
                        reads=("next", "results[].id", "results[].name")),
     "profiles": Operation("GET", "/api/v1/profiles/", params=("page", "page_size"),
