@@ -7,9 +7,10 @@ import copy
 import re
 import tomllib
 
+import pytest
 from benchweb_client import contract
 
-from tests.client.schema import server_schema
+from tests.client.schema import server_schema, takes_idempotency_key
 from tests.stacks import ROOT
 
 
@@ -57,3 +58,22 @@ def test_the_clients_dependencies_are_pinned_as_the_project_pins_them():
     for requirement in client["dependencies"]:
         name, version = requirement.split("==")
         assert pins.get(name) == version, f"{requirement}: the project pins {name}=={pins.get(name)}"
+
+
+@pytest.mark.skipif(not takes_idempotency_key(), reason="needs the Idempotency-Key server side")
+def test_the_server_schema_documents_the_idempotency_headers_the_client_sends_and_reads():
+    assert contract.header_drift(server_schema()) == []
+
+
+def test_a_schema_without_the_idempotency_headers_fails_naming_them():
+    bare = copy.deepcopy(server_schema())
+    for path in ("/api/v1/runs/", "/api/v1/sets/"):
+        operation = bare["paths"][path]["post"]
+        operation["parameters"] = [p for p in operation.get("parameters", []) if p.get("in") != "header"]
+        operation["responses"]["201"].pop("headers", None)
+    assert contract.header_drift(bare) == [
+        "POST /api/v1/runs/ (run_create): no request header 'Idempotency-Key'",
+        "POST /api/v1/runs/ (run_create): the answer has no header 'Idempotent-Replayed'",
+        "POST /api/v1/sets/ (set_create): no request header 'Idempotency-Key'",
+        "POST /api/v1/sets/ (set_create): the answer has no header 'Idempotent-Replayed'",
+    ]

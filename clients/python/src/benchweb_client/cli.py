@@ -18,10 +18,12 @@ import click
 
 from benchweb_client import __version__, config, gates, reports, waiting
 from benchweb_client.api import Api
+from benchweb_client.contract import IDEMPOTENCY, REPLAYED
 from benchweb_client.errors import ClientError
 from benchweb_client.outcome import Outcome, could_not_run, exit_status
 
 INTERRUPTED = 128 + signal.SIGINT
+(KEY_HEADER,), (REPLAYED_HEADER,) = IDEMPOTENCY, REPLAYED
 # CI systems' ids of this pipeline job: a retry of the same job gets the same key, so it starts nothing new.
 CI_KEYS = (("GITHUB_RUN_ID", "GITHUB_JOB"), ("CI_PIPELINE_ID", "CI_JOB_NAME"))
 
@@ -216,7 +218,7 @@ def _start_runs(
 ) -> None:
     """One run a disk, each added to `runs` as soon as benchweb made it (so an interrupt knows what to cancel)."""
     for disk in disks:
-        headers = {"Idempotency-Key": f"{key}:disk-{disk['id']}"} if key else None
+        headers = {KEY_HEADER: f"{key}:disk-{disk['id']}"} if key else None
         try:
             answer = api.call("run_create", body={"disk": disk["id"], "profile": profile["id"]}, headers=headers)
         except ClientError as exc:
@@ -224,7 +226,7 @@ def _start_runs(
         made = answer.json()
         names[made["id"]] = _name(disk)
         runs[made["id"]] = made
-        said = "already started by this key" if answer.headers.get("Idempotent-Replayed") == "true" else "started"
+        said = "already started by this key" if answer.headers.get(REPLAYED_HEADER) == "true" else "started"
         click.echo(f"disk {_name(disk)}: run {made['id']} {said}: {api.page_url(made['id'])}", err=True)
 
 
@@ -283,7 +285,7 @@ def _start_sets(
     by_id = {d["id"]: d for d in disks}
     for body in bodies:
         suffix = "group" if group else f"disk-{body['disk']}"
-        headers = {"Idempotency-Key": f"{key}:{suffix}"} if key else None
+        headers = {KEY_HEADER: f"{key}:{suffix}"} if key else None
         made = api.json("set_create", body=body, headers=headers)
         click.echo(f"set {made['id']} started: {api.config.url}/sets/{made['id']}/", err=True)
         for member in made["members"]:

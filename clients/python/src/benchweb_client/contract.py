@@ -18,6 +18,8 @@ class Operation:
     reads: tuple[str, ...] = ()
     status: int = 200
     content: str = "application/json"
+    headers: tuple[str, ...] = ()  # request headers it sends
+    answer_headers: tuple[str, ...] = ()  # answer headers it reads
 
     def url(self, **ids: int) -> str:
         return self.path.format(**ids)
@@ -29,6 +31,8 @@ RUN_FIELDS = (
     "verdicts[].kind", "verdicts[].text", "run_set",
 )  # fmt: skip
 
+IDEMPOTENCY, REPLAYED = ("Idempotency-Key",), ("Idempotent-Replayed",)
+
 OPERATIONS = {
     "disks": Operation("GET", "/api/v1/disks/", params=("page", "page_size"),
                        reads=("next", "results[].id", "results[].label", "results[].host", "results[].target_path")),
@@ -37,13 +41,15 @@ OPERATIONS = {
     "profiles": Operation("GET", "/api/v1/profiles/", params=("page", "page_size"),
                           reads=("next", "results[].id", "results[].name", "results[].sweep_plan",
                                  "results[].sla_target_us")),
-    "run_create": Operation("POST", "/api/v1/runs/", sends=("disk", "profile"), reads=RUN_FIELDS, status=201),
+    "run_create": Operation("POST", "/api/v1/runs/", sends=("disk", "profile"), reads=RUN_FIELDS, status=201,
+                            headers=IDEMPOTENCY, answer_headers=REPLAYED),
     "run": Operation("GET", "/api/v1/runs/{id}/", reads=RUN_FIELDS),
     "runs": Operation("GET", "/api/v1/runs/", params=("disk", "profile", "state", "page_size"),
                       reads=("results[].id", "results[].finished_at")),
     "run_cancel": Operation("POST", "/api/v1/runs/{id}/cancel/", reads=("id", "state", "final")),
     "set_create": Operation("POST", "/api/v1/sets/", sends=("disk", "disks", "profile"),
-                            reads=("id", "members[].id", "members[].state", "members[].disk"), status=201),
+                            reads=("id", "members[].id", "members[].state", "members[].disk"), status=201,
+                            headers=IDEMPOTENCY, answer_headers=REPLAYED),
     "set_cancel": Operation("POST", "/api/v1/sets/{id}/cancel/", reads=("id", "state")),
     "compare": Operation("GET", "/api/v1/compare/stats/", params=("disk", "split", "profile", "metric"),
                          reads=("verdict", "text", "percent", "a.left_out_unsteady", "b.left_out_unsteady")),
@@ -80,6 +86,19 @@ def drift(schema: dict[str, Any]) -> list[str]:
             continue
         problems += [f"{where}: the answer has no field {f!r}" for f in op.reads
                      if not _has(schema, answer.get("schema"), f)]  # fmt: skip
+    return problems
+
+
+def header_drift(schema: dict[str, Any]) -> list[str]:
+    """As drift, for the headers the client sends and reads (the idempotency key and its replay flag)."""
+    problems = []
+    for name, op in OPERATIONS.items():
+        found = schema.get("paths", {}).get(op.path, {}).get(op.method.lower()) or {}
+        where = f"{op.method} {op.path} ({name})"
+        taken = {p["name"].lower() for p in found.get("parameters", []) if p.get("in") == "header"}
+        problems += [f"{where}: no request header {h!r}" for h in op.headers if h.lower() not in taken]
+        answered = {h.lower() for h in found.get("responses", {}).get(str(op.status), {}).get("headers", {})}
+        problems += [f"{where}: the answer has no header {h!r}" for h in op.answer_headers if h.lower() not in answered]
     return problems
 
 
