@@ -1,0 +1,3 @@
+from benchweb_client.cli import main
+
+main()

@@ -1,0 +1,132 @@
+"""The client's pure parts, on runs as the API gives them: the gates, the progress board, the settings and the
+idempotency key a CI job gets."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from benchweb_client import cli, config, gates, waiting
+from benchweb_client.errors import ClientError
+
+RUN = {
+    "id": 7, "state": "succeeded", "final": True, "warnings": [], "verdicts": [],
+    "steady_state": {"state": "not_steady", "why": "the IOPS range was 31 % of the average"},
+    "limits_snapshot": {"iops": 3000, "effective_iops": 2500},
+    "summary": {"total": {"iops": 2400.0}, "read": {"clat_us": {"p99": 1800.0, "p99_9": 4100.0}},
+                "write": {"clat_us": {"p99": 2300.0, "p99_9": 3900.0}}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "message"),
+    [
+        ("promise:10", gates.PASS, "2,400 IOPS is 4.0 % below the promise of 2,500 IOPS"),
+        ("promise:2", gates.FAIL, "2,400 IOPS is 4.0 % below the promise of 2,500 IOPS (allowed 2 % below)"),
+        ("p99<=2ms", gates.FAIL, "p99 2.3 ms (ceiling 2 ms)"),  # the worse direction: write
+        ("p99.9<=4100us", gates.PASS, "p99.9 4.1 ms (ceiling 4.1 ms)"),
+        ("steady", gates.FAIL, "not steady: the IOPS range was 31 % of the average"),
+        ("fresh-blocks", gates.PASS, "no fresh-blocks warning"),
+        ("client-bound", gates.PASS, "no client-bound verdict"),
+    ],
+)
+def test_a_gate_judges_the_run_and_says_the_figure(text, status, message):
+    assert gates.check(gates.parse(text), RUN) == gates.Check(text, status, message)
+
+
+def test_validity_gates_fail_on_the_runs_stamps_and_verdicts():
+    stamped = RUN | {
+        "warnings": ["Fresh blocks: the test files were laid out by fio just now."],
+        "verdicts": [{"kind": "client_bound", "text": "client-bound: CPU 3 was 99 % busy", "evidence": {}}],
+    }
+    assert gates.check(gates.parse("fresh-blocks"), stamped).message == "the test files were laid out by fio just now"
+    assert gates.check(gates.parse("client-bound"), stamped) == gates.Check(
+        "client-bound", "fail", "CPU 3 was 99 % busy"
+    )
+    assert gates.check(gates.parse("verdicts"), stamped).status == gates.FAIL
+    assert gates.check(gates.parse("cache-suspected"), stamped).status == gates.PASS
+
+
+def test_a_gate_without_its_figure_is_skipped_or_failed_never_passed():
+    bare = RUN | {"limits_snapshot": {"error": "a custom disk needs its IOPS"}, "steady_state": None, "summary": {}}
+    assert gates.check(gates.parse("promise"), bare).status == gates.SKIP
+    assert "a custom disk needs its IOPS" in gates.check(gates.parse("promise"), bare).message
+    assert gates.check(gates.parse("steady"), bare).status == gates.SKIP
+    assert gates.check(gates.parse("p99<=1s"), bare).status == gates.FAIL
+    assert gates.check(gates.parse("client-bound"), RUN | {"verdicts": None}).status == gates.SKIP
+
+
+def test_the_baseline_gate_reads_the_products_compare():
+    slower = {"verdict": "significant", "percent": -12.5, "text": "Total IOPS -12.5 % (p = 0.004)"}
+    assert gates.check(gates.parse("baseline"), RUN, slower).status == gates.FAIL
+    assert gates.check(gates.parse("baseline:20"), RUN, slower).status == gates.PASS
+    assert gates.check(gates.parse("baseline"), RUN, slower | {"percent": 3.0}).status == gates.PASS
+    assert gates.check(gates.parse("baseline"), RUN, {"verdict": "not_enough", "text": "n"}).status == gates.SKIP
+
+
+@pytest.mark.parametrize("text", ["promise:x", "steady:3", "p99<2ms", "fast"])
+def test_a_gate_that_is_not_one_is_refused_saying_what_is(text):
+    with pytest.raises(gates.GateError, match=f"--gate {text}"):
+        gates.parse(text)
+
+
+def test_on_a_terminal_the_progress_lines_are_redrawn_in_place():
+    out = io.StringIO()
+    board = waiting.Board(out, tty=True, every=10)
+    board.show(["a 1", "b 1"])
+    board.show(["a 2", "b 2"])
+    assert out.getvalue() == "\x1b[2Ka 1\n\x1b[2Kb 1\n\x1b[2F\x1b[2Ka 2\n\x1b[2Kb 2\n"
+
+
+def test_elsewhere_a_progress_line_is_printed_every_few_seconds_and_at_the_end():
+    out = io.StringIO()
+    board = waiting.Board(out, tty=False, every=3600)
+    board.show(["a 1"])
+    board.show(["a 2"])
+    board.show(["a 3"], force=True)
+    assert out.getvalue() == "a 1\na 3\n"
+
+
+def test_a_progress_line_has_the_state_the_iops_so_far_and_the_eta():
+    running = {"id": 3, "state": "running", "final": False, "explanation": "running",
+               "progress": {"read_iops": 1200.4, "write_iops": 300, "eta_s": 75}}  # fmt: skip
+    assert waiting.progress_line("h:d", running) == "disk h:d: run 3 running, 1,500 IOPS so far, ETA 1 min 15 s"
+
+
+def test_flags_beat_the_environment_which_beats_the_file_and_the_token_is_never_shown(tmp_path, monkeypatch):
+    path = tmp_path / "client.toml"
+    path.write_text('url = "http://file:8000"\ntoken = "from-the-file"\n')
+    monkeypatch.delenv(config.URL_ENV, raising=False)
+    monkeypatch.delenv(config.TOKEN_ENV, raising=False)
+    found = config.load(None, None, str(path))
+    assert (found.url, found.token, found.token_from) == ("http://file:8000", "from-the-file", str(path))
+    monkeypatch.setenv(config.TOKEN_ENV, "from-the-env")
+    assert config.load(None, None, str(path)).token_from == config.TOKEN_ENV
+    flagged = config.load("https://flag/", "from-a-flag", str(path))
+    assert (flagged.url, flagged.token, flagged.url_from) == ("https://flag", "from-a-flag", "--url")
+    assert "from-a-flag" not in repr(flagged)
+
+
+def test_missing_settings_say_which_variable_to_set(tmp_path, monkeypatch):
+    monkeypatch.delenv(config.URL_ENV, raising=False)
+    monkeypatch.delenv(config.TOKEN_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    with pytest.raises(ClientError, match="no benchweb address: set BENCHWEB_URL"):
+        config.load(None, None, None)
+    with pytest.raises(ClientError, match="no API token: set BENCHWEB_TOKEN"):
+        config.load("http://127.0.0.1:8000", None, None)
+    with pytest.raises(ClientError, match="does not exist"):
+        config.load(None, None, str(tmp_path / "nowhere.toml"))
+
+
+def test_a_ci_job_gets_an_idempotency_key_of_its_own(monkeypatch):
+    for name in ("GITHUB_RUN_ID", "GITHUB_JOB", "CI_PIPELINE_ID", "CI_JOB_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    assert cli.idempotency_key(None) is None
+    monkeypatch.setenv("CI_PIPELINE_ID", "981")
+    monkeypatch.setenv("CI_JOB_NAME", "storage-gate")
+    assert cli.idempotency_key(None) == "981-storage-gate"
+    monkeypatch.setenv("GITHUB_RUN_ID", "4711")
+    monkeypatch.setenv("GITHUB_JOB", "check")
+    assert cli.idempotency_key(None) == "4711-check"
+    assert cli.idempotency_key("given") == "given"
