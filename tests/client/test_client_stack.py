@@ -65,6 +65,12 @@ def bench(sshd, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
         "BENCHWEB_VAR_DIR": str(var_dir), "BENCHWEB_PORT": str(port), "BENCHWEB_WEB_WORKERS": "1",
         "BENCHWEB_DEMO_TARGET": "0", "BENCHWEB_PUBLIC_URL": url,
     }  # fmt: skip
+    # ./bw test's migrated template as the stack's database: its migrate then has nothing to do (half this module's
+    # time otherwise). A fresh database's start is tests/stack's subject, not this one's.
+    template = Path(os.environ.get("BENCHWEB_TEST_TEMPLATE_SQLITE") or "/nonexistent")
+    if template.is_file():
+        var_dir.mkdir()
+        shutil.copyfile(template, var_dir / "benchweb.sqlite3")
     with running_stack(var_dir, env):
         stack = Stack(url, env, requests.Session(), sign_up(url, "olga", "a-long-test-password-1"))
         token = stack.manage("create_api_token", "olga", "--name", "pipeline").strip()
