@@ -14,10 +14,3 @@ def server_schema() -> dict[str, Any]:
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
     return dict(json.loads(OpenApiJsonRenderer().render(schema)))
-
-
-def takes_idempotency_key() -> bool:
-    """Whether POST /api/v1/runs/ documents the Idempotency-Key header (the server side of issue 35), as a header
-    parameter or in its words."""
-    operation = server_schema()["paths"]["/api/v1/runs/"]["post"]
-    return "idempotency-key" in json.dumps(operation).lower()

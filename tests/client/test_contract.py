@@ -7,10 +7,9 @@ import copy
 import re
 import tomllib
 
-import pytest
 from benchweb_client import contract
 
-from tests.client.schema import server_schema, takes_idempotency_key
+from tests.client.schema import server_schema
 from tests.stacks import ROOT
 
 
@@ -60,7 +59,6 @@ def test_the_clients_dependencies_are_pinned_as_the_project_pins_them():
         assert pins.get(name) == version, f"{requirement}: the project pins {name}=={pins.get(name)}"
 
 
-@pytest.mark.skipif(not takes_idempotency_key(), reason="needs the Idempotency-Key server side")
 def test_the_server_schema_documents_the_idempotency_headers_the_client_sends_and_reads():
     assert contract.header_drift(server_schema()) == []
 

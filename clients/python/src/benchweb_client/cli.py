@@ -218,7 +218,7 @@ def _start_runs(
 ) -> None:
     """One run a disk, each added to `runs` as soon as benchweb made it (so an interrupt knows what to cancel)."""
     for disk in disks:
-        headers = {KEY_HEADER: f"{key}:disk-{disk['id']}"} if key else None
+        headers = {KEY_HEADER: f"{key}:profile-{profile['id']}:disk-{disk['id']}"} if key else None
         try:
             answer = api.call("run_create", body={"disk": disk["id"], "profile": profile["id"]}, headers=headers)
         except ClientError as exc:
@@ -285,7 +285,7 @@ def _start_sets(
     by_id = {d["id"]: d for d in disks}
     for body in bodies:
         suffix = "group" if group else f"disk-{body['disk']}"
-        headers = {KEY_HEADER: f"{key}:{suffix}"} if key else None
+        headers = {KEY_HEADER: f"{key}:profile-{profile['id']}:{suffix}"} if key else None
         made = api.json("set_create", body=body, headers=headers)
         click.echo(f"set {made['id']} started: {api.config.url}/sets/{made['id']}/", err=True)
         for member in made["members"]:
