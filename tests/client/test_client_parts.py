@@ -3,10 +3,15 @@ idempotency key a CI job gets."""
 
 from __future__ import annotations
 
+import http.server
 import io
+import json
+import threading
+from collections.abc import Iterator
 
 import pytest
 from benchweb_client import cli, config, gates, waiting
+from benchweb_client.api import Api
 from benchweb_client.errors import ClientError
 
 RUN = {
@@ -130,3 +135,65 @@ def test_a_ci_job_gets_an_idempotency_key_of_its_own(monkeypatch):
     monkeypatch.setenv("GITHUB_JOB", "check")
     assert cli.idempotency_key(None) == "4711-check"
     assert cli.idempotency_key("given") == "given"
+
+
+class _Restarting(http.server.BaseHTTPRequestHandler):
+    """benchweb behind a proxy while it restarts: 503 for the first `down` requests, then the run."""
+
+    down = 0
+    asked = 0
+    status = 503
+
+    def do_GET(self) -> None:
+        kind = type(self)
+        kind.asked += 1
+        status, body = (kind.status, b"{}") if kind.asked <= kind.down else (200, json.dumps(RUN).encode())
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def restarting() -> Iterator[type[_Restarting]]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Restarting)
+    _Restarting.asked, _Restarting.down, _Restarting.status = 0, 0, 503
+    _Restarting.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield _Restarting
+    server.shutdown()
+    server.server_close()
+
+
+def _api(url: str) -> Api:
+    return Api(config.Config(url=url, token="bw_test", url_from="--url", token_from="--token"))
+
+
+def test_a_wait_rides_out_benchweb_restarting_and_says_so(restarting):
+    restarting.down = 2
+    heard: list[str] = []
+
+    run = _api(restarting.url).json_patiently("run", 30, heard.append, ids={"id": 7})
+
+    assert run["id"] == 7 and restarting.asked == 3
+    assert len(heard) == 2 and "is unavailable (503); retrying in 1 s" in heard[0], heard
+
+
+def test_a_wait_gives_up_when_benchweb_stays_away_past_the_patience(restarting):
+    restarting.down = 100
+
+    with pytest.raises(ClientError, match=r"unavailable \(503\); gave up after 2 s of retrying"):
+        _api(restarting.url).json_patiently("run", 2, lambda said: None, ids={"id": 7})
+    assert 2 <= restarting.asked <= 3
+
+
+def test_a_refusal_is_not_retried(restarting):
+    restarting.down, restarting.status = 100, 404
+
+    with pytest.raises(ClientError, match=r"refused \(404\)"):
+        _api(restarting.url).json_patiently("run", 30, lambda said: None, ids={"id": 7})
+    assert restarting.asked == 1

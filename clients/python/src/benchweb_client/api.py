@@ -3,6 +3,8 @@ and each failure turned into a one-line ClientError that says what to fix."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -10,7 +12,10 @@ import httpx
 from benchweb_client import __version__
 from benchweb_client.config import Config
 from benchweb_client.contract import OPERATIONS
-from benchweb_client.errors import ClientError
+from benchweb_client.errors import ClientError, Unavailable
+
+# A proxy's answers while benchweb behind it restarts.
+UNAVAILABLE = (502, 503, 504)
 
 
 class Api:
@@ -42,16 +47,19 @@ class Api:
         try:
             answer = self._http.request(op.method, path, params=params, json=body, headers=headers)
         except httpx.TimeoutException as exc:
-            raise ClientError(
+            raise Unavailable(
                 f"benchweb at {self.config.url} did not answer {op.method} {path} in time ({exc})"
             ) from exc
         except httpx.TransportError as exc:
-            raise ClientError(
+            raise Unavailable(
                 f"cannot reach benchweb at {self.config.url} ({exc}): is it running, and is {self.config.url_from} "
                 "the right address?"
             ) from exc
         if answer.status_code in ok:
             return answer
+        if answer.status_code in UNAVAILABLE:
+            said = f"benchweb at {self.config.url} is unavailable ({answer.status_code})"
+            raise Unavailable(f"{op.method} {path}: {said}")
         raise ClientError(self._refusal(op.method, path, answer))
 
     def json(self, name: str, **kwargs: Any) -> Any:
@@ -63,6 +71,20 @@ class Api:
                 f"{self.config.url} answered {OPERATIONS[name].path} with something that is not JSON: is "
                 f"{self.config.url_from} benchweb's address?"
             ) from exc
+
+    def json_patiently(self, name: str, patience_s: float, retrying: Callable[[str], None], **kwargs: Any) -> Any:
+        """As json, riding out benchweb being unavailable for up to patience_s (a restart, a proxy's 502): a poll
+        during a wait must not end the wait, and leave the runs unwatched, for a blip. `retrying` hears each miss."""
+        deadline, pause = time.monotonic() + patience_s, 1.0
+        while True:
+            try:
+                return self.json(name, **kwargs)
+            except Unavailable as exc:
+                if time.monotonic() + pause > deadline:
+                    raise ClientError(f"{exc}; gave up after {patience_s:g} s of retrying") from exc
+                retrying(f"{exc}; retrying in {pause:g} s")
+                time.sleep(pause)
+                pause = min(2 * pause, 10.0)
 
     def every(self, name: str) -> list[dict[str, Any]]:
         """All the items of a paginated list, page after page."""

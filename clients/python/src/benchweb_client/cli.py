@@ -142,11 +142,13 @@ def idempotency_key(given: str | None) -> str | None:
               help="Seconds between progress lines when stderr is not a terminal.")  # fmt: skip
 @click.option("--cancel-timeout", default=120.0, show_default=True,
               help="After Ctrl-C, seconds to wait for the cancelled runs to stop.")  # fmt: skip
+@click.option("--patience", "patience_s", default=300.0, show_default=True,
+              help="While waiting, seconds benchweb may be unreachable (a restart) before giving up.")  # fmt: skip
 @click.pass_obj
 def run(
     ctx: Context, profile_text: str, disk_texts: tuple[str, ...], labels: tuple[str, ...], hosts: tuple[str, ...],
     group: bool, key: str | None, wait_: bool, gate_texts: tuple[str, ...], junit: str | None, markdown: str | None,
-    json_to: str | None, poll_s: float, progress_every: float, cancel_timeout: float,
+    json_to: str | None, poll_s: float, progress_every: float, cancel_timeout: float, patience_s: float,
 ) -> None:  # fmt: skip
     """Run a profile on disks (one run a disk; a sweep profile: one sweep a disk; --group: one group)."""
     try:
@@ -166,7 +168,7 @@ def run(
     runs: dict[int, dict[str, Any]] = {}
     set_of: dict[int, int] = {}  # a member run's id -> its set's, cancelled as a whole
     board = waiting.Board(sys.stderr, sys.stderr.isatty(), progress_every)
-    fetch = lambda run_id: api.json("run", ids={"id": run_id})  # noqa: E731
+    fetch = lambda run_id: api.json_patiently("run", patience_s, board.say, ids={"id": run_id})  # noqa: E731
     stopped_by = _stop_on_signals()
     waits = bool(wait_ or chosen_gates or junit or markdown)
     try:

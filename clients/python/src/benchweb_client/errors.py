@@ -9,3 +9,7 @@ class ClientError(Exception):
     def __init__(self, message: str, status: int = COULD_NOT_RUN) -> None:
         super().__init__(message)
         self.status = status
+
+
+class Unavailable(ClientError):
+    """benchweb did not answer, or a proxy in front of it said it is down (502, 503, 504): worth asking again."""
