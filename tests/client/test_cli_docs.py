@@ -68,7 +68,7 @@ def _parse(command: str) -> None:
 def test_the_guide_shows_every_command_and_the_recipes_run_the_client():
     shell = [c for body in _blocks("sh") for c in _commands(body)]
     commands = {c.split()[1] for c in shell}
-    assert {"run", "disks", "import", "results", "export"} <= commands, commands
+    assert {"run", "disks", "profiles", "import", "results", "export"} <= commands, commands
     assert len(_recipe_commands()) == 2, "the GitHub and GitLab recipes"
     assert len(_ini_and_cron_commands()) == 2, "the cron line and the systemd service"
 

@@ -223,6 +223,18 @@ def test_a_repeated_trigger_with_the_same_key_starts_nothing_new(bench):
         final(bench.stack, made["id"])
 
 
+def test_profiles_lists_what_profile_takes_and_a_wrong_name_points_there(bench):
+    listed = bench.client("profiles", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert rows["ci 2 s"] == {"id": bench.quick["id"], "name": "ci 2 s", "kind": "run"}
+
+    wrong = bench.client("run", "--profile", "ci", "--disk", "1")
+    assert wrong.returncode == 2
+    assert wrong.stderr.startswith("benchweb: no profile 'ci' (did you mean: ci 2 s; ci 60 s"), wrong.stderr
+    assert wrong.stderr.rstrip().endswith("): give its id or exact name (benchweb profiles)"), wrong.stderr
+
+
 def test_a_bad_token_and_an_unreachable_server_say_what_to_fix(bench):
     wrong = bench.client("results", env=bench.client_env | {"BENCHWEB_TOKEN": "bw_not-a-real-token-0123456789"})
     assert wrong.returncode == 2

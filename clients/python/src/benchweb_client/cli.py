@@ -103,7 +103,7 @@ def _profile(api: Api, text: str) -> dict[str, Any]:
     if len(matches) != 1:
         near = [p["name"] for p in profiles if text.lower() in p["name"].lower()][:5]
         hint = f" (did you mean: {'; '.join(near)})" if near else ""
-        raise ClientError(f"no profile {text!r}{hint}: give its id or exact name")
+        raise ClientError(f"no profile {text!r}{hint}: give its id or exact name (benchweb profiles)")
     return matches[0]
 
 
@@ -346,6 +346,24 @@ def disks(ctx: Context, labels: tuple[str, ...], hosts: tuple[str, ...], as_json
         return
     for row in rows:
         click.echo(f"{row['id']:>6}  {row['name']:<32} {row['target_path']}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="JSON: id, name, kind (run, sweep or latency target).")
+@click.pass_obj
+def profiles(ctx: Context, as_json: bool) -> None:
+    """The team's profiles, as --profile takes them: id and exact name."""
+    rows = [
+        {"id": p["id"], "name": p["name"],
+         "kind": "sweep" if p.get("sweep_plan") else "latency target" if p.get("sla_target_us") else "run"}
+        for p in ctx.api.every("profiles")
+    ]  # fmt: skip
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        kind = "" if row["kind"] == "run" else f"  ({row['kind']}: one set a disk)"
+        click.echo(f"{row['id']:>6}  {row['name']}{kind}")
 
 
 @cli.command(name="import")
