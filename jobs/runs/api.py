@@ -516,6 +516,10 @@ class RunSampleSerializer(serializers.ModelSerializer):
         fields = ["t_s", "read_iops", "write_iops"]
 
 
+# Runs a list request may name by id (?id=1&id=2...): one page of the largest page size.
+ID_FILTER_MAX = 200
+
+
 class RunFilter(serializers.Serializer):
     disk = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     host = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
@@ -532,8 +536,16 @@ class RunFilter(serializers.Serializer):
         help_text="The steady-state stamp: not_checked also takes the runs without one (no result yet, or stored "
         "before benchweb stamped steady state).",
     )
+    id = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=ID_FILTER_MAX,
+        help_text=f"Only these runs; repeat for several (at most {ID_FILTER_MAX}): how a client follows the runs it "
+        "started with one request a poll rather than one a run.",
+    )
 
     LOOKUPS = {
+        "id": "id__in",
         "disk": "disk_id",
         "host": "disk__host_id",
         "profile": "profile_id",

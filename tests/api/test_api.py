@@ -400,6 +400,23 @@ def test_a_run_is_triggered_listed_filtered_and_cancelled(ours):
     assert cancelled["state"] == "cancelled" and cancelled["final"]
 
 
+def test_the_runs_list_follows_the_runs_named_by_id(ours):
+    world, secret = ours
+    api = client_for(secret)
+    started = [post(api, "/api/v1/runs/", {"disk": world.disk.pk, "profile": world.profile.pk}).json()["id"]
+               for _ in range(3)]  # fmt: skip
+
+    named = api.get("/api/v1/runs/", [("id", started[0]), ("id", started[2]), ("page_size", 200)])
+    too_many = api.get("/api/v1/runs/", [("id", i) for i in range(1, 202)])
+    not_a_number = api.get("/api/v1/runs/", {"id": "seven"})
+
+    assert named.status_code == 200
+    assert [r["id"] for r in named.json()["results"]] == [started[2], started[0]]  # newest first
+    assert {"state", "final", "progress", "explanation"} <= set(named.json()["results"][0])
+    assert too_many.status_code == 400 and "200" in str(too_many.json()["id"])
+    assert not_a_number.status_code == 400 and set(not_a_number.json()) == {"id"}
+
+
 EVERY_LIST = [*LISTS, "disk-types"]
 
 

@@ -98,6 +98,34 @@ def test_a_progress_line_has_the_state_the_iops_so_far_and_the_eta():
     assert waiting.progress_line("h:d", running) == "disk h:d: run 3 running, 1,500 IOPS so far, ETA 1 min 15 s"
 
 
+def test_a_wait_reads_the_runs_going_together_and_each_whole_once_when_it_ended():
+    # Three runs: 1 ends at the second poll, 2 at the third, 3 is gone from the list (deleted with its disk).
+    states = {1: ["running", "succeeded"], 2: ["running", "running", "succeeded"], 3: []}
+    polls: list[list[int]] = []
+    whole: list[int] = []
+
+    def fetch_going(ids: list[int]) -> dict[int, dict]:
+        polls.append(ids)
+        found = {}
+        for i in ids:
+            if states[i]:
+                state = states[i].pop(0)
+                found[i] = {"id": i, "state": state, "final": state == "succeeded", "progress": {"eta_s": 5}}
+        return found
+
+    def fetch(run_id: int) -> dict:
+        whole.append(run_id)
+        return {"id": run_id, "state": "succeeded" if run_id != 3 else "error", "final": True, "summary": {}}
+
+    runs = {i: {"id": i, "state": "queued", "final": False} for i in (1, 2, 3)}
+    board = waiting.Board(io.StringIO(), tty=False, every=60)
+    waiting.wait(runs, {i: f"d{i}" for i in runs}, fetch, fetch_going, board, poll_s=0)
+
+    assert polls == [[1, 2, 3], [1, 2], [2]]
+    assert sorted(whole) == [1, 2, 3] and len(whole) == 3
+    assert {i: run["state"] for i, run in runs.items()} == {1: "succeeded", 2: "succeeded", 3: "error"}
+
+
 def test_flags_beat_the_environment_which_beats_the_file_and_the_token_is_never_shown(tmp_path, monkeypatch):
     path = tmp_path / "client.toml"
     path.write_text('url = "http://file:8000"\ntoken = "from-the-file"\n')

@@ -23,6 +23,8 @@ from benchweb_client.errors import ClientError
 from benchweb_client.outcome import Outcome, could_not_run, exit_status
 
 INTERRUPTED = 128 + signal.SIGINT
+# Runs one list request names (the server's most, and its largest page).
+LIST_IDS = 200
 (KEY_HEADER,), (REPLAYED_HEADER,) = IDEMPOTENCY, REPLAYED
 # CI systems' ids of this pipeline job: a retry of the same job gets the same key, so it starts nothing new.
 CI_KEYS = (("GITHUB_RUN_ID", "GITHUB_JOB"), ("CI_PIPELINE_ID", "CI_JOB_NAME"))
@@ -169,6 +171,15 @@ def run(
     set_of: dict[int, int] = {}  # a member run's id -> its set's, cancelled as a whole
     board = waiting.Board(sys.stderr, sys.stderr.isatty(), progress_every)
     fetch = lambda run_id: api.json_patiently("run", patience_s, board.say, ids={"id": run_id})  # noqa: E731
+
+    def fetch_going(ids: list[int]) -> dict[int, dict[str, Any]]:
+        found: dict[int, dict[str, Any]] = {}
+        for at in range(0, len(ids), LIST_IDS):
+            asked = [("id", i) for i in ids[at : at + LIST_IDS]] + [("page_size", LIST_IDS)]
+            answer = api.json_patiently("runs", patience_s, board.say, params=asked)
+            found |= {row["id"]: row for row in answer["results"]}
+        return found
+
     stopped_by = _stop_on_signals()
     waits = bool(wait_ or chosen_gates or junit or markdown)
     try:
@@ -185,7 +196,7 @@ def run(
                 raise ClientError(f"{exc} ({said} cancelled)") from exc
             raise
         if waits:
-            waiting.wait(runs, names, fetch, board, poll_s)
+            waiting.wait(runs, names, fetch, fetch_going, board, poll_s)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C leaves at once
         by = "SIGTERM" if stopped_by and stopped_by[-1] == signal.SIGTERM else "Ctrl-C"

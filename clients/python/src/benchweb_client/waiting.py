@@ -10,6 +10,9 @@ from typing import Any, TextIO
 from benchweb_client import gates
 
 Fetch = Callable[[int], dict[str, Any]]
+# The runs still going, as the runs list gives them (id -> state, progress, explanation, final): one request a
+# poll for them all, however many there are.
+FetchGoing = Callable[[list[int]], dict[int, dict[str, Any]]]
 
 
 def progress_line(name: str, run: dict[str, Any]) -> str:
@@ -59,13 +62,23 @@ class Board:
         self.out.flush()
 
 
-def wait(runs: dict[int, dict[str, Any]], names: dict[int, str], fetch: Fetch, board: Board, poll_s: float) -> None:
+def wait(
+    runs: dict[int, dict[str, Any]],
+    names: dict[int, str],
+    fetch: Fetch,
+    fetch_going: FetchGoing,
+    board: Board,
+    poll_s: float,
+) -> None:
     """Poll until every run is final; `runs` (id -> the run) is updated in place, so on KeyboardInterrupt the
-    caller knows which are still going."""
+    caller knows which are still going. The runs going are read together each poll (fetch_going); a run is read
+    whole (fetch: its result, which the gates judge) once, when it has ended."""
     while True:
-        for run_id, run in list(runs.items()):
-            if not run.get("final"):
-                runs[run_id] = fetch(run_id)
+        going = [run_id for run_id, run in runs.items() if not run.get("final")]
+        listed = fetch_going(going) if going else {}
+        for run_id in going:
+            row = listed.get(run_id)
+            runs[run_id] = fetch(run_id) if row is None or row.get("final") else runs[run_id] | row
         done = all(run.get("final") for run in runs.values())
         board.show([progress_line(names[i], runs[i]) for i in runs], force=done)
         if done:
