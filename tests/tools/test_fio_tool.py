@@ -773,13 +773,16 @@ def test_a_text_number_beyond_float_range_is_refused(old: str, new: str) -> None
 
 def test_a_long_pasted_line_is_read_in_linear_time() -> None:
     report = " ".join(read("fio-3.33-randrw.txt").split())
-    started = time.perf_counter()
+    # Not a speed target: a guard against a pattern that backtracks over the line, which at a million characters
+    # takes hours, not seconds. This process's CPU time, with a wide margin (well under a second when linear), so
+    # that a busy machine does not fail it (the wall clock did: 1.4 s beside a bench).
+    started = time.process_time()
 
     summary = fio.parse_fio_text("x" * 1_000_000 + " " + report).summary
     with pytest.raises(ParseError):
         fio.parse_fio_text("x" * 1_000_000)
 
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 20.0
     assert summary == fio.parse_fio_text(report).summary
 
 
@@ -968,11 +971,11 @@ def test_many_groups_are_read_in_linear_time() -> None:
     section = "All clients: (groupid={}, jobs=1): err= 0: pid=0\n  read: IOPS=1, BW=1Mi (1M)(1MiB/1000msec)\n"
     text = "".join(section.format(group) for group in range(3000))
 
-    started = time.monotonic()
+    started = time.process_time()  # this process's CPU: a busy machine does not fail it
     results = detect.parse_all(text)
 
     assert len(results) == 3000
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
 
 
 def test_a_long_bssplit_without_colons_is_refused_at_once_and_fios_own_form_is_kept():

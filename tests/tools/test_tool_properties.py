@@ -642,12 +642,13 @@ def test_the_parsers_keep_the_contract_on_the_minimal_input_of_each_bug_found(
 
 def test_the_text_parser_reads_a_long_line_without_spaces_in_linear_time() -> None:
     # A linear scan of 10,000 characters takes about a millisecond; the quadratic one took about 1.7 s here,
-    # because a name pattern (?P<name>\S+): was retried from every character of the run.
-    started = time.perf_counter()
+    # because a name pattern (?P<name>\S+): was retried from every character of the run. This process's CPU
+    # time, not the wall clock, so that a busy machine does not fail it.
+    started = time.process_time()
     with pytest.raises(ParseError):
         fio.parse_fio_text("x" * 10_000)
 
-    assert time.perf_counter() - started < 0.1
+    assert time.process_time() - started < 0.5
 
 
 # --- fio job files and command lines ---------------------------------------------------------------------
