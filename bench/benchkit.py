@@ -399,14 +399,15 @@ def drop_pg_database(admin_url: str | None, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def configure_django(stack: Stack, db: str, database_url: str) -> None:
+def configure_django(stack: Stack, db: str, database_url: str, existing: bool = False) -> None:
     """Environment first (inherited by a worker, beat or gunicorn started later), then django.setup(), then a
-    fresh migrated database."""
+    fresh migrated database (`existing`: the PostgreSQL database given, kept as it is and not dropped at the end)."""
     stack.var.mkdir()
     if db == "postgres":
         stack.pg_admin_url, name = pg_admin(database_url)
-        create_pg_database(stack.pg_admin_url, name)
-        stack.pg_name = name
+        if not existing:
+            create_pg_database(stack.pg_admin_url, name)
+            stack.pg_name = name
         url = database_url
     else:
         url = f"sqlite:///{stack.var / 'benchweb.sqlite3'}"

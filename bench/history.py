@@ -380,6 +380,34 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
                      "tokens": tokens, "load_s": load_s, "built_s": time.monotonic() - began}  # fmt: skip
 
 
+def _loaded(args: argparse.Namespace) -> dict[str, Any]:
+    """What the measurements ask for, from a database an earlier run of this bench loaded and kept (--existing):
+    its counts (the samples as PostgreSQL's statistics estimate them: counting 300 M rows takes minutes)."""
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from jobs.api.models import ApiToken
+    from jobs.models import Disk, Run, RunResultDay
+
+    began = time.monotonic()
+    user = User.objects.get(username="bench")
+    asked = list(Disk.objects.order_by("pk")[:5])
+    for disk in asked:
+        RunResultDay.rebuild(disk)
+    run = Run.objects.filter(disk=asked[0]).order_by("-pk").first()
+    assert run is not None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM jobs_run")
+        runs = cursor.fetchone()[0]
+        cursor.execute("SELECT sum(reltuples)::bigint FROM pg_class WHERE relname LIKE 'jobs_runsample_p%%' "
+                       "AND relkind = 'r'")  # fmt: skip
+        samples = cursor.fetchone()[0] or 0
+    tokens = [ApiToken.issue(user, asked[0].team, f"bench client {i}")[1] for i in range(args.clients + 1)]
+    return {"user": user, "disk": asked[0].pk, "disks": [d.pk for d in asked], "run": run.pk, "tokens": tokens,
+            "runs": runs, "results": runs, "samples": samples, "load_s": 0.0,
+            "built_s": time.monotonic() - began}  # fmt: skip
+
+
 def _slowest_statement(client: Any, url: str) -> tuple[float, str]:
     """One more request: its slowest SQL statement (ms, its shape), where a page's database time goes."""
     from django.db import connection
@@ -416,12 +444,16 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
 
     os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
     os.environ["BENCHWEB_FIELD_KEYS"] = Fernet.generate_key().decode()
-    configure_django(stack, args.db, args.database_url)
+    configure_django(stack, args.db, args.database_url, existing=args.existing)
     from django.test import Client
 
-    say(f"[{args.db}] {args.runs:,} runs x {args.samples_per_run} samples on {args.disks:,} disks over "
-        f"{args.years} years ...")  # fmt: skip
-    built = build(args)
+    if args.existing:
+        say(f"[{args.db}] measuring the history already in {args.database_url} ...")
+        built = _loaded(args)
+    else:
+        say(f"[{args.db}] {args.runs:,} runs x {args.samples_per_run} samples on {args.disks:,} disks over "
+            f"{args.years} years ...")  # fmt: skip
+        built = build(args)
     say(f"[{args.db}] loaded in {built['load_s']:.0f} s, built in {built['built_s']:.0f} s; measuring ...")
     client = Client(HTTP_HOST="localhost")
     client.force_login(built["user"])
@@ -448,7 +480,8 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
         loaded, _ = api_runs_list.run_load(args, port, fleet, fleet.tokens, args.duration, 3)
     finally:
         stop_group(server)
-    times["drop a month"], dropped = _drop_months(10)
+    # Kept as loaded: its months stay (and a check still running on the table would hold the drop).
+    times["drop a month"], dropped = ([], 0) if args.existing else _drop_months(10)
     return {
         "db": args.db, "server": server_version(), "runs": built["runs"], "samples": built["samples"],
         "disks": args.disks, "years": args.years, "load_s": built["load_s"], "times": times, "cpu": cpu,
@@ -464,7 +497,10 @@ def report(results: list[dict[str, Any]]) -> bool:
               f"{r['years']} years (loaded in {r['load_s']:.0f} s); {r['cpus']} CPUs, load average "
               f"{r['load_average'][0]:.1f}")  # fmt: skip
         for name, values in r["times"].items():
-            median = statistics.median(values) if values else float("nan")
+            if not values:
+                print(f"  {name:<13} not measured (--existing keeps the database as it is)")
+                continue
+            median = statistics.median(values)
             target = TARGETS.get(name)
             ok = target is None or median <= target[0]
             met = met and ok
@@ -497,6 +533,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1) + 1, help="gunicorn workers")
     parser.add_argument("--think-ms", type=float, default=0, help="pause of a runs-list client between requests")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--existing", action="store_true", help="measure --database-url as an earlier load left it (kept as it is)"
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     add_smoke_option(parser, runs=600, samples_per_run=5, disks=4, years=2, requests=2, clients=2, duration=1,
                      workers=2)  # fmt: skip
