@@ -3,16 +3,17 @@ on PostgreSQL, the samples partitioned by month, and how long dropping a month t
 
     .venv/bin/python bench/history.py [--db postgres|sqlite] [--runs 1000000] [--samples-per-run 30]
         [--disks 1000] [--years 10] [--requests 10] [--clients 20] [--duration 20] [--workers 5]
-        [--database-url postgres://postgres@127.0.0.1:5432/benchweb_historybench]
+        [--database-url postgres://postgres@127.0.0.1:5432/benchweb_historybench] [--keep] [--existing]
 
 A fresh, migrated database gets one team, --disks disks (ten a host, custom, 40,000 IOPS) and --runs finished runs
 spread evenly over the disks and over the last --years years, of bench/chart_endpoint.py's six profiles and
 summaries, each with its result row (RunResult.of) and --samples-per-run per-second samples. On PostgreSQL
 the database makes the rows itself (not the ORM, not Python): 200 summaries of each profile and their results
 are COPY'd into tables of the bench's own and joined to generate_series on two connections, the samples' keys
-and indexes dropped for the load and built again after it; on SQLite each row is built here and written with
-executemany. Then VACUUM (ANALYZE); the days of the disks asked below are rebuilt (RunResultDay.rebuild) as a
-stored run keeps them.
+and indexes dropped for the load and built again after it, their foreign key's per-row check switched off meanwhile
+(as pg_dump --disable-triggers does) and the run ids checked by range after; on SQLite each row is built here
+and written with executemany. Then VACUUM (ANALYZE); the days of the disks asked below are rebuilt
+(RunResultDay.rebuild) as a stored run keeps them.
 
 Then, median of --requests (after 2 untimed) through a logged-in Django test Client: a disk's all-time chart
 (GET /disks/<pk>/series.json?range=all, the disk with the most runs), a run page (GET /runs/<pk>/) and the
@@ -21,7 +22,8 @@ series it draws (GET /runs/<pk>/series.json), the overview (GET /overview/), com
 (GET /api/v1/runs/?disk=<pk>) under gunicorn (--workers sync workers) with --clients closed-loop clients for
 --duration seconds after 3 s of warm-up (bench/api_runs_list.py's load), p95; and dropping a month: the ten
 oldest month partitions of RunSample detached and dropped one by one (jobs/models/partitions.py, as retention
-does), median (on SQLite, where nothing is partitioned, the month's rows deleted).
+does), median (on SQLite, where nothing is partitioned, the month's rows deleted). --keep leaves the database
+(less those ten months) to measure again with --existing, which measures everything but the drop.
 
 Targets (issue 34): chart <= 150 ms, run page <= 100 ms, overview <= 300 ms, compliance period=all <= 150 ms,
 /metrics <= 1 s, runs list p95 <= 50 ms at 20 clients, dropping a month <= 1 s. Exit status: 0 all met, 1 one
@@ -50,6 +52,7 @@ import api_runs_list
 import chart_endpoint
 from benchkit import (
     PG_SERVER,
+    BenchError,
     Stack,
     add_database_options,
     add_smoke_option,
@@ -265,21 +268,42 @@ def _generate(args: argparse.Namespace, kit: Kit, disks: list[Any], now: datetim
             connection.close()  # this thread's own
 
     again = _drop_keys("jobs_runsample")
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(make_closing, chunks))
+    # The samples' foreign key stays; its per-row check is switched off for the load, as pg_dump's
+    # --disable-triggers does for a data-only restore. Dropped and added again, PostgreSQL re-checked it as one
+    # anti-join a month partition, each reading the whole runs table: over 30 min at 10 M runs. The rows are
+    # consistent by construction (a chunk's samples name the runs its own statement made); _check_run_ids proves it.
+    with connection.cursor() as cursor:
+        cursor.execute('ALTER TABLE "jobs_runsample" DISABLE TRIGGER ALL')
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(make_closing, chunks))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute('ALTER TABLE "jobs_runsample" ENABLE TRIGGER ALL')
     say(f"  {counts['samples']:,} samples in {time.monotonic() - began:.0f} s; their keys and indexes again ...")
     with connection.cursor() as cursor:
         for table in ("bench_template", "bench_template_result", "bench_level"):
             cursor.execute(f"DROP TABLE {table}")
         cursor.execute("SET maintenance_work_mem = '1GB'")
         for statement in again:
-            if "FOREIGN KEY" in statement:
-                # Checking every sample's run is one anti-join a partition: planned without statistics, each
-                # read the whole runs table (hours at 10 M runs); with them, the runs' index.
-                cursor.execute("ANALYZE jobs_run")
-                cursor.execute("ANALYZE jobs_runsample")
             cursor.execute(statement)
+    _check_run_ids()
     return counts
+
+
+def _check_run_ids() -> None:
+    """Every sample names a run that exists, checked in index reads rather than a join: the runs' ids are
+    1..N without a gap (count = max) and the samples' run ids lie within them."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), min(id), max(id) FROM jobs_run")
+        runs, first, last = cursor.fetchone()
+        cursor.execute("SELECT min(run_id), max(run_id) FROM jobs_runsample")
+        low, high = cursor.fetchone()
+    if runs != last - first + 1 or low < first or high > last:
+        raise BenchError(f"the load is inconsistent: runs {runs:,} with ids {first}..{last}, samples' runs "
+                         f"{low}..{high}")  # fmt: skip
 
 
 def _drop_keys(table: str) -> list[str]:
@@ -291,10 +315,10 @@ def _drop_keys(table: str) -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint "
-            "WHERE conrelid = %s::regclass AND contype IN ('p', 'u', 'f') ORDER BY contype DESC",
+            "WHERE conrelid = %s::regclass AND contype IN ('p', 'u') ORDER BY contype",
             [table],
         )
-        keys = cursor.fetchall()  # primary and unique keys before foreign ones
+        keys = cursor.fetchall()  # foreign keys stay (_generate switches their checks off instead)
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s", [table])
         indexes = [(name, sql) for name, sql in cursor.fetchall() if name not in {k[0] for k in keys}]
         for name, _, _ in reversed(keys):
@@ -304,9 +328,8 @@ def _drop_keys(table: str) -> list[str]:
     # A partitioned table's index is listed as made ON ONLY the parent (its partitions' attached later): made
     # again on the whole table, it is built on every partition.
     return [
-        *(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {sql}' for name, kind, sql in keys if kind != "f"),
+        *(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {sql}' for name, _, sql in keys),
         *(sql.replace(" ON ONLY ", " ON ", 1) for _, sql in indexes),
-        *(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {sql}' for name, kind, sql in keys if kind == "f"),
     ]
 
 
@@ -445,6 +468,8 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
     os.environ["BENCHWEB_FIELD_KEYS"] = Fernet.generate_key().decode()
     configure_django(stack, args.db, args.database_url, existing=args.existing)
+    if args.keep:
+        stack.pg_name = None  # not dropped at the end
     from django.test import Client
 
     if args.existing:
@@ -535,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--existing", action="store_true", help="measure --database-url as an earlier load left it (kept as it is)"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the database this run loads (to measure again with --existing)"
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     add_smoke_option(parser, runs=600, samples_per_run=5, disks=4, years=2, requests=2, clients=2, duration=1,
