@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from audit import log as audit
 from audit.models import AuditEvent
 from jobs.hosts.forms import CredentialForm
+from jobs.metrics import tally
 from jobs.models import (
     AlertChannel,
     ChangePoint,
@@ -146,13 +147,16 @@ class RunAdmin(admin.ModelAdmin):
     def delete_model(self, request: HttpRequest, obj: Run) -> None:
         result = RunResult.objects.filter(run=obj).first()
         super().delete_model(request, obj)
+        tally.forget({obj.team_id})
         if result:
             RunResultDay.refresh(result)
             ChangePoint.refresh(obj.disk, result.profile_id, result.profile_name)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         disks = set(queryset.values_list("disk_id", flat=True))
+        teams = set(queryset.values_list("team_id", flat=True))
         super().delete_queryset(request, queryset)
+        tally.forget(teams)
         for disk in Disk.objects.filter(pk__in=disks):
             RunResultDay.rebuild(disk)
             ChangePoint.refresh_disk(disk)

@@ -3,12 +3,10 @@ the latest run's numbers and the last 30 days' compliance, runs by state, the wa
 the workers that answer (jobs/metrics/api.py serves it, README "Prometheus and Grafana" lists the series).
 
 The number of queries does not grow with the disks (bench/metrics.py measures 200 disks x 6 profiles): the
-latest result of every disk and profile comes through the per-day rollup (RunResultDay, ranked newest first in
-SQL), then one read of those results with their disk, host and team; the compliance is one grouped scan of the
-period's results (jobs/results/compliance.by_series); runs by state and the waits are one grouped query each.
-The ranking reads the whole rollup, so it grows with the days of history (not with the runs per day): a pointer
-to each series' latest result, kept by RunResult.record, would make it constant, at the cost of a table to keep
-in step with every writer of results.
+latest result of every disk and profile comes through the pointer the per-day rollup keeps to each series'
+newest run (RunResultLatest), one read of those results with their disk, host and team; the compliance is
+one grouped scan of the period's results (jobs/results/compliance.by_series); runs by state count only the runs
+since a kept tally (jobs/metrics/tally.py); the waits are one grouped query. None of it reads the years kept.
 
 What a run did not measure (the write latency of a read-only workload, the efficiency of a disk without a limit)
 is left out, never reported as 0.
@@ -21,13 +19,13 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Case, Count, F, Min, Q, QuerySet, When, Window
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models import Case, Count, F, Min, Q, QuerySet, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from jobs.metrics import workers
-from jobs.models import Alert, Disk, Run, RunResult, RunResultDay, Team
+from jobs.metrics import tally, workers
+from jobs.models import Alert, Disk, Run, RunResult, RunResultLatest, Team
 from jobs.results import compliance
 
 SERIES = ("team", "host", "disk", "profile")
@@ -49,7 +47,7 @@ class Scrape:
         disks = Disk.objects.filter(team_id__in=list(self.teams))
         yield from _latest(disks)
         yield from _compliance(disks, self.now)
-        yield from _runs(self.teams)
+        yield from _runs(self.teams, self.now)
         yield from _alerts(self.teams)
         yield from _waits(self.teams, self.now)
         yield from _workers()
@@ -66,15 +64,9 @@ def _gauge(name: str, documentation: str, labels: tuple[str, ...] = SERIES, unit
 
 
 def latest_results(disks: QuerySet[Disk]) -> QuerySet[RunResult]:
-    """The newest result of every disk of `disks` under every profile (by name) it ran: the last run of each
-    series' newest day in the per-day rollup, ranked in SQL, so no result row is read but these."""
-    newest_first = Window(
-        RowNumber(),
-        partition_by=[F("disk_id"), F("profile_name")],
-        order_by=[F("last_ms").desc(), F("last_run").desc()],
-    )
-    days = RunResultDay.objects.filter(disk__in=disks).annotate(rank=newest_first).filter(rank=1)
-    return RunResult.objects.filter(run_id__in=days.values("last_run"))
+    """The newest result of every disk of `disks` under every profile (by name) it ran, through the pointer the
+    per-day rollup keeps to each series' newest run (RunResultLatest): no result row is read but these."""
+    return RunResult.objects.filter(run_id__in=RunResultLatest.objects.filter(disk__in=disks).values("last_run"))
 
 
 def _latest(disks: QuerySet[Disk]) -> Iterator[Metric]:
@@ -135,9 +127,8 @@ def _compliance(disks: QuerySet[Disk], now: datetime) -> Iterator[Metric]:
     yield from (runs, below)
 
 
-def _runs(teams: dict[int, str]) -> Iterator[Metric]:
-    rows = Run.objects.filter(team_id__in=list(teams)).values("team_id", "state").annotate(n=Count("pk")).order_by()
-    counted = {(row["team_id"], row["state"]): row["n"] for row in rows}
+def _runs(teams: dict[int, str], now: datetime) -> Iterator[Metric]:
+    counted = tally.runs_by_state(list(teams), now)
     runs = _gauge("benchweb_runs", "Runs kept in each state (the final states count all runs kept).", ("team", "state"))
     for team_id, name in sorted(teams.items(), key=lambda item: item[1]):
         for state in Run.State.values:

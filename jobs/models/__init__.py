@@ -8,8 +8,8 @@ from jobs.models.disks import SPEC_FIELDS, Disk
 from jobs.models.hosts import Credential, Host, site_validator
 from jobs.models.names import name_taken
 from jobs.models.profiles import Profile
-from jobs.models.results import RunResult, RunResultDay
-from jobs.models.runs import Run, RunSample
+from jobs.models.results import RunResult, RunResultDay, RunResultLatest
+from jobs.models.runs import Run, RunSample, RunTally
 from jobs.models.schedules import Schedule, ScheduleProfile
 from jobs.models.sets import RunSet
 from jobs.models.sharing import ShareLink
@@ -36,8 +36,10 @@ __all__ = [
     "Run",
     "RunResult",
     "RunResultDay",
+    "RunResultLatest",
     "RunSample",
     "RunSet",
+    "RunTally",
     "Schedule",
     "ScheduleProfile",
     "ShareLink",

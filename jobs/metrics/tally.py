@@ -1,0 +1,78 @@
+"""A team's runs by state for /metrics (benchweb_runs), without counting its whole history each scrape.
+
+Runs only move forward and nothing leaves a final state (jobs/runs/states.py), so the runs up to an id below
+which every run was final keep their counts: RunTally holds them, and a scrape counts only the runs after it (the
+ones still going, and those made since). Each scrape moves the watermark up to the last run seen before the first
+that is not final or was made within SETTLED: a run not committed yet (a long import's) has an id after it, or
+was made before that run, so a transaction longer than SETTLED is the one case it would miss. Deleting runs below
+it goes through deleting their disk or set, which changes the fingerprint, or the admin, which forgets the tally
+(`forget`): the next scrape then counts them all, once (seconds at ten million runs)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max, Min, Q, Sum
+
+from jobs.models import Disk, Run, RunSet, RunTally
+
+SETTLED = timedelta(hours=1)
+
+
+def runs_by_state(team_ids: list[int], now: datetime) -> dict[tuple[int, str], int]:
+    """(team id, state): runs of the team kept in that state, every state of Run.State counted exactly."""
+    return {(team_id, state): n for team_id in team_ids for state, n in _team(team_id, now).items()}
+
+
+def forget(team_ids: set[int]) -> None:
+    """The teams' tallies dropped (their runs were deleted otherwise than with a disk or set)."""
+    RunTally.objects.filter(team_id__in=team_ids).delete()
+
+
+def _fingerprint(team_id: int) -> str:
+    disks = Disk.objects.filter(team_id=team_id).aggregate(n=Count("pk"), ids=Sum("pk"))
+    sets = RunSet.objects.filter(team_id=team_id).aggregate(n=Count("pk"), ids=Sum("pk"))
+    # Ids are never used again, so a deletion changes the count or, with as many made since, the sum.
+    return f"disks {disks['n']}:{disks['ids'] or 0} sets {sets['n']}:{sets['ids'] or 0}"
+
+
+def _team(team_id: int, now: datetime) -> Counter[str]:
+    fingerprint = _fingerprint(team_id)
+    kept = RunTally.objects.filter(team_id=team_id, fingerprint=fingerprint).first()
+    upto, settled = (kept.upto, Counter(kept.counts)) if kept else (0, Counter[str]())
+    after = Run.objects.filter(team_id=team_id, pk__gt=upto)
+    # The first run after the watermark that may still change or appear: not final, or made too recently.
+    going = after.exclude(state__in=Run.FINAL_STATES).aggregate(first=Min("pk"))["first"]
+    recent = after.filter(created_at__gt=now - SETTLED).aggregate(first=Min("pk"))["first"]
+    first_open = min((pk for pk in (going, recent) if pk is not None), default=None)
+    closed = Q(pk__lt=first_open) if first_open is not None else Q()
+    rows = after.values("state").annotate(n=Count("pk"), closed=Count("pk", filter=closed),
+                                          last=Max("pk", filter=closed))  # fmt: skip
+    counts = Counter(settled)
+    moved = Counter(settled)
+    # Up to the last run seen closed, not to just below first_open: an id between them not seen yet may be a
+    # run still being committed.
+    new_upto = upto
+    for row in rows.order_by():
+        counts[row["state"]] += row["n"]
+        moved[row["state"]] += row["closed"]
+        new_upto = max(new_upto, row["last"] or upto)
+    if kept is None:
+        _keep_afresh(team_id, new_upto, moved, fingerprint, now)
+    elif new_upto > upto:
+        # Only over the watermark read: another scrape that moved it first wins, with the same counts.
+        RunTally.objects.filter(team_id=team_id, upto=upto, fingerprint=fingerprint).update(
+            upto=new_upto, counts=dict(+moved), counted_at=now
+        )
+    return counts
+
+
+def _keep_afresh(team_id: int, upto: int, counts: Counter[str], fingerprint: str, now: datetime) -> None:
+    fields = {"upto": upto, "counts": dict(+counts), "fingerprint": fingerprint, "counted_at": now}
+    try:
+        with transaction.atomic():
+            RunTally.objects.update_or_create(team_id=team_id, defaults=fields)
+    except IntegrityError:
+        pass  # another scrape made it at the same moment, from the same runs
