@@ -24,7 +24,8 @@ series it draws (GET /runs/<pk>/series.json), the overview (GET /overview/), com
 --duration seconds after 3 s of warm-up (bench/api_runs_list.py's load), p95; and dropping a month: the ten
 oldest month partitions of RunSample detached and dropped one by one (jobs/models/partitions.py, as retention
 does), median (on SQLite, where nothing is partitioned, the month's rows deleted). --keep leaves the database
-(less those ten months) to measure again with --existing, which measures everything but the drop.
+(less those ten months) to measure again with --existing, which measures everything but the drop unless
+--drop N asks for it.
 
 Targets (issue 34): chart <= 150 ms, run page <= 100 ms, overview <= 300 ms, compliance period=all <= 150 ms,
 /metrics <= 1 s, runs list p95 <= 50 ms at 20 clients, dropping a month <= 1 s. Exit status: 0 all met, 1 one
@@ -526,7 +527,8 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     finally:
         stop_group(server)
     # Kept as loaded: its months stay (and a check still running on the table would hold the drop).
-    times["drop a month"], dropped = ([], 0) if args.existing else _drop_months(10)
+    drops = args.drop if args.drop is not None else (0 if args.existing else 10)
+    times["drop a month"], dropped = _drop_months(drops) if drops else ([], 0)
     return {
         "db": args.db, "server": server_version(), "runs": built["runs"], "samples": built["samples"],
         "disks": args.disks, "years": args.years, "load_s": built["load_s"], "times": times, "cpu": cpu,
@@ -543,7 +545,7 @@ def report(results: list[dict[str, Any]]) -> bool:
               f"{r['load_average'][0]:.1f}")  # fmt: skip
         for name, values in r["times"].items():
             if not values:
-                print(f"  {name:<13} not measured (--existing keeps the database as it is)")
+                print(f"  {name:<13} not measured (--existing keeps the database as it is; --drop N drops N months)")
                 continue
             median = statistics.median(values)
             target = TARGETS.get(name)
@@ -581,6 +583,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--existing", action="store_true", help="measure --database-url as an earlier load left it (kept as it is)"
     )
+    parser.add_argument(
+        "--drop", type=int, default=None, metavar="N",
+        help="months dropped (the oldest, one by one, timed): default 10, none with --existing",
+    )  # fmt: skip
     parser.add_argument(
         "--keep", action="store_true", help="keep the database this run loads (to measure again with --existing)"
     )

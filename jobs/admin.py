@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -146,17 +147,18 @@ class RunAdmin(admin.ModelAdmin):
 
     def delete_model(self, request: HttpRequest, obj: Run) -> None:
         result = RunResult.objects.filter(run=obj).first()
-        super().delete_model(request, obj)
-        tally.forget({obj.team_id})
+        with transaction.atomic():
+            tally.deduct(Run.objects.filter(pk=obj.pk))
+            super().delete_model(request, obj)
         if result:
             RunResultDay.refresh(result)
             ChangePoint.refresh(obj.disk, result.profile_id, result.profile_name)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         disks = set(queryset.values_list("disk_id", flat=True))
-        teams = set(queryset.values_list("team_id", flat=True))
-        super().delete_queryset(request, queryset)
-        tally.forget(teams)
+        with transaction.atomic():
+            tally.deduct(Run.objects.filter(pk__in=queryset.values("pk")))
+            super().delete_queryset(request, queryset)
         for disk in Disk.objects.filter(pk__in=disks):
             RunResultDay.rebuild(disk)
             ChangePoint.refresh_disk(disk)

@@ -19,6 +19,9 @@ class JobsConfig(AppConfig):
 
     def ready(self) -> None:
         from jobs import checks  # noqa: F401  (registers the system checks)
-        from jobs.metrics import grafana  # noqa: F401  (connects the push of change points and annotations)
+        from jobs.metrics import (
+            grafana,  # noqa: F401  (connects the push of change points and annotations)
+            tally,  # noqa: F401  (connects taking a deleted disk's runs off the tally)
+        )
 
         post_migrate.connect(_sync_presets, sender=self)

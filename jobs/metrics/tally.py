@@ -4,17 +4,23 @@ Runs only move forward and nothing leaves a final state (jobs/runs/states.py), s
 which every run was final keep their counts: RunTally holds them, and a scrape counts only the runs after it (the
 ones still going, and those made since). Each scrape moves the watermark up to the last run seen before the first
 that is not final or was made within SETTLED: a run not committed yet (a long import's) has an id after it, or
-was made before that run, so a transaction longer than SETTLED is the one case it would miss. Deleting runs below
-it goes through deleting their disk or set, which changes the fingerprint, or the admin, which forgets the tally
-(`forget`): the next scrape then counts them all, once (seconds at ten million runs)."""
+was made before that run, so a transaction longer than SETTLED is the one case it would miss.
+
+Runs below the watermark go away with their disk (a host's or the team's deletion deletes its disks) or in the
+admin: `deduct` takes them off the tally in the deletion's transaction. Any other way (a shell, SQL) shows in the
+team's disks and sets no longer being those counted, and the next scrape counts all the team's runs again, once
+(seconds at ten million runs; so does the first scrape after the upgrade that brought the tally)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
 
 from jobs.models import Disk, Run, RunSet, RunTally
 
@@ -26,21 +32,34 @@ def runs_by_state(team_ids: list[int], now: datetime) -> dict[tuple[int, str], i
     return {(team_id, state): n for team_id in team_ids for state, n in _team(team_id, now).items()}
 
 
-def forget(team_ids: set[int]) -> None:
-    """The teams' tallies dropped (their runs were deleted otherwise than with a disk or set)."""
-    RunTally.objects.filter(team_id__in=team_ids).delete()
+def deduct(runs: QuerySet[Run], disk: Disk | None = None) -> None:
+    """Take `runs`, about to be deleted, off their teams' tallies (and `disk` with its sets, deleted with them);
+    in the deleting transaction."""
+    for kept in RunTally.objects.select_for_update().filter(team_id__in=runs.values("team_id").distinct()):
+        gone = runs.filter(team_id=kept.team_id, pk__lte=kept.upto).values_list("state").annotate(n=Count("pk"))
+        kept.counts = dict(+(Counter(kept.counts) - Counter(dict(gone.order_by()))))
+        if disk is not None and disk.team_id == kept.team_id:
+            sets = RunSet.objects.filter(disk=disk).aggregate(n=Count("pk"), ids=Sum("pk"))
+            kept.disks, kept.disk_ids = kept.disks - 1, kept.disk_ids - disk.pk
+            kept.sets, kept.set_ids = kept.sets - sets["n"], kept.set_ids - (sets["ids"] or 0)
+        kept.save()
 
 
-def _fingerprint(team_id: int) -> str:
+@receiver(pre_delete, sender=Disk, dispatch_uid="runs_of_a_deleted_disk_off_the_tally")
+def _disk_deleted(sender: type[Disk], instance: Disk, **kwargs: Any) -> None:
+    deduct(Run.objects.filter(disk=instance), disk=instance)
+
+
+def _kept_as(team_id: int) -> dict[str, int]:
+    """The team's disks and sets now, as RunTally keeps what it counted."""
     disks = Disk.objects.filter(team_id=team_id).aggregate(n=Count("pk"), ids=Sum("pk"))
     sets = RunSet.objects.filter(team_id=team_id).aggregate(n=Count("pk"), ids=Sum("pk"))
-    # Ids are never used again, so a deletion changes the count or, with as many made since, the sum.
-    return f"disks {disks['n']}:{disks['ids'] or 0} sets {sets['n']}:{sets['ids'] or 0}"
+    return {"disks": disks["n"], "disk_ids": disks["ids"] or 0, "sets": sets["n"], "set_ids": sets["ids"] or 0}
 
 
 def _team(team_id: int, now: datetime) -> Counter[str]:
-    fingerprint = _fingerprint(team_id)
-    kept = RunTally.objects.filter(team_id=team_id, fingerprint=fingerprint).first()
+    seen = _kept_as(team_id)
+    kept = RunTally.objects.filter(team_id=team_id, **seen).first()
     upto, settled = (kept.upto, Counter(kept.counts)) if kept else (0, Counter[str]())
     after = Run.objects.filter(team_id=team_id, pk__gt=upto)
     # The first run after the watermark that may still change or appear: not final, or made too recently.
@@ -60,17 +79,17 @@ def _team(team_id: int, now: datetime) -> Counter[str]:
         moved[row["state"]] += row["closed"]
         new_upto = max(new_upto, row["last"] or upto)
     if kept is None:
-        _keep_afresh(team_id, new_upto, moved, fingerprint, now)
+        _keep_afresh(team_id, new_upto, moved, seen, now)
     elif new_upto > upto:
         # Only over the watermark read: another scrape that moved it first wins, with the same counts.
-        RunTally.objects.filter(team_id=team_id, upto=upto, fingerprint=fingerprint).update(
+        RunTally.objects.filter(team_id=team_id, upto=upto, **seen).update(
             upto=new_upto, counts=dict(+moved), counted_at=now
         )
     return counts
 
 
-def _keep_afresh(team_id: int, upto: int, counts: Counter[str], fingerprint: str, now: datetime) -> None:
-    fields = {"upto": upto, "counts": dict(+counts), "fingerprint": fingerprint, "counted_at": now}
+def _keep_afresh(team_id: int, upto: int, counts: Counter[str], seen: dict[str, int], now: datetime) -> None:
+    fields = {"upto": upto, "counts": dict(+counts), "counted_at": now, **seen}
     try:
         with transaction.atomic():
             RunTally.objects.update_or_create(team_id=team_id, defaults=fields)

@@ -227,13 +227,17 @@ class RunSample(models.Model):
 class RunTally(models.Model):
     """A team's runs in each final state up to a run id, so that /metrics counts only the runs since
     (jobs/metrics/tally.py): counting ten years of runs by state took seconds. Nothing leaves a final state, so
-    the counts below `upto` stand until a run below it is deleted; `fingerprint` (the team's disks and sets, whose
-    deletion takes their runs) says when that happened, and the counts are then made again."""
+    the counts below `upto` stand until a run below it is deleted: deleting a disk (with its runs and sets) or
+    runs in the admin takes them off here, and the team's disks and sets as they were counted (how many, and the
+    sum of their ids: ids are never used again) tell when runs went another way; the counts are then made again."""
 
     team = models.OneToOneField(Team, on_delete=models.CASCADE, primary_key=True, related_name="+")
     upto = models.BigIntegerField(help_text="Every run of the team with an id up to this one was final when counted.")
     counts = models.JSONField(default=dict, help_text="Final state: the team's runs in it with an id up to `upto`.")
-    fingerprint = models.CharField(max_length=200, help_text="The team's disks and sets when counted.")
+    disks = models.IntegerField(default=0)
+    disk_ids = models.BigIntegerField(default=0)
+    sets = models.IntegerField(default=0)
+    set_ids = models.BigIntegerField(default=0)
     counted_at = models.DateTimeField()
 
     def __str__(self) -> str:
