@@ -191,7 +191,7 @@ def run(
         except ClientError as exc:
             # A refusal after some runs started: those are not left running for a trigger that failed.
             if runs:
-                _cancel_all(api, runs, names, set_of, fetch, board, cancel_timeout, "a disk was refused")
+                _cancel_all(api, runs, names, set_of, fetch_going, board, cancel_timeout, "a disk was refused")
                 said = "the run already started was" if len(runs) == 1 else f"the {len(runs)} runs already started were"
                 raise ClientError(f"{exc} ({said} cancelled)") from exc
             raise
@@ -200,7 +200,7 @@ def run(
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C leaves at once
         by = "SIGTERM" if stopped_by and stopped_by[-1] == signal.SIGTERM else "Ctrl-C"
-        _cancel_all(api, runs, names, set_of, fetch, board, cancel_timeout, by)
+        _cancel_all(api, runs, names, set_of, fetch_going, board, cancel_timeout, by)
         sys.exit(128 + (stopped_by[-1] if stopped_by else signal.SIGINT))
     if not waits:
         if json_to:
@@ -248,7 +248,7 @@ def _cancel_all(
     runs: dict[int, dict[str, Any]],
     names: dict[int, str],
     set_of: dict[int, int],
-    fetch: waiting.Fetch,
+    fetch_going: waiting.FetchGoing,
     board: waiting.Board,
     timeout_s: float,
     why: str,
@@ -263,7 +263,7 @@ def _cancel_all(
             cancelled_sets.add(set_of[run_id])
             api.call("set_cancel", ids={"id": set_of[run_id]}, ok=(200, 400))
 
-    for line in waiting.cancel_all(runs, names, cancel, fetch, board, timeout_s, why):
+    for line in waiting.cancel_all(runs, names, cancel, fetch_going, board, timeout_s, why):
         board.say(f"benchweb: cancelled {line}")
 
 

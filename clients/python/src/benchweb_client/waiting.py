@@ -90,13 +90,13 @@ def cancel_all(
     runs: dict[int, dict[str, Any]],
     names: dict[int, str],
     cancel: Callable[[int], Any],
-    fetch: Fetch,
+    fetch_going: FetchGoing,
     board: Board,
     timeout_s: float,
     stopped_by: str = "Ctrl-C",
 ) -> list[str]:
-    """Cancel every run not yet final, then wait (up to timeout_s) for each to leave running; what happened to
-    each, one line a run."""
+    """Cancel every run not yet final, then wait (up to timeout_s) for each to leave running, reading the runs
+    still stopping in one request a poll; what happened to each, one line a run."""
     going = asked = [i for i, run in runs.items() if not run.get("final")]
     for run_id in asked:
         cancel(run_id)
@@ -106,8 +106,9 @@ def cancel_all(
     )
     deadline = time.monotonic() + timeout_s
     while going and time.monotonic() < deadline:
+        listed = fetch_going(going)  # the runs still stopping, read together
         for run_id in going:
-            runs[run_id] = fetch(run_id)
+            runs[run_id] = runs[run_id] | listed.get(run_id, {})
         going = [i for i in going if not runs[i].get("final")]
         if going:
             time.sleep(0.5)
