@@ -348,8 +348,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection
     from django.utils import timezone
 
-    from jobs.api.models import ApiToken
-    from jobs.models import Disk, Host, Profile, Run, RunResultDay, RunSample, partitions
+    from jobs.models import Disk, Host, Profile, Run, RunSample, partitions
     from jobs.teams import membership as teams
 
     rng = random.Random(args.seed)
@@ -394,16 +393,28 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
                 cursor.execute(f"SELECT setval(pg_get_serial_sequence(%s, 'id'), (SELECT max(id) FROM {table}))",  # noqa: S608
                                [table])  # fmt: skip
     load_s = time.monotonic() - began
-    asked = disks[: min(len(disks), 5)]
-    for disk in asked:
+    asked = _asked(args, user, disks[:5], "VACUUM (ANALYZE)" if connection.vendor == "postgresql" else "ANALYZE")
+    return counts | asked | {"load_s": load_s, "built_s": time.monotonic() - began}
+
+
+def _asked(args: argparse.Namespace, user: Any, disks: list[Any], vacuum: str) -> dict[str, Any]:
+    """What the measurements ask for of the loaded history: the measured disks' days rebuilt as a stored run keeps
+    them and every series' pointer, then `vacuum` run (as autovacuum would leave the rows: visible to all, so
+    read from an index alone); the newest run of the first disk, and a token for each client and the scrape."""
+    from django.db import connection
+
+    from jobs.api.models import ApiToken
+    from jobs.models import Run, RunResultDay
+
+    for disk in disks:
         RunResultDay.rebuild(disk)
     _point_latest()
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM (ANALYZE)" if connection.vendor == "postgresql" else "ANALYZE")
-    run = Run.objects.filter(disk=asked[0]).order_by("-pk").first()
-    tokens = [ApiToken.issue(user, team, f"bench client {i}")[1] for i in range(args.clients + 1)]
-    return counts | {"user": user, "disk": asked[0].pk, "disks": [d.pk for d in asked], "run": run.pk,
-                     "tokens": tokens, "load_s": load_s, "built_s": time.monotonic() - began}  # fmt: skip
+        cursor.execute(vacuum)
+    run = Run.objects.filter(disk=disks[0]).order_by("-pk").first()
+    assert run is not None
+    tokens = [ApiToken.issue(user, disks[0].team, f"bench client {i}")[1] for i in range(args.clients + 1)]
+    return {"user": user, "disk": disks[0].pk, "disks": [d.pk for d in disks], "run": run.pk, "tokens": tokens}
 
 
 def _point_latest() -> None:
@@ -427,29 +438,21 @@ def _loaded(args: argparse.Namespace) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from jobs.api.models import ApiToken
-    from jobs.models import Disk, Run, RunResultDay
+    from jobs.models import Disk
 
     began = time.monotonic()
     user = User.objects.get(username="bench")
-    asked = list(Disk.objects.order_by("pk")[:5])
-    for disk in asked:
-        RunResultDay.rebuild(disk)
-    _point_latest()
-    run = Run.objects.filter(disk=asked[0]).order_by("-pk").first()
-    assert run is not None
+    asked = _asked(
+        args, user, list(Disk.objects.order_by("pk")[:5]), "VACUUM (ANALYZE) jobs_runresultday, jobs_runresultlatest"
+    )
     with connection.cursor() as cursor:
-        # The rows just written, as autovacuum would leave them: visible to all, so reads from an index alone.
-        cursor.execute("VACUUM (ANALYZE) jobs_runresultday, jobs_runresultlatest")
         cursor.execute("SELECT count(*) FROM jobs_run")
         runs = cursor.fetchone()[0]
         cursor.execute("SELECT sum(reltuples)::bigint FROM pg_class WHERE relname LIKE 'jobs_runsample_p%%' "
                        "AND relkind = 'r'")  # fmt: skip
         samples = cursor.fetchone()[0] or 0
-    tokens = [ApiToken.issue(user, asked[0].team, f"bench client {i}")[1] for i in range(args.clients + 1)]
-    return {"user": user, "disk": asked[0].pk, "disks": [d.pk for d in asked], "run": run.pk, "tokens": tokens,
-            "runs": runs, "results": runs, "samples": samples, "load_s": 0.0,
-            "built_s": time.monotonic() - began}  # fmt: skip
+    return asked | {"runs": runs, "results": runs, "samples": samples, "load_s": 0.0,
+                    "built_s": time.monotonic() - began}  # fmt: skip
 
 
 def _slowest_statement(client: Any, url: str) -> tuple[float, str]:

@@ -17,7 +17,6 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
@@ -89,9 +88,10 @@ def _team(team_id: int, now: datetime) -> Counter[str]:
 
 
 def _keep_afresh(team_id: int, upto: int, counts: Counter[str], seen: dict[str, int], now: datetime) -> None:
-    fields = {"upto": upto, "counts": dict(+counts), "counted_at": now, **seen}
-    try:
-        with transaction.atomic():
-            RunTally.objects.update_or_create(team_id=team_id, defaults=fields)
-    except IntegrityError:
-        pass  # another scrape made it at the same moment, from the same runs
+    # One upsert: two scrapes making it at the same moment count the same runs.
+    RunTally.objects.bulk_create(
+        [RunTally(team_id=team_id, upto=upto, counts=dict(+counts), counted_at=now, **seen)],
+        update_conflicts=True,
+        unique_fields=["team"],
+        update_fields=["upto", "counts", "counted_at", *seen],
+    )

@@ -221,7 +221,7 @@ class RunResultLatest(models.Model):
         return f"latest {self.profile_name} run of disk {self.disk_id}: {self.last_run}"
 
     @classmethod
-    def follow(cls, disk_id: int, profile_name: str) -> None:
+    def follow(cls: type[Self], disk_id: int, profile_name: str) -> None:
         """The series' row again from its newest day (after one of its days changed)."""
         newest = (
             RunResultDay.objects.filter(disk_id=disk_id, profile_name=profile_name)
@@ -231,8 +231,13 @@ class RunResultLatest(models.Model):
         )
         if newest is None:
             cls.objects.filter(disk_id=disk_id, profile_name=profile_name).delete()
-        else:
-            cls.objects.update_or_create(disk_id=disk_id, profile_name=profile_name, defaults=newest)
+        else:  # one upsert on the series' unique key: this runs for every result recorded
+            cls.objects.bulk_create(
+                [cls(disk_id=disk_id, profile_name=profile_name, **newest)],
+                update_conflicts=True,
+                unique_fields=["disk", "profile_name"],
+                update_fields=["last_run", "last_ms"],
+            )
 
 
 def _add_day_extremes(model: type[models.Model]) -> None:
