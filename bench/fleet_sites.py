@@ -62,9 +62,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -100,6 +102,8 @@ DEFAULT_PG_URL = f"{PG_SERVER}/benchweb_fleet_sites"
 CLONE_NEWNET = 0x40000000
 SHIM = Path(sp.__file__).resolve()
 CENTRAL_CONCURRENCY = 2
+# The CPU meter's period (CpuMeter).
+CPU_SAMPLE_S = 2.0
 # The tasks whose first argument is the run they work on; jobs.launch_runs carries a list of them.
 RUN_TASKS = ("jobs.launch_run", "jobs.collect_run", "jobs.poll_run", "jobs.stop_run")
 _LOGGED_IN = re.compile(r"logged in to host (\S+) \(site (\S+)\)")
@@ -278,6 +282,48 @@ def taken_again(workers: list[Worker], after: float) -> tuple[dict[int, float], 
 # ----------------------------------------------------------------------------------------- the kill
 
 
+class CpuMeter(threading.Thread):
+    """The machine's busy CPU, the hosts' (every sshd with its sessions and the commands they reaped) and the site
+    workers', every CPU_SAMPLE_S: the reason a start is late is read from where the CPU went while the launches
+    ran, on this machine where the hosts and the workers share two CPUs."""
+
+    def __init__(self, stack: SitesStack) -> None:
+        super().__init__(name="cpu-meter", daemon=True)
+        self.stack = stack
+        self.samples: list[tuple[float, float, float, float]] = []  # (monotonic, machine, hosts, workers)
+        self._done = threading.Event()
+        self._last: dict[str, float] = {}
+
+    def run(self) -> None:
+        import psutil
+
+        while True:
+            t = psutil.cpu_times()
+            machine = t.user + t.nice + t.system + t.irq + t.softirq + t.steal
+            hosts = sum(sp.tree_cpu_s(psutil.Process(s.process.pid)) for s in self.stack.sshds)
+            for worker in self.stack.site_workers:  # a killed worker keeps what it had used when last seen
+                if worker.killed_at is None:
+                    self._last[worker.name] = max(self._last.get(worker.name, 0.0), _cpu_s(worker))
+            workers = sum(self._last.values())
+            self.samples.append((time.monotonic(), machine, hosts, workers))
+            if self._done.wait(CPU_SAMPLE_S):
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join(timeout=30)
+
+    def window(self, start: float, end: float) -> dict[str, float] | None:
+        """CPU seconds spent between two monotonic times (the samples nearest inside them), or None."""
+        inside = [row for row in self.samples if start <= row[0] <= end]
+        if len(inside) < 2:
+            return None
+        first, last = inside[0], inside[-1]
+        wall = last[0] - first[0]
+        return {"wall_s": wall, "capacity_s": wall * (os.cpu_count() or 1), "machine_s": last[1] - first[1],
+                "hosts_s": last[2] - first[2], "workers_s": last[3] - first[3]}  # fmt: skip
+
+
 class Kill:
     """At the first look that finds `at_running` runs running, SIGKILL to the site worker whose observer holds the
     most hosts, and what it held noted."""
@@ -322,8 +368,6 @@ class Kill:
         """From the kill until a live worker took each run it held again, and until the last of them was stored.
         The runs it held: those running on its hosts at the kill, those in its tasks, and those that started on
         its hosts after the kill but before a live worker took the host (nobody looked at them either)."""
-        from datetime import UTC, datetime
-
         from jobs.models import Run
 
         if not self.at_running:
@@ -431,10 +475,23 @@ def measure(args: argparse.Namespace, stack: SitesStack) -> dict[str, Any]:
         worker.rss.start()
     kill = Kill(stack, args.kill_worker_at_active)
     fire_at = min(s.next_fire_at for s in schedules)
+    meter = CpuMeter(stack)
+    meter.start()
+    first_fire = time.monotonic() + (fire_at - datetime.now(UTC)).total_seconds()
     timeout = args.timeout or args.lead + args.spread + args.runtime + 180
     say(f"{len(schedules)} schedules fire {targets} runs on {args.hosts} hosts from {fire_at:%H:%M:%S} UTC over "
         f"{args.spread:g} s; waiting up to {timeout:g} s for all of them to be final")  # fmt: skip
     done = sp.wait_for_runs(schedules, targets, time.monotonic() + timeout, kill)
+    meter.stop()
+    from jobs.runs.states import CLAIM_LEAD
+
+    # Launches go out from a claim lead before each start (the wrapper waits for it), collections at each end.
+    lead = CLAIM_LEAD.total_seconds()
+    cpu = {
+        "launches": meter.window(first_fire - lead, first_fire + args.spread + 1),
+        "ends": meter.window(first_fire + args.runtime, first_fire + args.runtime + args.spread + 1),
+        "all": meter.window(float("-inf"), float("inf")),
+    }
     for worker in stack.site_workers:
         if worker.killed_at is None:
             worker.cpu_s = _cpu_s(worker) - worker.cpu_at_start
@@ -465,6 +522,7 @@ def measure(args: argparse.Namespace, stack: SitesStack) -> dict[str, Any]:
         "worker_logins": logins_by_worker(stack),
         "sshd_logins": sshd_logins,
         "kill": kill.recovery(rows),
+        "cpu": cpu,
         **fleet.count_runs(stack, sp.runs_of(schedules)),
         "worker_log_tail": "" if done else stack.site_workers[-1].log.read_text(errors="replace")[-4000:],
     }
@@ -539,6 +597,13 @@ def print_report(result: dict[str, Any], s: dict[str, Any]) -> None:
         print(f"{w['name']:<10}{w['site']:<6}{w['rss_peak_mb']:>12.0f}{_f(w['cpu_s'], 1):>9}{w['logins']:>8}"
               f"{w['hosts']:>7}{w['logins_max']:>10}{w['other_site_logins']:>11}"
               + ("  killed" if w["killed"] else ""))  # fmt: skip
+    print(f"\nCPU seconds (every {CPU_SAMPLE_S:g} s; hosts: every sshd with its sessions and the commands they ran)")
+    print(f"{'window':<44}{'wall s':>8}{'capacity':>10}{'machine':>9}{'hosts':>8}{'workers':>9}")
+    for name, label in (("launches", "the launches (claim lead before each start)"), ("ends", "the ends (collections)"),
+                        ("all", "all")):  # fmt: skip
+        if w := result["cpu"].get(name):
+            print(f"{label:<44}{w['wall_s']:>8.0f}{w['capacity_s']:>10.0f}{w['machine_s']:>9.0f}{w['hosts_s']:>8.0f}"
+                  f"{w['workers_s']:>9.0f}")  # fmt: skip
     print(
         f"the sshd logs count {sum(result['sshd_logins'].values())} logins, "
         f"{'the same per host as the workers logged' if s['sshd_agrees'] else 'NOT what the workers logged'}"

@@ -12,7 +12,7 @@ it judges every unresolved alert again and the failures and skipped fires of the
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from jobs import clock, scheduling, ssh
 from jobs.alerts.boundary import never_raise
-from jobs.alerts.lifecycle import Found, clear, raise_alert
+from jobs.alerts.lifecycle import Found, clear, raise_alert, unresolved_among
 from jobs.models import Alert, AlertRule, ChangePoint, Disk, Host, Run, RunResult, RunSet, Schedule
 from jobs.results.compliance import DEFAULT_TOLERANCE
 from jobs.sets import group_history
@@ -45,6 +45,39 @@ def run_finished(run_id: int) -> None:
     run = Run.objects.select_related("disk__host", "schedule").filter(pk=run_id).first()
     if run is None or not run.is_final:
         return
+    if run.trigger == Run.Trigger.IMPORT:
+        _judge_series(run)  # an imported run may be older than the series' latest: judged the long way
+        return
+    disk, name = run.disk, run.profile_name
+    scheduled = run.schedule if run.schedule and run.trigger == Run.Trigger.SCHEDULE else None
+    # Every run of a fleet ends here: the conditions with an alert unresolved are read once, and a check whose
+    # only outcome for this run is to clear an alert that is not there asks nothing more.
+    kinds = (Kind.RUN_FAILED, Kind.BELOW_PROMISE, Kind.REGRESSION, Kind.RUN_VERDICT)
+    conditions = {kind: _series(kind, disk, name) for kind in kinds} | {Kind.STALE: _stale_condition(disk.pk)}
+    if scheduled:
+        conditions[Kind.SCHEDULE_SKIPPED] = _skipped_condition(scheduled.pk)
+    unresolved = unresolved_among(disk.team_id, conditions.values())
+    if scheduled:
+        schedule_skipped(scheduled, unresolved=unresolved)
+    if run.state != Run.State.SUCCEEDED:
+        run_failed(disk, name, unresolved=unresolved)
+        return
+    # This run is its series' latest: it succeeded, so run_failed and stale can only clear; it is the latest
+    # judged run and the latest result.
+    if conditions[Kind.RUN_FAILED] in unresolved:
+        run_failed(disk, name, unresolved=unresolved)
+    if conditions[Kind.STALE] in unresolved:
+        stale(disk)
+    if conditions[Kind.BELOW_PROMISE] in unresolved or _below_promise_now(run):
+        below_promise(disk, name, unresolved=unresolved)
+    regression(disk, name, unresolved=unresolved)
+    against = [v for v in run.verdicts or [] if v.get("kind") in ALERTING_VERDICTS]
+    if conditions[Kind.RUN_VERDICT] in unresolved or against:
+        run_verdict(disk, name, unresolved=unresolved)
+
+
+def _judge_series(run: Run) -> None:
+    """Every check of the run's series, each reading what it needs."""
     run_failed(run.disk, run.profile_name)
     if run.schedule and run.trigger == Run.Trigger.SCHEDULE:
         schedule_skipped(run.schedule)
@@ -53,6 +86,16 @@ def run_finished(run_id: int) -> None:
         regression(run.disk, run.profile_name)
         run_verdict(run.disk, run.profile_name)
         stale(run.disk)
+
+
+def _below_promise_now(run: Run) -> bool:
+    """Whether the run's result may be one of a run of results below the promise (measured below it, or no result
+    to say): with a result within it or no promise, below_promise can only clear."""
+    result = RunResult.objects.filter(run_id=run.pk).values_list("total_iops", "limit_iops").first()
+    if result is None:
+        return True
+    iops, limit = result
+    return limit is not None and limit > 0 and iops is not None and iops < limit * (1 - DEFAULT_TOLERANCE / 100)
 
 
 def series_recorded(disk_id: int, names: Iterable[str]) -> None:
@@ -131,7 +174,7 @@ def _workload(profile_name: str) -> str:
     return profile_name or "no profile"
 
 
-def run_failed(disk: Disk, profile_name: str) -> None:
+def run_failed(disk: Disk, profile_name: str, *, unresolved: Collection[str] | None = None) -> None:
     """Holds while the last finished run of the workload on the disk failed, erred or was lost."""
     last = (
         Run.objects.filter(disk=disk, profile_name=profile_name, state__in=(Run.State.SUCCEEDED, *FAILED))
@@ -145,7 +188,8 @@ def run_failed(disk: Disk, profile_name: str) -> None:
         return
     ended = clock.utc_text(last.finished_at) if last.finished_at else "an unknown time"
     if last.state == Run.State.SUCCEEDED:
-        clear(disk.team_id, condition, f"run #{last.pk} of {_workload(profile_name)} succeeded at {ended}")
+        clear(disk.team_id, condition, f"run #{last.pk} of {_workload(profile_name)} succeeded at {ended}",
+              unresolved=unresolved)  # fmt: skip
         return
     raise_alert(Found(
         team_id=disk.team_id, kind=Kind.RUN_FAILED, condition=condition,
@@ -160,7 +204,7 @@ def run_failed(disk: Disk, profile_name: str) -> None:
 ALERTING_VERDICTS = ("client_bound", "cache_suspected", "device_saturated", "stripe_imbalance", "host_under_pressure")
 
 
-def run_verdict(disk: Disk, profile_name: str) -> None:
+def run_verdict(disk: Disk, profile_name: str, *, unresolved: Collection[str] | None = None) -> None:
     """Holds while the last judged run of the workload on the disk has a verdict against its number; clears with a
     judged run that has none (docs/user-guide/verdicts.md)."""
     last = (
@@ -174,7 +218,8 @@ def run_verdict(disk: Disk, profile_name: str) -> None:
     condition = _series(Kind.RUN_VERDICT, disk, profile_name)
     against = [v for v in last.verdicts or [] if v.get("kind") in ALERTING_VERDICTS]
     if not against:
-        clear(disk.team_id, condition, f"run #{last.pk} of {_workload(profile_name)} measured the disk")
+        clear(disk.team_id, condition, f"run #{last.pk} of {_workload(profile_name)} measured the disk",
+              unresolved=unresolved)  # fmt: skip
         return
     raise_alert(Found(
         team_id=disk.team_id, kind=Kind.RUN_VERDICT, condition=condition,
@@ -185,7 +230,7 @@ def run_verdict(disk: Disk, profile_name: str) -> None:
     ))  # fmt: skip
 
 
-def below_promise(disk: Disk, profile_name: str) -> None:
+def below_promise(disk: Disk, profile_name: str, *, unresolved: Collection[str] | None = None) -> None:
     """Holds while the last N results of the workload all measured below the promised IOPS less the
     compliance tolerance; clears with a result that meets it."""
     wanted = AlertRule.of(disk.team_id, Kind.BELOW_PROMISE).consecutive_runs
@@ -201,7 +246,8 @@ def below_promise(disk: Disk, profile_name: str) -> None:
     condition = _series(Kind.BELOW_PROMISE, disk, profile_name)
     latest = rows[0]
     if latest[2] and latest[1] is not None and latest[1] >= latest[2] * threshold:
-        clear(disk.team_id, condition, f"run #{latest[0]} measured {latest[1]:,.0f} IOPS, within the promise")
+        clear(disk.team_id, condition, f"run #{latest[0]} measured {latest[1]:,.0f} IOPS, within the promise",
+              unresolved=unresolved)  # fmt: skip
         return
     if len(judged) < wanted or any(iops >= limit * threshold for _, iops, limit in judged):
         return
@@ -218,7 +264,7 @@ def below_promise(disk: Disk, profile_name: str) -> None:
     ))  # fmt: skip
 
 
-def regression(disk: Disk, profile_name: str) -> None:
+def regression(disk: Disk, profile_name: str, *, unresolved: Collection[str] | None = None) -> None:
     """Holds while the latest change point of any metric of the workload is toward worse and not marked
     expected; clears when a later change brings it back, it is marked expected, or it is no longer found."""
     latest: dict[str, ChangePoint] = {}
@@ -233,7 +279,7 @@ def regression(disk: Disk, profile_name: str) -> None:
             else "a later change brought it back" if latest
             else "the change is no longer found in the results"
         )  # fmt: skip
-        clear(disk.team_id, condition, why)
+        clear(disk.team_id, condition, why, unresolved=unresolved)
         return
     worst = max(worse, key=lambda c: abs(c.change_percent))
     raise_alert(Found(
@@ -317,7 +363,7 @@ def group_spread(group: RunSet) -> None:
     ))  # fmt: skip
 
 
-def schedule_skipped(schedule: Schedule) -> None:
+def schedule_skipped(schedule: Schedule, *, unresolved: Collection[str] | None = None) -> None:
     """Holds while the schedule's latest fire that left its pending state was skipped; clears when a later fire
     starts."""
     fires = Run.objects.filter(schedule=schedule, trigger=Run.Trigger.SCHEDULE).exclude(state=Run.State.PENDING)
@@ -326,10 +372,10 @@ def schedule_skipped(schedule: Schedule) -> None:
         return
     runs = list(fires.filter(fire_time=latest).only("pk", "state", "explanation", "disk_id"))
     skipped = [run for run in runs if run.state == Run.State.SKIPPED]
-    condition = f"schedule_skipped:schedule={schedule.pk}"
+    condition = _skipped_condition(schedule.pk)
     if not skipped:
         if any(run.state != Run.State.CANCELLED for run in runs):
-            clear(schedule.team_id, condition, f"the fire at {clock.utc_text(latest)} started")
+            clear(schedule.team_id, condition, f"the fire at {clock.utc_text(latest)} started", unresolved=unresolved)
         return
     raise_alert(Found(
         team_id=schedule.team_id, kind=Kind.SCHEDULE_SKIPPED, condition=condition,
@@ -344,7 +390,7 @@ def stale(disk: Disk, now: datetime | None = None) -> None:
     """Holds while the disk has an enabled schedule whose N-th fire since the disk's last successful run (or
     since the schedule was made) is more than STALE_SLACK ago, and no run is under way on it."""
     now = now or timezone.now()
-    condition = f"stale:disk={disk.pk}"
+    condition = _stale_condition(disk.pk)
     schedules = list(Schedule.objects.filter(targets=disk, enabled=True))
     success = Run.objects.filter(disk=disk, state=Run.State.SUCCEEDED).aggregate(last=Max("finished_at"))["last"]
     overdue = _overdue(schedules, success, AlertRule.of(disk.team_id, Kind.STALE).intervals, now)
@@ -364,6 +410,14 @@ def stale(disk: Disk, now: datetime | None = None) -> None:
         ),
         host_id=disk.host_id, disk_id=disk.pk, schedule_id=schedule.pk,
     ))  # fmt: skip
+
+
+def _stale_condition(disk_id: int) -> str:
+    return f"stale:disk={disk_id}"
+
+
+def _skipped_condition(schedule_id: int) -> str:
+    return f"schedule_skipped:schedule={schedule_id}"
 
 
 def _overdue(

@@ -9,6 +9,7 @@ that fails never fails a move."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -101,12 +102,27 @@ def _open_or_reopen(found: Found, now: datetime) -> tuple[Alert | None, str | No
     return last, "reopened"
 
 
+def unresolved_among(team_id: int, conditions: Iterable[str]) -> set[str]:
+    """Which of `conditions` have an unresolved alert, in one query: the checks after a run's end clear only
+    those, instead of each asking."""
+    return set(
+        Alert.objects.filter(team_id=team_id, condition__in=list(conditions), state__in=Alert.UNRESOLVED).values_list(
+            "condition", flat=True
+        )
+    )
+
+
 def _unresolved(team_id: int, condition: str) -> Alert | None:
     return Alert.objects.filter(team_id=team_id, condition=condition, state__in=Alert.UNRESOLVED).first()
 
 
-def clear(team_id: int, condition: str, reason: str, now: datetime | None = None) -> Alert | None:
-    """Resolve the unresolved alert of `condition`, saying why; None when there was none."""
+def clear(
+    team_id: int, condition: str, reason: str, now: datetime | None = None, *, unresolved: Collection[str] | None = None
+) -> Alert | None:
+    """Resolve the unresolved alert of `condition`, saying why; None when there was none. `unresolved`: the
+    conditions known to have one (unresolved_among, read once for several checks); None: look."""
+    if unresolved is not None and condition not in unresolved:
+        return None
     current = _unresolved(team_id, condition)
     if current is None or not _resolve(current, reason, now or timezone.now()):
         return None

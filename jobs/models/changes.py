@@ -194,23 +194,29 @@ class ChangePoint(models.Model):
         # A window cut short of the history sees little before its first runs: change points in its older half
         # stay as an earlier, longer look found them; those in its newer half are judged again.
         judged_from = rows[len(rows) // 2][1] if len(rows) == WINDOW else 0
+        # The change points judged again, of every metric in one query (one a metric before: every run pays it).
+        kept: dict[str, list[tuple[int, int]]] = {metric: [] for metric in changepoints.METRICS}
+        judged = cls.objects.filter(**series, expected=False, at_ms__gte=judged_from)
+        for pk, metric, run_id in judged.values_list("pk", "metric", "run_id"):
+            kept.setdefault(metric, []).append((pk, run_id))
         for metric in changepoints.METRICS:
             since = baselines.get(metric, 0)
             points = [point for row in reversed(rows) if row[1] >= since and (point := _point(metric, row[:-1]))]
-            cls._store(disk, series, metric, points, finished, judged_from, steady_only=steady_only)
+            cls._store(disk, series, metric, points, finished, judged_from, kept[metric], steady_only=steady_only)
 
     @classmethod
     def _store(
         cls, disk: Disk, series: dict[str, Any], metric: str, points: list[changepoints.Point],
-        finished: dict[int, Any], judged_from: int, *, steady_only: bool,
+        finished: dict[int, Any], judged_from: int, kept: list[tuple[int, int]], *, steady_only: bool,
     ) -> None:  # fmt: skip
+        """`kept`: the metric's change points (id, run) judged again, as refresh read them."""
         found = {
             change.first.run_id: change
             for change in changepoints.detect(points)
             if change.first.finished_ms >= judged_from
         }
-        stale = cls.objects.filter(**series, metric=metric, expected=False, at_ms__gte=judged_from)
-        stale.exclude(run_id__in=found).delete()
+        if stale := [pk for pk, run_id in kept if run_id not in found]:
+            cls.objects.filter(pk__in=stale).delete()
         for run_id, change in found.items():
             cls.objects.update_or_create(
                 disk=disk, profile_name=series["profile_name"], metric=metric, run_id=run_id,

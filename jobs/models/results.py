@@ -80,7 +80,7 @@ class RunResult(models.Model):
         the set's result is trended, judged and alerted on as any series of the disk."""
         if run.state != Run.State.SUCCEEDED or run.finished_at is None or (run.run_set_id and series is None):
             return
-        with transaction.atomic():
+        with transaction.atomic(savepoint=False):  # no savepoint inside a caller's: nothing here is caught
             # One writer per disk at a time (PostgreSQL; SQLite writes one at a time anyway), so that two runs
             # stored at once both count in their day. NO KEY: new runs of the disk are not held up.
             list(Disk.objects.select_for_update(no_key=True).filter(pk=run.disk_id).values_list("pk"))
@@ -100,7 +100,8 @@ class RunResult(models.Model):
             numbers |= timeseries.snapshot_limits(found.as_dict() if found else None)
         return cls(
             run=run,
-            disk_id=run.disk_id,
+            # The run's disk when loaded already: change detection reads it once the result is saved.
+            **({"disk": run.disk} if Run.disk.is_cached(run) else {"disk_id": run.disk_id}),
             profile_id=run.profile_id,
             profile_name=run.profile_name,
             finished_at=run.finished_at,

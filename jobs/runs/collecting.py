@@ -21,7 +21,7 @@ from jobs.safety import guard
 
 def collect(run_id: int) -> str:
     """Read a finished run's results over the host's session, store them, and clean up on the host."""
-    run = Run.objects.select_related("disk__host__credential").get(pk=run_id)
+    run = Run.objects.select_related("disk__host__credential", "disk__team").get(pk=run_id)
     if run.state != Run.State.COLLECTING:
         return run.state
     Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())

@@ -64,7 +64,7 @@ def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int 
         runs = runs.filter(launch_attempt=attempt)
     changed = runs.update(state=to_state, heartbeat_at=now, **fields)
     if changed:
-        run.refresh_from_db()
+        run.reread()
     return bool(changed)
 
 
@@ -89,7 +89,9 @@ def finish(
     fresh blocks, and no steady-state stamp)."""
     if state != State.SUCCEEDED:
         fields |= {"warnings": [], "steady_state": None}
-    with transaction.atomic():
+    # No savepoint of its own inside a caller's transaction (storing a run's outcome): nothing here is caught
+    # and carried on from, so the caller's rollback is this one's.
+    with transaction.atomic(savepoint=False):
         finished = move(
             run, from_states, state, attempt=attempt, explanation=explanation, finished_at=timezone.now(), **fields
         )

@@ -34,3 +34,21 @@ def test_a_declared_move_moves_only_runs_in_the_states_it_leaves():
     assert states.move_all(Run.objects.all(), (State.PENDING,), State.CANCELLED, explanation="stopped") == 1
     assert Run.objects.get(pk=pending.pk).state == State.CANCELLED
     assert Run.objects.get(pk=running.pk).state == State.RUNNING
+
+
+@pytest.mark.django_db
+def test_a_move_rereads_the_run_and_keeps_its_loaded_disk_and_host(django_assert_num_queries):
+    """A step reads its run's disk and host once (select_related): a state move re-reads the run's own columns and
+    keeps them, as long as the run still points at them."""
+    made = RunFactory(running=True)
+    Run.objects.filter(pk=made.pk).update(explanation="changed elsewhere")
+    run = Run.objects.select_related("disk__host").get(pk=made.pk)
+    assert states.move(run, (State.RUNNING,), State.COLLECTING, explanation="collecting")
+    assert run.state == State.COLLECTING and run.heartbeat_at is not None
+    with django_assert_num_queries(0):
+        assert run.disk.host.name == made.disk.host.name
+    other = RunFactory()
+    Run.objects.filter(pk=run.pk).update(disk=other.disk)  # not a product move: the row points elsewhere now
+    run.reread()
+    with django_assert_num_queries(1):
+        assert run.disk.pk == other.disk.pk  # the old disk is not kept for the new id
