@@ -15,6 +15,8 @@ from jobs.ssh.values import IDLE_WAIT_S, MAX_OUTPUT_BYTES, READ_CHUNK, CommandRe
 # Started once per shell channel through the login shell (which reads its start-up files that one time); every
 # command after it is a fork and exec of /bin/sh on the host, with no new SSH session and no login shell.
 SHELL_COMMAND = "exec /bin/sh"
+# A thread waiting for a command's output reads what came on stderr at least this often.
+STDOUT_WAIT_S = 0.1
 
 
 def exec_command(channel: paramiko.Channel, command: str, deadline: float) -> None:
@@ -86,11 +88,14 @@ class Shell:
         limit = max_output + 2 * (len(mark) + 8)
         channel = self.channel
         out_at = err_at = -1
+        waited = b""  # what came on stdout while the last round slept in the channel
         while True:
             # A mark may straddle two reads: look again from just before where the last look ended.
             out_from = max(len(self._out) - len(mark), 0)
             err_from = max(len(self._err) - len(mark), 0)
-            progressed = False
+            progressed = bool(waited)
+            self._out += waited
+            waited = b""
             while channel.recv_ready() and len(self._out) + len(self._err) <= limit:
                 self._out += channel.recv(READ_CHUNK)
                 progressed = True
@@ -120,7 +125,21 @@ class Shell:
                     raise ShellGone("the shell on the host ended")
                 if time.monotonic() >= deadline:
                     raise ShellTimeout
-                time.sleep(IDLE_WAIT_S)
+                if out_at < 0:
+                    waited = self._wait_for_output(deadline)
+                else:
+                    time.sleep(IDLE_WAIT_S)  # only the mark on stderr is missing: it follows the one on stdout at once
+
+    def _wait_for_output(self, deadline: float) -> bytes:
+        """Sleep in the channel until the command prints on stdout (its end mark is printed there first), for at most
+        STDOUT_WAIT_S so that what it prints on stderr meanwhile is read too. A worker holds dozens of threads
+        waiting for commands while a fleet launches: each woke 200 times a second when they polled."""
+        channel = self.channel
+        channel.settimeout(max(min(STDOUT_WAIT_S, deadline - time.monotonic()), 0.001))
+        try:
+            return channel.recv(READ_CHUNK)  # b"" at the channel's end: the next round finds the shell gone
+        except TimeoutError:
+            return b""
 
 
 class ShellPool:

@@ -431,6 +431,28 @@ def test_concurrent_commands_each_get_their_own_output(conn: ssh.Connection) -> 
     assert outputs == [b"".join(f"{n}-{i}\n".encode() for i in range(1, 9)) for n in range(24)]
 
 
+def test_a_thread_waiting_for_a_slow_command_sleeps_in_the_channel_instead_of_polling_it(
+    conn: ssh.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker holds dozens of threads waiting for commands while a fleet launches: each looks at its channel when
+    output comes, or every STDOUT_WAIT_S for stderr's sake, not 200 times a second (as it did). Its output, on both
+    streams and across the wait, comes whole."""
+    conn.run("true")  # the shell is started
+    looks = 0
+    ready = paramiko.Channel.recv_ready
+
+    def counted(channel: paramiko.Channel) -> bool:
+        nonlocal looks
+        looks += 1
+        return ready(channel)
+
+    monkeypatch.setattr(paramiko.Channel, "recv_ready", counted)
+    result = conn.run("echo before; echo err >&2; sleep 1; echo after")
+
+    assert result == ssh.CommandResult(0, b"before\nafter\n", b"err\n")
+    assert looks <= 40, looks  # 1 s of waiting: about 10 looks at 0.1 s; about 200 when it polled every 5 ms
+
+
 def test_a_shell_killed_on_the_host_is_replaced_by_the_next_command(conn: ssh.Connection) -> None:
     shell = _parent_of_command(conn)
 
