@@ -77,8 +77,10 @@ STANDIN_SETTLE_S = 3
 MB = 2**20
 # OpenSSH's sshd listens on at most 16 sockets (MAX_LISTEN_SOCKS); jobs/sshd_local's config takes one, 127.0.0.1.
 MAX_ADDRESSES_PER_SSHD = 15
-_CONNECTION = re.compile(rb"Connection from \S+ port (\d+) on (\S+) port \d+")
-_LOGIN = re.compile(rb"Accepted publickey for \S+ from \S+ port (\d+)")
+# sshd's VERBOSE lines of a connection and of its login, matched in the log's order.
+_CONNECTION_OR_LOGIN = re.compile(
+    rb"Connection from \S+ port (\d+) on (\S+) port \d+|Accepted publickey for \S+ from \S+ port (\d+)"
+)
 
 
 # ----------------------------------------------------------------------------------------- the stand-in's cost
@@ -261,10 +263,24 @@ def logins_by_address(stack: sp.Stack, offsets: list[int]) -> dict[str, int]:
         with sshd.log_path.open("rb") as log:
             log.seek(offset)
             text = log.read()
-        reached = {port: address.decode() for port, address in _CONNECTION.findall(text)}
-        for port in _LOGIN.findall(text):
-            address = reached.get(port, "unknown")
-            logins[address] = logins.get(address, 0) + 1
+        for address, count in logins_in(text).items():
+            logins[address] = logins.get(address, 0) + count
+    return logins
+
+
+def logins_in(log: bytes) -> dict[str, int]:
+    """The logins of one sshd's log by the address each reached: a login is its connection's, the last one from its
+    client port before it (a port comes back over a long measurement: 400 connections on one sshd's ports reuse
+    some, and a map of every port's last connection credited those logins to the wrong hosts)."""
+    reached: dict[bytes, str] = {}
+    logins: dict[str, int] = {}
+    for match in _CONNECTION_OR_LOGIN.finditer(log):
+        port, address, login_port = match.groups()
+        if login_port is None:
+            reached[port] = address.decode()
+        else:
+            where = reached.get(login_port, "unknown")
+            logins[where] = logins.get(where, 0) + 1
     return logins
 
 
