@@ -246,13 +246,20 @@ def cpu_snapshot(stack: sp.Stack) -> dict[str, float]:
     in fanout.py's way)."""
     import psutil
 
-    t = psutil.cpu_times()
     return {
         "wall_s": time.monotonic(),
-        "machine busy": t.user + t.nice + t.system + t.irq + t.softirq + t.steal,
+        "machine busy": machine_busy_s(),
         "worker": sp.tree_cpu_s(psutil.Process(stack.worker.pid)),
-        "sshd and sessions": sum(sp.tree_cpu_s(psutil.Process(s.process.pid)) for s in stack.sshds),
+        "sshd and sessions": sp.trees_cpu_s([s.process.pid for s in stack.sshds]),
     }
+
+
+def machine_busy_s() -> float:
+    """The machine's busy CPU seconds so far, over all its CPUs."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return t.user + t.nice + t.system + t.irq + t.softirq + t.steal
 
 
 def logins_by_address(stack: sp.Stack, offsets: list[int]) -> dict[str, int]:

@@ -295,12 +295,9 @@ class CpuMeter(threading.Thread):
         self._last: dict[str, float] = {}
 
     def run(self) -> None:
-        import psutil
-
         while True:
-            t = psutil.cpu_times()
-            machine = t.user + t.nice + t.system + t.irq + t.softirq + t.steal
-            hosts = _trees_cpu_s([s.process.pid for s in self.stack.sshds])
+            machine = fleet.machine_busy_s()
+            hosts = sp.trees_cpu_s([s.process.pid for s in self.stack.sshds])
             for worker in self.stack.site_workers:  # a killed worker keeps what it had used when last seen
                 if worker.killed_at is None:
                     self._last[worker.name] = max(self._last.get(worker.name, 0.0), _cpu_s(worker))
@@ -409,24 +406,6 @@ class Kill:
             "stored": len(stored),
             "held": len(held),
         }
-
-
-def _trees_cpu_s(roots: list[int]) -> float:
-    """CPU seconds of the process trees under `roots`, each process with what it reaped, from one reading of every
-    process's parent (sp.tree_cpu_s reads them all for each root: 14 sshds with 2,000 runs took seconds)."""
-    import psutil
-
-    children: dict[int, list[psutil.Process]] = {}
-    for process in psutil.process_iter(["ppid"]):
-        children.setdefault(process.info["ppid"], []).append(process)
-    total, todo = 0.0, [psutil.Process(pid) for pid in roots]
-    while todo:
-        process = todo.pop()
-        with contextlib.suppress(psutil.Error):
-            t = process.cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
-        todo += children.get(process.pid, [])
-    return total
 
 
 def _cpu_s(worker: Worker) -> float:

@@ -242,10 +242,30 @@ class CpuMeter:
 
 def tree_cpu_s(root: Any) -> float:
     """CPU seconds of a process's whole tree: it and its live descendants, each with what it has reaped."""
+    return _cpu_s_of([root, *root.children(recursive=True)])
+
+
+def trees_cpu_s(roots: list[int]) -> float:
+    """tree_cpu_s of several roots from one reading of every process's parent (tree_cpu_s reads them all for each
+    root: the 14 sshds of a 2,000-run fleet took seconds)."""
+    import psutil
+
+    children: dict[int, list[psutil.Process]] = {}
+    for process in psutil.process_iter(["ppid"]):
+        children.setdefault(process.info["ppid"], []).append(process)
+    tree, todo = [], [psutil.Process(pid) for pid in roots]
+    while todo:
+        process = todo.pop()
+        tree.append(process)
+        todo += children.get(process.pid, [])
+    return _cpu_s_of(tree)
+
+
+def _cpu_s_of(processes: list[Any]) -> float:
     import psutil
 
     total = 0.0
-    for process in [root, *root.children(recursive=True)]:
+    for process in processes:
         with contextlib.suppress(psutil.Error):
             t = process.cpu_times()
             total += t.user + t.system + t.children_user + t.children_system

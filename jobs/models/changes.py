@@ -8,6 +8,7 @@ series' new baseline: detection looks only at the runs from its first run on."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from functools import cached_property
 from typing import Any
 
@@ -195,10 +196,10 @@ class ChangePoint(models.Model):
         # stay as an earlier, longer look found them; those in its newer half are judged again.
         judged_from = rows[len(rows) // 2][1] if len(rows) == WINDOW else 0
         # The change points judged again, of every metric in one query (one a metric before: every run pays it).
-        kept: dict[str, list[tuple[int, int]]] = {metric: [] for metric in changepoints.METRICS}
+        kept: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
         judged = cls.objects.filter(**series, expected=False, at_ms__gte=judged_from)
         for pk, metric, run_id in judged.values_list("pk", "metric", "run_id"):
-            kept.setdefault(metric, []).append((pk, run_id))
+            kept[metric].append((pk, run_id))
         for metric in changepoints.METRICS:
             since = baselines.get(metric, 0)
             points = [point for row in reversed(rows) if row[1] >= since and (point := _point(metric, row[:-1]))]

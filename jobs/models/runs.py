@@ -160,11 +160,10 @@ class Run(models.Model):
         """refresh_from_db, keeping the run's disk (and its host) when loaded and still the run's: a step reads them
         once, not again after each state move (refresh_from_db forgets every related object). Whatever else is
         related (its set, its schedule) is read afresh when next used, as it may have moved meanwhile."""
-        field = Run._meta.get_field("disk")
-        disk = field.get_cached_value(self) if field.is_cached(self) else None
+        disk = self.disk if Run.disk.is_cached(self) else None
         self.refresh_from_db()
         if disk is not None and self.disk_id == disk.pk:
-            field.set_cached_value(self, disk)
+            Run.disk.field.set_cached_value(self, disk)
 
     @staticmethod
     def clock(started: Any, expected_s: float, now: Any) -> dict[str, float]:
