@@ -245,6 +245,27 @@ def trace_events(path: Path) -> Iterator[tuple[str, float, str, list[Any]]]:
             yield kind, at, name, args
 
 
+def task_costs(workers: list[Worker]) -> list[dict[str, Any]]:
+    """Per task name over the site workers' traces: how many ended, their wall time (p50, p95) and the CPU their
+    thread used (sum, and per task): what a worker's CPU went to besides its observer's loop and threads."""
+    begun: dict[str, float] = {}
+    walls: dict[str, list[float]] = {}
+    cpus: dict[str, float] = {}
+    for worker in workers:
+        if not worker.trace.exists():
+            continue
+        for line in worker.trace.read_text().splitlines():
+            with contextlib.suppress(ValueError, TypeError):
+                kind, at, name, task_id, _args, _extra, *rest = json.loads(line)
+                if kind == "start":
+                    begun[task_id] = at
+                elif task_id in begun:
+                    walls.setdefault(name, []).append(at - begun.pop(task_id))
+                    cpus[name] = cpus.get(name, 0.0) + float(rest[0] if rest and rest[0] is not None else 0.0)
+    return [{"task": name, "n": len(wall), "wall": sp.percentiles(wall), "cpu_s": cpus[name],
+             "cpu_per_task_s": cpus[name] / len(wall)} for name, wall in sorted(walls.items())]  # fmt: skip
+
+
 def adopted_tokens(worker: Worker) -> set[tuple[int, str]]:
     """(host, token) of every jobs.observe_host the worker began."""
     return {(args[0], args[1]) for kind, _, name, args in trace_events(worker.trace)
@@ -520,6 +541,7 @@ def measure(args: argparse.Namespace, stack: SitesStack) -> dict[str, Any]:
         "sshd_logins": sshd_logins,
         "kill": kill.recovery(rows),
         "cpu": cpu,
+        "tasks": task_costs(stack.site_workers),
         **fleet.count_runs(stack, sp.runs_of(schedules)),
         "worker_log_tail": "" if done else stack.site_workers[-1].log.read_text(errors="replace")[-4000:],
     }
@@ -601,6 +623,10 @@ def print_report(result: dict[str, Any], s: dict[str, Any]) -> None:
         if w := result["cpu"].get(name):
             print(f"{label:<44}{w['wall_s']:>8.0f}{w['capacity_s']:>10.0f}{w['machine_s']:>9.0f}{w['hosts_s']:>8.0f}"
                   f"{w['workers_s']:>9.0f}")  # fmt: skip
+    print(f"\n{'task (site workers)':<28}{'n':>6}{'wall p50':>10}{'wall p95':>10}{'CPU s':>9}{'CPU s each':>12}")
+    for t in result.get("tasks", []):
+        print(f"{t['task']:<28}{t['n']:>6}{_f(t['wall']['p50'], 3):>10}{_f(t['wall']['p95'], 3):>10}"
+              f"{t['cpu_s']:>9.1f}{t['cpu_per_task_s']:>12.4f}")  # fmt: skip
     print(
         f"the sshd logs count {sum(result['sshd_logins'].values())} logins, "
         f"{'the same per host as the workers logged' if s['sshd_agrees'] else 'NOT what the workers logged'}"

@@ -78,7 +78,8 @@ _BEAT_SENT = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): INFO/\w+\] 
 
 
 def worker_shim(celery_argv: list[str]) -> None:
-    """`celery worker` as usual, plus one trace line per task start and end (epoch seconds, task, args)."""
+    """`celery worker` as usual, plus one trace line per task start and end (epoch seconds, task, args; an end
+    also the CPU seconds the task's thread used, time.thread_time)."""
     sys.path.insert(0, str(ROOT))
     from celery.signals import task_postrun, task_prerun
 
@@ -87,18 +88,23 @@ def worker_shim(celery_argv: list[str]) -> None:
     lock = threading.Lock()
     trace = open(os.environ[TRACE_ENV], "a", buffering=1)  # open for the worker's whole life
 
-    def write(kind: str, task: Any, task_id: str, args: Any, extra: str = "") -> None:
-        line = json.dumps([kind, time.time(), getattr(task, "name", "?"), task_id, list(args or ()), extra])
+    began: dict[str, float] = {}
+
+    def write(kind: str, task: Any, task_id: str, args: Any, extra: str = "", cpu_s: float | None = None) -> None:
+        line = json.dumps([kind, time.time(), getattr(task, "name", "?"), task_id, list(args or ()), extra, cpu_s])
         with lock:
             trace.write(line + "\n")
 
     @task_prerun.connect(weak=False)
     def _started(task_id: str, task: Any, args: Any = (), **_: Any) -> None:
+        began[task_id] = time.thread_time()
         write("start", task, task_id, args)
 
     @task_postrun.connect(weak=False)
     def _ended(task_id: str, task: Any, args: Any = (), retval: Any = None, **_: Any) -> None:
-        write("end", task, task_id, args, str(retval)[:200])
+        start = began.pop(task_id, None)
+        cpu = None if start is None else time.thread_time() - start
+        write("end", task, task_id, args, str(retval)[:200], cpu)
 
     app.worker_main(["worker", *celery_argv])
 
@@ -474,7 +480,7 @@ def read_trace(stack: Stack) -> Trace:
         open_ticks: dict[str, float] = {}
         for line in stack.trace.read_text().splitlines():
             with contextlib.suppress(ValueError):
-                kind, at, name, task_id, args, extra = json.loads(line)
+                kind, at, name, task_id, args, extra, *_ = json.loads(line)
                 if name == "jobs.tick":
                     if kind == "start":
                         open_ticks[task_id] = at

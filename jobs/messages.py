@@ -71,6 +71,24 @@ def ask_workers(command: str, timeout: float) -> dict[str, object]:
     return {name: answer for reply in replies for name, answer in reply.items()}
 
 
+def waiting(queue: str, timeout: float = 2.0) -> int | None:
+    """How many messages wait in `queue` on the broker, taken by no worker yet (a worker holds what it took until
+    the task ends: acks_late, one message a thread); 0 for a queue the broker does not have, None when the broker
+    cannot be asked within about `timeout` seconds."""
+    from kombu.exceptions import ChannelError, KombuError, OperationalError
+
+    try:
+        with _app().connection_for_write(connect_timeout=timeout) as connection:
+            connection.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
+            try:
+                _name, count, _consumers = connection.default_channel.queue_declare(queue=queue, passive=True)
+            except ChannelError:
+                return 0  # no such queue: nothing was ever sent there, or it was emptied and removed
+            return int(count)
+    except (OperationalError, KombuError, OSError):
+        return None
+
+
 def consume(queue: str, worker: str, timeout: float) -> bool:
     """Ask one worker (by name) to consume `queue` too (Celery's add_consumer); True when it said it will."""
     replies = _app().control.add_consumer(queue, destination=[worker], reply=True, timeout=timeout)

@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
+from jobs import messages
 from jobs.models import Host, Run
 from jobs.runs import collecting, sites, steps, stopping
 
@@ -54,6 +55,35 @@ def _hand_over_unobserved_hosts(now: Any) -> int:
     return sum(steps.watch(host, now=now) for host in unobserved)
 
 
+# The states whose step's message waits in the site's queue until a worker takes it (a launching run's next attempt
+# is a countdown message, which a worker holds from the start).
+_QUEUED_MESSAGES = (Run.State.QUEUED, Run.State.COLLECTING)
+
+
+class _Backlog:
+    """How many messages wait in each site's queue, asked of the broker once a sweep (None: the broker did not say,
+    and the sweep sends as it would without knowing)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, int | None] = {}
+
+    def of(self, site: str) -> int | None:
+        if site not in self._waiting:
+            self._waiting[site] = messages.waiting(sites.queue_for(site))
+        return self._waiting[site]
+
+
+def _behind_text(run: Run, waiting: int, now: Any) -> str:
+    """A queued run waiting behind other messages in its site's queue, as its page says it."""
+    site = run.disk.host.site
+    since = f" for {(now - run.queued_at).total_seconds():.0f} s" if run.queued_at else ""
+    others = "1 message" if waiting == 1 else f"{waiting} messages"
+    waited = f"queued on {sites.queue_for(site)}{since}, behind {others} no worker has taken yet"
+    if sites.unserved(site):
+        return f"{sites.waiting_text(site)} ({waited})"
+    return f"{waited}: the site's workers are busy"
+
+
 def sweep(now: Any = None) -> int:
     """Pick up runs no worker has looked at lately (a worker died, a message was lost, a host's observer or a run's
     chain of re-attaching launches ended without finishing its run), and hosts whose observer is gone.
@@ -68,12 +98,18 @@ def sweep(now: Any = None) -> int:
     jobs/runs/watching.py), collecting and cancelled ones a poll (a collect, a stop); a run with no heartbeat
     at all is stale at once. Only the sweep that moved a
     run's heartbeat on sends it, so two beat processes do not start two chains.
+
+    A queued or collecting run whose site's queue still holds messages no worker has taken is not sent again: its
+    own message is most likely among them (a worker holds a message it took until the task ends), so the site's
+    workers are behind, not gone, and a second message would only lengthen the queue and, for a launch, double
+    the work on the host (`_Backlog`). Its heartbeat moves, and it is looked at again once the queue is empty.
     """
     now = now or timezone.now()
     stale = Run.objects.filter(
         Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True), state__in=Run.ACTIVE_STATES
     )
     count = 0
+    backlog = _Backlog()
     watched: dict[int, tuple[Host, list[int]]] = {}
     runs = stale.select_related("disk__host").only(
         "pk", "state", "heartbeat_at", "queued_at", "cancel_requested", "disk__host__site"
@@ -83,6 +119,12 @@ def sweep(now: Any = None) -> int:
             watched.setdefault(run.disk.host_id, (run.disk.host, []))[1].append(run.pk)
             continue
         fields: dict[str, Any] = {"heartbeat_at": now}
+        waiting = backlog.of(run.disk.host.site) if run.state in _QUEUED_MESSAGES else 0
+        if waiting:
+            if run.state == Run.State.QUEUED:
+                fields["explanation"] = _behind_text(run, waiting, now)
+            Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields)
+            continue
         if run.state == Run.State.QUEUED and run.queued_at and now - run.queued_at > UNCLAIMED_AFTER:
             # No worker took the launch: most often nobody listens on this site's queue.
             site = run.disk.host.site

@@ -3,8 +3,14 @@ listening there runs them (real workers, Redis, sshd and fio)."""
 
 from __future__ import annotations
 
-import pytest
+import contextlib
+from datetime import timedelta
 
+import pytest
+from django.utils import timezone
+from kombu.exceptions import ChannelError
+
+from jobs import messages
 from jobs.models import Disk, Host, Run
 from jobs.runs import launching, queueing, sites, stopping, sweeping
 from tests.browser import log_in
@@ -97,6 +103,46 @@ def test_a_run_queued_for_a_site_no_worker_serves_says_so_at_once_on_its_page_an
     # The one worker of the default queue still runs the hosts without a site.
     Host.objects.filter(pk=host.pk).update(site="")
     assert not sites.unserved("")
+
+
+def _purge(queue: str) -> None:
+    from benchweb.celery import app
+
+    with app.connection_for_write() as connection:
+        with contextlib.suppress(ChannelError):
+            connection.default_channel.queue_purge(queue)
+
+
+def test_the_sweep_sends_no_second_message_while_the_sites_queue_holds_messages_no_worker_took(broker, host, disk):
+    """A launch or collection waiting in a busy site's queue is not sent again: under load, second messages for runs
+    only waiting their turn made the queue longer and doubled launches (the fleet bench saw 680 for 2,000 runs)."""
+    Host.objects.filter(pk=host.pk).update(site="busy")
+    run = queueing.create_run(disk, quick_profile(disk.team))
+    queue = sites.queue_for("busy")
+    _purge(queue)
+    old = timezone.now() - sweeping.STALE_AFTER - timedelta(seconds=5)
+    Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED, queued_at=old, heartbeat_at=old)
+    try:
+        # Nothing waits in the queue: the launch message was lost (or a killed worker held it), so it is sent again.
+        assert messages.waiting(queue) == 0
+        assert sweeping.sweep() == 1
+        assert messages.waiting(queue) == 1
+        # Stale again while that message still waits for a worker: not sent twice, and the page says why it waits.
+        Run.objects.filter(pk=run.pk).update(heartbeat_at=old)
+        assert sweeping.sweep() == 0
+        assert messages.waiting(queue) == 1
+        run.refresh_from_db()
+        assert run.state == Run.State.QUEUED and run.heartbeat_at > old
+        behind = "queued on site.busy for 35 s, behind 1 message no worker has taken yet"
+        assert behind in run.explanation, run.explanation
+        # A collection waits in the same queue, so it waits alike; once the queue is empty, it is sent again.
+        Run.objects.filter(pk=run.pk).update(state=Run.State.COLLECTING, heartbeat_at=old)
+        assert sweeping.sweep() == 0 and messages.waiting(queue) == 1
+        _purge(queue)
+        Run.objects.filter(pk=run.pk).update(heartbeat_at=old)
+        assert sweeping.sweep() == 1 and messages.waiting(queue) == 1
+    finally:
+        _purge(queue)
 
 
 def test_cancelling_a_queued_run_that_no_worker_holds_ends_it_at_once_and_its_late_launch_starts_nothing(
