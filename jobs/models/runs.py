@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import uuid
-from datetime import date
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
 from typing import Any, Self
 
 from django.conf import settings
@@ -18,6 +19,9 @@ from jobs.models.profiles import Profile
 from jobs.models.schedules import Schedule
 from jobs.models.sets import RunSet
 from jobs.models.teams import Team
+
+# A look at a running run's live figures (Run.want_progress) has them read often for this long.
+PROGRESS_WANTED_FOR = timedelta(seconds=60)
 
 
 class Run(models.Model):
@@ -66,6 +70,12 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     progress = models.JSONField(default=dict, blank=True, help_text="Live: elapsed_s, eta_s, read_iops, write_iops.")
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last time a worker looked at this run.")
+    progress_wanted_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Someone looks at this running run's live figures (its page, the overview, the API) until then: "
+        "its observer reads them every few seconds instead of every UNWATCHED_PROGRESS_EVERY_S.",
+    )
     cancel_requested = models.BooleanField(default=False)
     command = models.TextField(blank=True, help_text="The exact job file or argv sent to the target.")
     remote_dir = models.CharField(max_length=1024, blank=True)
@@ -173,6 +183,32 @@ class Run(models.Model):
         # from its start to its end (10.38 s shown as 10.4 did, when the collector saw the end within 20 ms).
         shown = math.floor(round(elapsed * 10, 6)) / 10
         return {"elapsed_s": shown, "eta_s": max(0.0, round(expected_s - elapsed, 1))}
+
+    @classmethod
+    def want_progress(cls, runs: Iterable[Run], now: datetime | None = None) -> None:
+        """Someone is looking at these runs' live figures (a page, the overview, the API): the running ones among
+        them are read often for the next PROGRESS_WANTED_FOR (jobs/runs/watching.py). A run marked within the last
+        half of that is not written again, so a page polling every 2 s writes once a PROGRESS_WANTED_FOR / 2."""
+        now = now or timezone.now()
+        renew = now + PROGRESS_WANTED_FOR / 2
+        due = [run.pk for run in runs if run.state == cls.State.RUNNING
+               and (run.progress_wanted_until is None or run.progress_wanted_until < renew)]  # fmt: skip
+        if due:
+            wanted = now + PROGRESS_WANTED_FOR
+            cls.objects.filter(pk__in=due, state=cls.State.RUNNING).update(progress_wanted_until=wanted)
+
+    @classmethod
+    def want_progress_of(cls, run_ids: Iterable[int], now: datetime | None = None) -> None:
+        """want_progress for runs known by their ids (a list of rows): one read of the running ones among them."""
+        ids = list(run_ids)
+        if ids:
+            running = cls.objects.filter(pk__in=ids, state=cls.State.RUNNING).only(
+                "pk", "state", "progress_wanted_until"
+            )
+            cls.want_progress(running, now)
+
+    def progress_wanted(self, now: datetime) -> bool:
+        return self.progress_wanted_until is not None and self.progress_wanted_until > now
 
     def live_progress(self) -> dict[str, Any]:
         """The progress of the last poll, with elapsed time and ETA as of now. Near its end a run's poll waits

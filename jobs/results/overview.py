@@ -229,7 +229,9 @@ def facts(team: Team, now: datetime, page: str | None = None) -> dict[str, Any]:
     running = runs.filter(state__in=Run.ACTIVE_STATES)
     active = list(running.order_by(F("started_at").asc(nulls_last=True), "pk")[:ACTIVE_SHOWN])
     for run in active:
-        expected = (run.progress or {}).get("expected_s")
+        # Elapsed and left as of now: an unwatched run's figures are read every half minute (jobs/runs/watching.py).
+        run.progress = run.live_progress()
+        expected = run.progress.get("expected_s")
         # An attribute for the template only, not a field of Run.
         run.percent = min(100.0, 100 * run.progress.get("elapsed_s", 0) / expected) if expected else None  # type: ignore[attr-defined]
     pending = runs.filter(state=Run.State.PENDING)

@@ -602,7 +602,14 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         assert page is not None  # the view has a pagination_class
+        # A client waiting for its runs reads their live figures here: they are read often while it asks.
+        Run.want_progress_of(row["id"] for row in page if row["state"] == Run.State.RUNNING)
         return self.get_paginated_response([run_list_item(row) for row in page])
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        run = self.get_object()
+        Run.want_progress([run])  # its live figures are read often while a client asks for them
+        return Response(self.get_serializer(run).data)
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Start a run now (trigger `api`); if its disk is busy it waits and says why. Sent again with the same

@@ -46,10 +46,11 @@ log = logging.getLogger(__name__)
 
 # Threads that talk to the hosts (each steps one host at a time).
 OBSERVER_THREADS = int(os.environ.get("BENCHWEB_OBSERVER_THREADS", "4"))
-# Live figures an observer reads (and writes) a second at most, over all its hosts: with more runs than
-# PROGRESS_READS_PER_S x watching.PROGRESS_EVERY_S, each run's come less often (500 runs: every 5 s), and its
-# wrapper is looked at in /proc less often alike. Every write is an UPDATE of the run's row, which the database
-# pays too; ends are seen as fast whatever the number (one listing a host).
+# Live figures an observer reads (and writes) a second at most, over all its hosts: the runs someone looks at every
+# watching.PROGRESS_EVERY_S, the others every watching.UNWATCHED_PROGRESS_EVERY_S, all of them less often when that
+# asks for more; wrappers are looked at in /proc as if every run's figures were read every PROGRESS_EVERY_S (500
+# runs: every 12.5 s). Every write is an UPDATE of the run's row, which the database pays too; ends are seen as fast
+# whatever the number (one listing a host).
 PROGRESS_READS_PER_S = 100.0
 # Quick steps per second an observer spends at most, over all its hosts with a run due to end.
 QUICK_STEPS_PER_S = 50.0
@@ -207,10 +208,15 @@ class Observer:
         running = Run.objects.filter(disk__host_id__in=list(hosts), state=Run.State.RUNNING)
         for run in running.select_related("disk__host"):
             runs.setdefault(run.disk.host_id, []).append(run)
-        pace = max(1.0, sum(len(found) for found in runs.values()) / len(mine) * len(self._held)
-                   / (PROGRESS_READS_PER_S * watching.PROGRESS_EVERY_S))  # fmt: skip
+        # The paces over every host held, from the runs of those due now: looks as if every run's figures were
+        # read every PROGRESS_EVERY_S (as before pages asked), live figures by what is looked at.
+        share = len(self._held) / len(mine)
+        found = [run for found in runs.values() for run in found]
+        pace = max(1.0, len(found) * share / (PROGRESS_READS_PER_S * watching.PROGRESS_EVERY_S))
+        reads = sum(1 / watching.progress_every(run, now) for run in found) * share
+        progress_pace = max(1.0, reads / PROGRESS_READS_PER_S)
         for held in mine:
-            held.memory.pace = pace
+            held.memory.pace, held.memory.progress_pace = pace, progress_pace
             self._plan(held, hosts[held.host_id], runs.get(held.host_id, []), now)
 
     def _plan(self, held: _Held, host: Host, runs: list[Run], now: datetime) -> None:

@@ -23,6 +23,7 @@ from jobs.sets import facts as set_facts
 @login_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = access.run(request, pk)
+    Run.want_progress([run])  # its live figures are read often while the page is open
     summary = run.summary or {}
     credits = burst.run_burst(run)
     context = {
@@ -96,6 +97,7 @@ def _against_limits(run: Run, summary: dict[str, Any], applied: str | None = Non
 @login_required
 def run_progress(request: HttpRequest, pk: int) -> JsonResponse:
     run = access.run(request, pk)
+    Run.want_progress([run])  # asked every 2 s by an open page: its observer reads the figures that often
     return JsonResponse(
         {
             "id": run.pk,

@@ -8,7 +8,9 @@ directory over SFTP, so nothing is logged in to or started on the host to look a
   after `status`): the end of a run is seen within a step, STEP_S, whatever the number of runs; while a run
   is due to end, quick steps in between (every NEAR_END_STEP_S or so) list that directory and nothing else;
 - the wrapper's pid and start time are read once;
-- the tool's output is read from where the last step stopped, every PROGRESS_EVERY_S, for the live figures;
+- the tool's output is read from where the last step stopped, for the live figures: every PROGRESS_EVERY_S while
+  someone looks at them (the run's page, the overview, the API: Run.want_progress), else every
+  UNWATCHED_PROGRESS_EVERY_S, so that a fleet nobody watches costs a read a run every half minute;
 - every LOOK_EVERY_S the wrapper's process is looked at in /proc, for a run killed without a trace (dead), a
   run directory removed (vanished) or never launched; a host without Linux's /proc is asked by a command,
   every COMMAND_LOOK_EVERY_S;
@@ -57,6 +59,9 @@ NEAR_END_STEP_S = 0.1
 # A step this close to a full step's time is a full step (countdowns are not exact).
 QUICK_STEP_SLACK_S = 0.05
 PROGRESS_EVERY_S = 2.0
+# A running run whose live figures nobody looks at (Run.progress_wanted_until passed) has them read this often: the
+# overview's and the API's figures of it stay this fresh, and its page asks for more as it opens.
+UNWATCHED_PROGRESS_EVERY_S = 30.0
 LOOK_EVERY_S = 5.0
 # A host with many runs has their output read and their wrapper looked at less often, so that one step stays
 # a fraction of a second: every PROGRESS_EVERY_S or one second per RUNS_PER_SECOND_READ runs, whichever is
@@ -117,9 +122,11 @@ class HostMemory:
     files: ssh.OpenFiles | None = None  # its /proc files, kept open on the session's channel of their own
     # A second of telemetry read by the last step, not stored yet (the observer stores many hosts' at once).
     sample: HostSample | None = None
-    # How much slower than PROGRESS_EVERY_S and LOOK_EVERY_S this host's runs are read (>= 1): the observer's pace
-    # over all its hosts (jobs/runs/observer.py PROGRESS_READS_PER_S).
+    # How much slower than LOOK_EVERY_S this host's runs are looked at (>= 1), and how much slower than
+    # PROGRESS_EVERY_S (or UNWATCHED_PROGRESS_EVERY_S) their live figures are read: the observer's paces over all
+    # its hosts (jobs/runs/observer.py PROGRESS_READS_PER_S).
     pace: float = 1.0
+    progress_pace: float = 1.0
 
     def forget_all_but(self, run_ids: set[int]) -> None:
         for gone in set(self.watches) - run_ids:
@@ -236,10 +243,13 @@ def _look(conn: ssh.Connection, due: list[Run], memory: HostMemory) -> list[Find
         _telemetry(conn, memory.host, due, memory)
     others.sort(key=lambda run: _last_read(memory.watches[run.pk]))
     until = time.monotonic() + LOOK_BUDGET_S
+    now = timezone.now()
     for run in others:
         done = markers[_base(run)]
         watch = memory.watches[run.pk]
-        findings.append(_look_at(conn, run, watch, markers=done is not None, runs=len(due), pace=memory.pace))
+        every = progress_every(run, now, runs=len(due), pace=memory.progress_pace)
+        findings.append(_look_at(conn, run, watch, markers=done is not None, runs=len(due), pace=memory.pace,
+                                 progress_every_s=every))  # fmt: skip
         if time.monotonic() >= until:
             break  # at least one run a step, however slow the host
     return findings
@@ -250,8 +260,24 @@ def _last_read(watch: _Watch) -> float:
     return float("-inf") if watch.pid is None else min(watch.progress_at, watch.looked_at)
 
 
+def progress_every(run: Run, now: datetime, *, runs: int = 1, pace: float = 1.0) -> float:
+    """How often the run's live figures are read: PROGRESS_EVERY_S while someone looks at them, slower on a host
+    with many runs (RUNS_PER_SECOND_READ); UNWATCHED_PROGRESS_EVERY_S while nobody does; both times the observer's
+    progress pace."""
+    if not run.progress_wanted(now):
+        return UNWATCHED_PROGRESS_EVERY_S * pace
+    return PROGRESS_EVERY_S * max(pace, runs / RUNS_PER_SECOND_READ / PROGRESS_EVERY_S)
+
+
 def _look_at(
-    conn: ssh.Connection, run: Run, watch: _Watch, *, markers: bool, runs: int = 1, pace: float = 1.0
+    conn: ssh.Connection,
+    run: Run,
+    watch: _Watch,
+    *,
+    markers: bool,
+    runs: int = 1,
+    pace: float = 1.0,
+    progress_every_s: float = PROGRESS_EVERY_S,
 ) -> Finding:
     now = time.monotonic()
     scale = max(pace, runs / RUNS_PER_SECOND_READ / PROGRESS_EVERY_S)
@@ -267,7 +293,7 @@ def _look_at(
             state = _ask_by_command(conn, run, watch, now)
     finding = Finding(run, state, started_epoch=watch.started_epoch)
     tool = runner.for_parameters(run.parameters)
-    if state == "running" and tool.live_output and now - watch.progress_at >= PROGRESS_EVERY_S * scale:
+    if state == "running" and tool.live_output and now - watch.progress_at >= progress_every_s:
         watch.progress_at = now
         offset, data = remote.read_output(conn, f"{run.remote_dir}/{tool.output_file}", watch.offset)
         joined = watch.tail + data if offset - len(data) == watch.offset else data

@@ -83,6 +83,8 @@ def test_three_runs_on_one_host_cost_one_login_and_watching_them_starts_nothing_
 ):
     server = sshd_factory()
     runs, before = _three_running(server, tmp_path, runtime_s=10)
+    # Their figures are looked at (as by the overview's open rows), so they are read every 2 s.
+    Run.want_progress(Run.objects.filter(pk__in=[run.pk for run in runs]))
     # From here until the live figures of all three have come in, only the host's observation steps talk to it.
     watching_from = len(_log(server))
     deadline = time.monotonic() + 8

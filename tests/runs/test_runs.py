@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Disk, Membership, Profile, Run
-from jobs.runs import queueing, stopping, sweeping
+from jobs.runs import queueing, stopping, sweeping, watching
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final, wait_state, wrappers_of
 from tests.factories import RunFactory
 
@@ -235,32 +235,73 @@ def test_a_missing_tool_says_how_to_install_it(sshd, worker, tmp_path):
     assert list((tmp_path / "bench").iterdir()) == []
 
 
-def test_live_iops_follow_the_latest_interval_and_a_finished_run_reports_its_real_elapsed_time(
+def test_live_iops_follow_the_latest_interval_while_looked_at_and_a_finished_run_reports_its_real_elapsed_time(
     fio_installed, sshd, worker, tmp_path
 ):
-    """The live figure must move with fio's status documents to the end (a poll that waited on the host for
-    the finish used to hold it for 5 s), and a finished run's elapsed time is its real runtime, not the last
-    poll's (3.5 s for a 10 s run)."""
+    """The live figure must move with fio's status documents to the end while someone looks at it (a poll that
+    waited on the host for the finish used to hold it for 5 s), and stand still while nobody does (read every
+    UNWATCHED_PROGRESS_EVERY_S: a fleet nobody watches costs the host and the database little); a finished run's
+    elapsed time is its real runtime, not the last poll's (3.5 s for a 10 s run)."""
     team, host = team_with_host(sshd)
     disk = Disk.objects.create(host=host, label="tmp", target_path=target_dir(tmp_path), disk_type="custom")
     # Unthrottled: under a rate cap the live figure holds the cap, and this test reads it moving.
-    run = queueing.request_run(disk, quick_profile(team, runtime_s=10, extra_options={}))
+    run = queueing.request_run(disk, quick_profile(team, runtime_s=12, extra_options={}))
     run = wait_state(run, Run.State.RUNNING)
+    # Nobody looks: what the run's first look read (fio had barely started) holds for the next 30 s.
+    while "expected_s" not in run.progress and not run.is_final:
+        run.refresh_from_db()
+        time.sleep(0.1)
+    first, read_at = run.progress, time.monotonic()
+    time.sleep(4.0)
+    run.refresh_from_db()
+    assert run.state == Run.State.RUNNING and run.progress == first, (first, run.progress)
+    # Its page opens (the page and its progress endpoint call this): from the next step the figures move.
+    looked_from = (timezone.now() - run.started_at).total_seconds()
     seen: list[tuple[float, float | None]] = []  # (seconds since the run started, live read IOPS)
     while not run.is_final:
+        Run.want_progress([run])
         run.refresh_from_db()
         if run.state == Run.State.RUNNING and run.started_at:
             seen.append(((timezone.now() - run.started_at).total_seconds(), run.progress.get("read_iops")))
         time.sleep(0.1)
     assert run.state == Run.State.SUCCEEDED, run.explanation
+    assert time.monotonic() - read_at < watching.UNWATCHED_PROGRESS_EVERY_S  # the held figure was not a late read
     changes = [at for (at, iops), (_, before) in zip(seen[1:], seen, strict=False) if iops != before]
-    said = f"the live IOPS changed at {[round(c, 1) for c in changes]} s"
-    # fio writes a figure a second and polls come every 2 s (near the end back to back, each waiting up to 1 s
-    # on the host), plus an SSH login each: from the first figure to the end it changes at least every 4.5 s.
-    # A poll that waited 5 s for the finish held it for 5 s and more.
-    held = max(later - earlier for earlier, later in zip(changes, [*changes[1:], seen[-1][0]], strict=True))
-    assert changes[0] < 5.0 and held < 4.5, said
-    # The wall clock on the host from the wrapper's start to the tool's end: fio's 10 s plus its start-up.
-    assert 10.0 <= run.progress["elapsed_s"] <= 12.0 and run.progress["elapsed_from"] == "host"
+    said = f"looked at from {looked_from:.1f} s: the live IOPS changed at {[round(c, 1) for c in changes]} s"
+    # fio writes a figure a second and a looked-at run's are read every 2 s (an end within a step's time): from
+    # the look on it changes at least every 4.5 s. A poll that waited 5 s for the finish held it for 5 s and more.
+    held = max(later - earlier for earlier, later in zip([looked_from, *changes], [*changes, seen[-1][0]], strict=True))
+    assert changes and held < 4.5, said
+    # The wall clock on the host from the wrapper's start to the tool's end: fio's 12 s plus its start-up.
+    assert 12.0 <= run.progress["elapsed_s"] <= 14.0 and run.progress["elapsed_from"] == "host"
     assert run.progress["elapsed_s"] <= (run.finished_at - run.started_at).total_seconds()
     assert run.progress["eta_s"] == 0
+
+
+def test_looking_at_a_running_run_has_its_live_figures_read_often_and_writes_once_a_half_minute(db, disk, owner_client):
+    running = RunFactory(disk=disk, running=True)
+    done = RunFactory(disk=disk, succeeded=True)
+    # Its page, the progress its page and the overview poll, the API's run and runs list: each marks it looked at.
+    for url in (f"/runs/{running.pk}/", f"/runs/{running.pk}/progress.json", f"/api/v1/runs/{running.pk}/",
+                "/api/v1/runs/"):  # fmt: skip
+        Run.objects.filter(pk=running.pk).update(progress_wanted_until=None)
+        before = timezone.now()
+        assert owner_client.get(url).status_code == 200, url
+        running.refresh_from_db()
+        assert running.progress_wanted_until is not None, url
+        assert before + timedelta(seconds=59) <= running.progress_wanted_until <= timezone.now() + timedelta(seconds=60)
+        assert running.progress_wanted(timezone.now()) and not running.progress_wanted(
+            timezone.now() + timedelta(minutes=2)
+        )
+    # A page polling every 2 s writes again only once half the minute has passed.
+    marked = running.progress_wanted_until
+    Run.want_progress([running], now=marked - timedelta(seconds=40))
+    running.refresh_from_db()
+    assert running.progress_wanted_until == marked
+    Run.want_progress([running], now=marked - timedelta(seconds=20))
+    running.refresh_from_db()
+    assert running.progress_wanted_until == marked + timedelta(seconds=40)
+    # A finished run's page writes nothing.
+    assert owner_client.get(f"/runs/{done.pk}/").status_code == 200
+    done.refresh_from_db()
+    assert done.progress_wanted_until is None
