@@ -24,16 +24,29 @@ say benchweb_environment 1
 # Where sysfs is read from: always /sys on a host. Only the tests replace this one line, to read a tree built from
 # the kernel's documented layout on a kernel without device-mapper or md; nothing on a host can change it.
 sysfs=/sys
-say kernel "$(uname -r 2>/dev/null)"
-say kernel_build "$(uname -v 2>/dev/null)"
+# The first line of a small file (sysfs, /proc) in $got, read by the shell itself: "$(cat ...)" starts a process for
+# each file, and a host's device with many queues has many files. Always true; an unreadable file leaves $got empty.
+got_line() { got=; IFS= read -r got < "$1" || :; } 2>/dev/null
+# Linux says in /proc what uname says (AIX has no /proc: uname there).
+got=
+[ -r /proc/sys/kernel/osrelease ] && got_line /proc/sys/kernel/osrelease
+if [ -n "$got" ]; then say kernel "$got"; else say kernel "$(uname -r 2>/dev/null)"; fi
+got=
+[ -r /proc/sys/kernel/version ] && got_line /proc/sys/kernel/version
+if [ -n "$got" ]; then say kernel_build "$got"; else say kernel_build "$(uname -v 2>/dev/null)"; fi
 if [ -r /etc/os-release ]; then
   while IFS= read -r line; do
     case $line in PRETTY_NAME=*) v=${line#PRETTY_NAME=}; v=${v#\"}; say os "${v%\"}" ;; esac
   done < /etc/os-release
 fi
-have fio && say fio "$(fio --version 2>/dev/null)"
+# In a launch's preflight the tool check has just printed fio's version (tool_said, jobs/remote/launching.py): that,
+# rather than fio started a second time.
+case ${tool_said-} in
+  fio-*) say fio "$tool_said" ;;
+  *) have fio && say fio "$(fio --version 2>/dev/null)" ;;
+esac
 have nproc && say cpus "$(nproc 2>/dev/null)"
-[ -r /sys/devices/system/cpu/online ] && say cpus_online "$(cat /sys/devices/system/cpu/online)"
+[ -r /sys/devices/system/cpu/online ] && got_line /sys/devices/system/cpu/online && say cpus_online "$got"
 if [ -r /proc/cpuinfo ]; then
   while IFS= read -r line; do
     case $line in "model name"*) say cpu_model "${line#*: }"; break ;; esac
@@ -55,23 +68,24 @@ queue_facts() {
   sys=$(cd -P -- "$sys" && pwd)
   top=${sys##*/}
   say dev_name "$top"
-  [ -r "$sys/size" ] && say dev_size_sectors "$(cat "$sys/size")"
+  [ -r "$sys/size" ] && got_line "$sys/size" && say dev_size_sectors "$got"
   if [ -f "$sys/partition" ]; then
     sys=${sys%/*}
     say dev_partition_of "${sys##*/}"
   fi
-  [ -r "$sys/dm/name" ] && say dev_dm_name "$(cat "$sys/dm/name")"
+  [ -r "$sys/dm/name" ] && got_line "$sys/dm/name" && say dev_dm_name "$got"
   say dev_queue_name "${sys##*/}"
-  [ -r "$sys/device/model" ] && say dev_model "$(cat "$sys/device/model")"
+  [ -r "$sys/device/model" ] && got_line "$sys/device/model" && say dev_model "$got"
   for f in scheduler nr_requests rq_affinity read_ahead_kb rotational; do
-    [ -r "$sys/queue/$f" ] && say "dev_$f" "$(cat "$sys/queue/$f")"
+    [ -r "$sys/queue/$f" ] && got_line "$sys/queue/$f" && say "dev_$f" "$got"
   done
   if [ -w "$sys/queue/rq_affinity" ]; then say dev_rq_affinity_writable yes; else say dev_rq_affinity_writable no; fi
   n=0
   for q in "$sys"/mq/*; do
     [ -r "$q/cpu_list" ] || continue
     n=$((n+1))
-    say dev_queue_cpus "${q##*/}:$(cat "$q/cpu_list")"
+    got_line "$q/cpu_list"
+    say dev_queue_cpus "${q##*/}:$got"
   done
   say dev_queues "$n"
   device_chain "$top"
@@ -112,12 +126,13 @@ device_chain() {
     elif [ -d "$c_sys/loop" ]; then c_kind=loop
     fi
     say chain_node "$c_name $c_kind $c_from"
-    [ -r "$c_sys/dm/name" ] && say chain_dm_name "$c_name $(cat "$c_sys/dm/name")"
+    [ -r "$c_sys/dm/name" ] && got_line "$c_sys/dm/name" && say chain_dm_name "$c_name $got"
     if [ -r "$c_sys/dm/uuid" ]; then
-      c_uuid=$(cat "$c_sys/dm/uuid")
+      got_line "$c_sys/dm/uuid"
+      c_uuid=$got
       [ -n "$c_uuid" ] && say chain_dm_subsystem "$c_name ${c_uuid%%-*}"
     fi
-    [ -r "$c_sys/md/level" ] && say chain_md_level "$c_name $(cat "$c_sys/md/level")"
+    [ -r "$c_sys/md/level" ] && got_line "$c_sys/md/level" && say chain_md_level "$c_name $got"
     if [ "$c_kind" = partition ]; then
       c_disk=$(cd -P -- "$c_sys/.." && pwd)
       chain_keep "${c_disk##*/}" "$c_name" $((c_depth+1))

@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from jobs import paths, remote, safety, ssh
+from jobs import environment, paths, remote, safety, ssh
 from jobs.disks.forms import DiskForm
 from jobs.hosts.forms import HostForm
 from jobs.models import Disk, Host, Run
@@ -620,3 +620,26 @@ def test_taking_a_launch_leaves_nothing_to_start_and_tells_a_launch_that_came_fi
     assert remote.claim_launch(conn, str(run_dir)) is False  # taken: as a launch that came first
     assert remote.claim_launch(conn, str(tmp_path / "gone")) is True  # no directory, nothing can start there
     assert not (tmp_path / "gone").exists()
+
+
+def test_the_environment_probe_takes_fios_version_from_the_tool_check_instead_of_starting_fio_again(
+    conn, fio_installed, tmp_path
+) -> None:
+    """fio started for --version costs a host some 20 ms of CPU: a launch's preflight starts it once."""
+    bin_dir, calls = tmp_path / "bin", tmp_path / "fio-calls"
+    bin_dir.mkdir()
+    (bin_dir / "fio").write_text(f"#!/bin/sh\necho called >> {shlex.quote(str(calls))}\necho fio-3.99\n")
+    (bin_dir / "fio").chmod(0o755)
+    check = f"PATH={shlex.quote(str(bin_dir))}:$PATH; command -v fio >/dev/null 2>&1 && fio --version"
+    probe = environment.probe_script(str(tmp_path), "directory")
+
+    pre = remote.preflight(conn, f"{tmp_path}/runs", str(uuid.uuid4()), check, "echo end=1", probe)
+
+    assert pre.tool_status == 0 and pre.tool_output.strip() == "fio-3.99"
+    assert environment.parse_report(pre.environment_report)["fio"] == "fio-3.99"
+    assert calls.read_text() == "called\n"  # once: the environment probe asked no fio of its own
+    # Another tool's check (ndisk64's prints its path): the probe asks the fio on the host's PATH itself.
+    other = remote.preflight(conn, f"{tmp_path}/runs", str(uuid.uuid4()), "command -v sh", "echo end=1", probe)
+    installed = subprocess.run(["fio", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    assert environment.parse_report(other.environment_report)["fio"] == installed
+    assert calls.read_text() == "called\n"
