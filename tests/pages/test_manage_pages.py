@@ -477,8 +477,9 @@ def test_the_overview_shows_results_running_and_failed_runs(owner_client, disk):
         disk=disk,
         profile_name="long read",
         running=True,
-        started_at=timezone.now(),
-        progress={"elapsed_s": 30, "expected_s": 120, "eta_s": 90},
+        # Read 20 s ago, started 30 s ago: the overview says where it is now (25 %, 90 s left), not where it was.
+        started_at=timezone.now() - timedelta(seconds=30),
+        progress={"elapsed_s": 10, "expected_s": 120, "eta_s": 110},
     )
     RunFactory(
         disk=disk,
