@@ -241,7 +241,7 @@ def trace_events(path: Path) -> Iterator[tuple[str, float, str, list[Any]]]:
         return
     for line in path.read_text().splitlines():
         with contextlib.suppress(ValueError):
-            kind, at, name, _task_id, args, _extra = json.loads(line)
+            kind, at, name, _task_id, args, _extra, *_ = json.loads(line)
             yield kind, at, name, args
 
 
