@@ -235,14 +235,21 @@ def start_workers(stack: SitesStack, sites: list[tuple[str, str]], per_site: int
 # ----------------------------------------------------------------------------------------- the traces
 
 
-def trace_events(path: Path) -> Iterator[tuple[str, float, str, list[Any]]]:
-    """(start or end, epoch seconds, task name, args) of each line of a worker's trace (start_precision's shim)."""
+def trace_lines(path: Path) -> Iterator[tuple[str, float, str, str, list[Any], float | None]]:
+    """(start or end, epoch seconds, task name, task id, args, the task's thread CPU at its end or None) of each line
+    of a worker's trace (start_precision's shim); a line that is not one is left out."""
     if not path.exists():
         return
     for line in path.read_text().splitlines():
         with contextlib.suppress(ValueError):
-            kind, at, name, _task_id, args, _extra, *_ = json.loads(line)
-            yield kind, at, name, args
+            kind, at, name, task_id, args, _extra, *rest = json.loads(line)
+            yield kind, at, name, task_id, args, rest[0] if rest else None
+
+
+def trace_events(path: Path) -> Iterator[tuple[str, float, str, list[Any]]]:
+    """(start or end, epoch seconds, task name, args) of each line of a worker's trace."""
+    for kind, at, name, _task_id, args, _cpu in trace_lines(path):
+        yield kind, at, name, args
 
 
 def task_costs(workers: list[Worker]) -> list[dict[str, Any]]:
@@ -252,16 +259,12 @@ def task_costs(workers: list[Worker]) -> list[dict[str, Any]]:
     walls: dict[str, list[float]] = {}
     cpus: dict[str, float] = {}
     for worker in workers:
-        if not worker.trace.exists():
-            continue
-        for line in worker.trace.read_text().splitlines():
-            with contextlib.suppress(ValueError, TypeError):
-                kind, at, name, task_id, _args, _extra, *rest = json.loads(line)
-                if kind == "start":
-                    begun[task_id] = at
-                elif task_id in begun:
-                    walls.setdefault(name, []).append(at - begun.pop(task_id))
-                    cpus[name] = cpus.get(name, 0.0) + float(rest[0] if rest and rest[0] is not None else 0.0)
+        for kind, at, name, task_id, _args, cpu in trace_lines(worker.trace):
+            if kind == "start":
+                begun[task_id] = at
+            elif task_id in begun:
+                walls.setdefault(name, []).append(at - begun.pop(task_id))
+                cpus[name] = cpus.get(name, 0.0) + float(cpu or 0.0)
     return [{"task": name, "n": len(wall), "wall": sp.percentiles(wall), "cpu_s": cpus[name],
              "cpu_per_task_s": cpus[name] / len(wall)} for name, wall in sorted(walls.items())]  # fmt: skip
 
