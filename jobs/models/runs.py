@@ -76,6 +76,12 @@ class Run(models.Model):
         help_text="Someone looks at this running run's live figures (its page, the overview, the API) until then: "
         "its observer reads them every few seconds instead of every UNWATCHED_PROGRESS_EVERY_S.",
     )
+    backlog_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The sweep found this run stale while its site's queue held messages no worker had taken, and has "
+        "not sent it again since then: it waits its turn, for at most sweeping.BACKLOG_PATIENCE.",
+    )
     cancel_requested = models.BooleanField(default=False)
     command = models.TextField(blank=True, help_text="The exact job file or argv sent to the target.")
     remote_dir = models.CharField(max_length=1024, blank=True)

@@ -62,7 +62,8 @@ def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int 
     runs = Run.objects.filter(pk=run.pk, state__in=_allowed(from_states, to_state))
     if attempt is not None:
         runs = runs.filter(launch_attempt=attempt)
-    changed = runs.update(state=to_state, heartbeat_at=now, **fields)
+    # A new state is a new step: a wait behind the site's backlog (jobs/runs/sweeping.py) is over.
+    changed = runs.update(state=to_state, heartbeat_at=now, backlog_since=None, **fields)
     if changed:
         run.reread()
     return bool(changed)
@@ -70,7 +71,7 @@ def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int 
 
 def move_all(runs: QuerySet[Run], from_states: tuple[str, ...], to_state: str, **fields: Any) -> int:
     """Move every run of `runs` that is in one of `from_states`, in one UPDATE; how many moved."""
-    return runs.filter(state__in=_allowed(from_states, to_state)).update(state=to_state, **fields)
+    return runs.filter(state__in=_allowed(from_states, to_state)).update(state=to_state, backlog_since=None, **fields)
 
 
 def finish(

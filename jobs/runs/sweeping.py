@@ -55,6 +55,15 @@ def _hand_over_unobserved_hosts(now: Any) -> int:
     return sum(steps.watch(host, now=now) for host in unobserved)
 
 
+# A queued or collecting run waits behind its site's backlog (see sweep()) this long at most, and is then sent
+# again anyway: the backlog may hold no message of its own. A worker killed with -9 takes the messages it had taken
+# with it (Redis gives them back only after the visibility timeout, an hour), and a site kept busy by other work may
+# not empty its queue for minutes (the fleet bench's kill left one launch queued for 5 minutes). Twice STALE_AFTER:
+# such a run is sent again STALE_AFTER + BACKLOG_PATIENCE after its last sign of life, and a site only behind gets at
+# most one second message a run in that time, a no-op once the first has done its step.
+BACKLOG_PATIENCE = 2 * STALE_AFTER
+
+
 # The states whose step's message waits in the site's queue until a worker takes it (a launching run's next attempt
 # is a countdown message, which a worker holds from the start).
 _QUEUED_MESSAGES = (Run.State.QUEUED, Run.State.COLLECTING)
@@ -102,7 +111,8 @@ def sweep(now: Any = None) -> int:
     A queued or collecting run whose site's queue still holds messages no worker has taken is not sent again: its
     own message is most likely among them (a worker holds a message it took until the task ends), so the site's
     workers are behind, not gone, and a second message would only lengthen the queue and, for a launch, double
-    the work on the host (`_Backlog`). Its heartbeat moves, and it is looked at again once the queue is empty.
+    the work on the host (`_Backlog`). Its heartbeat moves, and it is looked at again once the queue is empty, or
+    BACKLOG_PATIENCE after the sweep first held it back: a worker killed with the message gives it back to no queue.
     """
     now = now or timezone.now()
     stale = Run.objects.filter(
@@ -112,15 +122,16 @@ def sweep(now: Any = None) -> int:
     backlog = _Backlog()
     watched: dict[int, tuple[Host, list[int]]] = {}
     runs = stale.select_related("disk__host").only(
-        "pk", "state", "heartbeat_at", "queued_at", "cancel_requested", "disk__host__site"
+        "pk", "state", "heartbeat_at", "queued_at", "backlog_since", "cancel_requested", "disk__host__site"
     )
     for run in runs:
         if run.state == Run.State.RUNNING and not run.cancel_requested:
             watched.setdefault(run.disk.host_id, (run.disk.host, []))[1].append(run.pk)
             continue
-        fields: dict[str, Any] = {"heartbeat_at": now}
+        fields: dict[str, Any] = {"heartbeat_at": now, "backlog_since": None}
         waiting = backlog.of(run.disk.host.site) if run.state in _QUEUED_MESSAGES else 0
-        if waiting:
+        if waiting and (run.backlog_since is None or now - run.backlog_since < BACKLOG_PATIENCE):
+            fields["backlog_since"] = run.backlog_since or now
             if run.state == Run.State.QUEUED:
                 fields["explanation"] = _behind_text(run, waiting, now)
             Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields)

@@ -12,7 +12,7 @@ from kombu.exceptions import ChannelError
 
 from jobs import messages
 from jobs.models import Disk, Host, Run
-from jobs.runs import launching, queueing, sites, stopping, sweeping
+from jobs.runs import launching, queueing, sites, states, steps, stopping, sweeping
 from tests.browser import log_in
 from tests.builders import quick_profile, target_dir, team_with_host, wait_final
 
@@ -135,8 +135,25 @@ def test_the_sweep_sends_no_second_message_while_the_sites_queue_holds_messages_
         assert run.state == Run.State.QUEUED and run.heartbeat_at > old
         behind = "queued on site.busy for 35 s, behind 1 message no worker has taken yet"
         assert behind in run.explanation, run.explanation
+        # Not for ever: a worker killed with -9 took its messages with it, and a site kept busy by other runs may not
+        # empty its queue for minutes. BACKLOG_PATIENCE after the sweep first held it back, it is sent anyway.
+        held_since = run.backlog_since
+        assert held_since is not None and held_since == run.heartbeat_at
+        later = held_since + sweeping.BACKLOG_PATIENCE + sweeping.STALE_AFTER
+        Run.objects.filter(pk=run.pk).update(heartbeat_at=later - sweeping.STALE_AFTER - timedelta(seconds=1))
+        assert sweeping.sweep(now=later) == 1 and messages.waiting(queue) == 2
+        run.refresh_from_db()
+        assert run.backlog_since is None and run.heartbeat_at == later
+        _purge(queue)
         # A collection waits in the same queue, so it waits alike; once the queue is empty, it is sent again.
-        Run.objects.filter(pk=run.pk).update(state=Run.State.COLLECTING, heartbeat_at=old)
+        steps.send("launch", run)  # another run's message, waiting for a worker
+        states.move(run, (Run.State.QUEUED,), Run.State.LAUNCHING)
+        Run.objects.filter(pk=run.pk).update(backlog_since=old)  # held back long ago, as a queued run
+        states.move(run, (Run.State.LAUNCHING,), Run.State.RUNNING)
+        states.move(run, (Run.State.RUNNING,), Run.State.COLLECTING)
+        run.refresh_from_db()
+        assert run.backlog_since is None  # a new step is a new wait: the queued run's does not count for it
+        Run.objects.filter(pk=run.pk).update(heartbeat_at=old)
         assert sweeping.sweep() == 0 and messages.waiting(queue) == 1
         _purge(queue)
         Run.objects.filter(pk=run.pk).update(heartbeat_at=old)
