@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any, Self
 
@@ -172,12 +172,24 @@ class Run(models.Model):
     def is_final(self) -> bool:
         return self.state in self.FINAL_STATES
 
-    def reread(self) -> None:
+    def reread(self, written: Mapping[str, Any] | None = None) -> None:
         """refresh_from_db, keeping the run's disk (and its host) when loaded and still the run's: a step reads them
         once, not again after each state move (refresh_from_db forgets every related object). Whatever else is
-        related (its set, its schedule) is read afresh when next used, as it may have moved meanwhile."""
+        related (its set, its schedule) is read afresh when next used, as it may have moved meanwhile. `written`:
+        the fields the UPDATE before this one set; the bulky ones among them (a 120 s fio run's output is ~900 KB of
+        status documents) are kept as written rather than read back."""
         disk = self.disk if Run.disk.is_cached(self) else None
-        self.refresh_from_db()
+        kept = {
+            name: value
+            for name, value in (written or {}).items()
+            if name in Run.BULKY_FIELDS and isinstance(value, str)
+        }
+        if kept:
+            self.refresh_from_db(fields=[f.attname for f in self._meta.concrete_fields if f.attname not in kept])
+            for name, value in kept.items():
+                setattr(self, name, value)
+        else:
+            self.refresh_from_db()
         if disk is not None and self.disk_id == disk.pk:
             Run.disk.field.set_cached_value(self, disk)
 

@@ -65,7 +65,7 @@ def move(run: Run, from_states: tuple[str, ...], to_state: str, *, attempt: int 
     # A new state is a new step: a wait behind the site's backlog (jobs/runs/sweeping.py) is over.
     changed = runs.update(state=to_state, heartbeat_at=now, backlog_since=None, **fields)
     if changed:
-        run.reread()
+        run.reread(fields)
     return bool(changed)
 
 
