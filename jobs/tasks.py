@@ -99,7 +99,7 @@ def launch_runs(run_ids: list[int], queue: str | None = None) -> str:
     """The beat tick's fan-out: one message in, one launch task out per run (on the same site queue), so
     launches run in parallel."""
     for run_id in run_ids:
-        launch_run.apply_async(args=[run_id], queue=queue)
+        launch_run.apply_async(args=[run_id], queue=queue, priority=messages.priority_of(messages.LAUNCH_RUN))
     return f"sent {len(run_ids)} launches"
 
 

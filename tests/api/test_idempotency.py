@@ -19,6 +19,7 @@ from django.db import connection, connections, transaction
 from django.test import Client
 
 from benchweb.celery import beat_schedule
+from jobs import messages as jobs_messages
 from jobs import tasks
 from jobs.api.models import IdempotencyKey
 from jobs.models import Disk, Run, RunSet
@@ -254,7 +255,9 @@ class LaunchCount:
         self.before = len(self._launches())
 
     def _launches(self) -> list[object]:
-        messages = [json.loads(raw) for raw in self.client.lrange(self.queue, 0, -1)]
+        # A launch waits in the queue's list of its priority (jobs/messages.py; kombu names it queue + sep + step).
+        key = f"{self.queue}\x06\x16{jobs_messages.priority_of(jobs_messages.LAUNCH_RUN)}"
+        messages = [json.loads(raw) for raw in self.client.lrange(key, 0, -1)]
         return [m["headers"]["argsrepr"] for m in messages if m["headers"]["task"] == "jobs.launch_run"]
 
     def new(self) -> list[int]:

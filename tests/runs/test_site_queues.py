@@ -241,3 +241,41 @@ def test_the_host_form_warns_as_a_site_no_worker_serves_is_typed(width, worker, 
     assert "No running worker serves site mars" in page.locator("ul.messages li.warning").inner_text()
     screenshot(f"saved-{width}", on=page)
     assert page.js_errors == []
+
+
+def test_a_sites_worker_takes_a_hosts_observation_and_a_stop_before_the_runs_launches_and_collections(
+    broker, host, disk, django_capture_on_commit_callbacks
+):
+    """Issue 34's fault run: a killed worker's hosts were observed again 200 s after the kill, their handover waiting
+    behind a thousand launches in the site's queue. The broker hands out what does something for many runs or for a
+    person first; a run's own launches and collections keep their order among themselves."""
+    from benchweb.celery import app
+
+    Host.objects.filter(pk=host.pk).update(site="busy")
+    host.refresh_from_db()
+    queue = sites.queue_for("busy")
+    _purge(queue)
+    profile = quick_profile(disk.team)
+    first, second = (queueing.create_run(disk, profile) for _ in range(2))
+    try:
+        steps.send("launch", first)
+        steps.send("collect", second)
+        steps.send("launch", second)
+        with django_capture_on_commit_callbacks(execute=True):
+            assert steps.watch(host)  # a host no observer holds: its observation goes out
+        steps.send("stop", first)
+        assert messages.waiting(queue) == 5
+        taken = []
+        with app.connection_for_write() as connection:
+            channel = connection.default_channel
+            while (message := channel.basic_get(queue, no_ack=True)) is not None:
+                taken.append((message.headers["task"], message.payload[0][0]))  # (args, kwargs, embed)
+        assert taken == [
+            (messages.OBSERVE_HOST, host.pk),
+            (messages.STOP_RUN, first.pk),
+            (messages.LAUNCH_RUN, first.pk),
+            (messages.COLLECT_RUN, second.pk),
+            (messages.LAUNCH_RUN, second.pk),
+        ]
+    finally:
+        _purge(queue)
