@@ -136,7 +136,10 @@ def sweep(now: Any = None) -> int:
                 fields["explanation"] = _behind_text(run, waiting, now)
             Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields)
             continue
-        if run.state == Run.State.QUEUED and run.queued_at and now - run.queued_at > UNCLAIMED_AFTER:
+        if run.state == Run.State.QUEUED and waiting:
+            # Sent again past BACKLOG_PATIENCE: the site's workers are behind, so its page still says so.
+            fields["explanation"] = _behind_text(run, waiting, now)
+        elif run.state == Run.State.QUEUED and run.queued_at and now - run.queued_at > UNCLAIMED_AFTER:
             # No worker took the launch: most often nobody listens on this site's queue.
             site = run.disk.host.site
             queue = sites.queue_for(site)

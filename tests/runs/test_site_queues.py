@@ -144,6 +144,7 @@ def test_the_sweep_sends_no_second_message_while_the_sites_queue_holds_messages_
         assert sweeping.sweep(now=later) == 1 and messages.waiting(queue) == 2
         run.refresh_from_db()
         assert run.backlog_since is None and run.heartbeat_at == later
+        assert "behind 1 message no worker has taken yet" in run.explanation, run.explanation  # not "no worker"
         _purge(queue)
         # A collection waits in the same queue, so it waits alike; once the queue is empty, it is sent again.
         steps.send("launch", run)  # another run's message, waiting for a worker
