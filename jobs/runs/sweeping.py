@@ -130,14 +130,8 @@ def sweep(now: Any = None) -> int:
             continue
         fields: dict[str, Any] = {"heartbeat_at": now, "backlog_since": None}
         waiting = backlog.of(run.disk.host.site) if run.state in _QUEUED_MESSAGES else 0
-        if waiting and (run.backlog_since is None or now - run.backlog_since < BACKLOG_PATIENCE):
-            fields["backlog_since"] = run.backlog_since or now
-            if run.state == Run.State.QUEUED:
-                fields["explanation"] = _behind_text(run, waiting, now)
-            Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields)
-            continue
         if run.state == Run.State.QUEUED and waiting:
-            # Sent again past BACKLOG_PATIENCE: the site's workers are behind, so its page still says so.
+            # Held back or sent again past BACKLOG_PATIENCE: the site's workers are behind, and its page says so.
             fields["explanation"] = _behind_text(run, waiting, now)
         elif run.state == Run.State.QUEUED and run.queued_at and now - run.queued_at > UNCLAIMED_AFTER:
             # No worker took the launch: most often nobody listens on this site's queue.
@@ -150,6 +144,10 @@ def sweep(now: Any = None) -> int:
                 else f"{waited} and no worker has taken it: is a worker running with -Q {queue}? "
                 f"(celery -A benchweb worker -Q {queue})"
             )
+        if waiting and (run.backlog_since is None or now - run.backlog_since < BACKLOG_PATIENCE):
+            fields["backlog_since"] = run.backlog_since or now
+            Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields)
+            continue
         if not Run.objects.filter(pk=run.pk, heartbeat_at=run.heartbeat_at).update(**fields):
             continue  # another sweep, or the run's own chain, moved it on meanwhile
         if run.state in (Run.State.QUEUED, Run.State.LAUNCHING):
