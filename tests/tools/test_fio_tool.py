@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from jobs import nesting
 from jobs.tools import detect, fio
 from jobs.tools.options import ToolOptionError, check_extra_options
 from jobs.tools.summary import ParseError, percentiles_from_bins
@@ -417,6 +418,50 @@ def test_a_status_stream_prints_the_figures_of_its_last_document_only() -> None:
 
     assert summary["printed"]["read"]["iops"] == "19968.677100"
     assert docs[0]["jobs"][0]["read"]["iops"] == 19618.141 and docs[-1]["jobs"][0]["read"]["iops"] == 19968.6771
+
+
+@pytest.mark.parametrize("name", ["fio-3.33-randrw-status-interval.json", "fio-3.33-ramp-status-interval.json"])
+def test_a_status_streams_documents_are_read_as_json_reads_each(name: str) -> None:
+    """The status documents go through orjson, the last through json with its numbers' text: the same values."""
+    text = read(name)
+    starts = [i for i in range(len(text)) if text.startswith('{\n  "fio version"', i)]
+    pieces = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+
+    docs, other = fio.fio_json_documents(text)
+
+    assert len(docs) == len(pieces) >= 3 and other == []
+    assert docs == [json.loads(piece) for piece in pieces]
+    assert [type(v) for v in docs[0]["jobs"][0]["read"].values()] == [
+        type(v) for v in json.loads(pieces[0])["jobs"][0]["read"].values()
+    ]
+
+
+def test_a_status_document_orjson_refuses_is_read_as_before() -> None:
+    """A bare nan, a control character in a string and text after a status document: json reads them as it did."""
+    text = read("fio-3.33-randrw-status-interval.json")
+    second = text.index('{\n  "fio version"', 10)
+    first = text[:second].replace('"jobname" : "randrw"', '"jobname" : "rand\x01rw"', 1)
+    first = first.replace('"iops" : ', '"iops" : -nan, "was" : ', 1) + "fio: a warning between documents\n"
+
+    docs, other = fio.fio_json_documents(first + text[second:])
+
+    assert docs[0]["jobs"][0]["jobname"] == "rand\x01rw" and docs[0]["jobs"][0]["read"]["iops"] is None
+    assert other == ["fio: a warning between documents"]
+    assert docs[1:] == fio.fio_json_documents(text)[0][1:]
+
+
+@pytest.mark.parametrize("depth", [33, 2000])
+def test_a_status_document_nested_beyond_what_orjson_reads_is_refused_wherever_it_is_read(depth: int) -> None:
+    text = read("fio-3.33-randrw-status-interval.json")
+    second = text.index('{\n  "fio version"', 10)
+    deep = text[:second].replace('"jobs" : [', '"x" : ' + "[" * depth + "]" * depth + ', "jobs" : [', 1)
+
+    if depth > 1024:  # beyond orjson's fixed limit: json reads it, and the nesting check refuses it
+        with pytest.raises(ParseError, match="line 1: the fio JSON document starting here nests more than 32"):
+            fio.fio_json_documents(deep + text[second:])
+    else:  # nothing of a status document is kept but its numbers: read whatever the caller's stack
+        nested = fio.fio_json_documents(deep + text[second:])[0][0]["x"]
+        assert nesting.nests_too_deep(nested, depth - 1) and not nesting.nests_too_deep(nested, depth)
 
 
 def test_text_around_the_json_is_kept_as_diagnostics() -> None:
