@@ -42,7 +42,8 @@ HOST_KEY_SCAN_TIMEOUT_S = 5.0
 
 def run_finished(run_id: int) -> None:
     """After a run reached a final state (and a succeeded one's result and change points were stored)."""
-    run = Run.objects.select_related("disk__host", "schedule").filter(pk=run_id).first()
+    # Not its output: a 120 s fio run's is ~900 KB, and no check reads it.
+    run = Run.objects.select_related("disk__host", "schedule").defer(*Run.BULKY_FIELDS).filter(pk=run_id).first()
     if run is None or not run.is_final:
         return
     if run.trigger == Run.Trigger.IMPORT:

@@ -72,12 +72,14 @@ class RunResult(models.Model):
         return f"result of run {self.run_id}"
 
     @classmethod
-    def record(cls, run: Run, series: str | None = None) -> None:
+    def record(cls, run: Run, series: str | None = None, *, first: bool = False) -> None:
         """Keep a succeeded run's numbers and recompute its day's extremes; any other run has none.
         Called wherever a finished run's summary is stored. A set's member (a sweep's point) is not one of the
         disk's results: its numbers are drawn on its set's page. Its set records the member that stands for it
         under a series of its own instead (`series`, e.g. "QD sweep · knee": jobs/sets/advancing.py), so that
-        the set's result is trended, judged and alerted on as any series of the disk."""
+        the set's result is trended, judged and alerted on as any series of the disk. `first`: in the transaction
+        that finished the run (jobs/runs/storing.py), so it has no result row yet: one INSERT, not an UPDATE
+        first."""
         if run.state != Run.State.SUCCEEDED or run.finished_at is None or (run.run_set_id and series is None):
             return
         with transaction.atomic(savepoint=False):  # no savepoint inside a caller's: nothing here is caught
@@ -87,7 +89,7 @@ class RunResult(models.Model):
             result = cls.of(run)
             if series is not None:
                 result.profile_name = series
-            result.save()
+            result.save(force_insert=first)
             RunResultDay.refresh(result)
 
     @classmethod

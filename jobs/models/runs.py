@@ -276,11 +276,13 @@ class RunSample(models.Model):
         return cls.objects.filter(run_id=run.pk, month=cls.month_of(run))
 
     @classmethod
-    def store(cls: type[Self], run: Run, samples: list[dict[str, Any]]) -> None:
-        """The run's samples as the parser gave them ({t_s, read_iops, write_iops}), replacing any stored."""
+    def store(cls: type[Self], run: Run, samples: list[dict[str, Any]], *, first: bool = False) -> None:
+        """The run's samples as the parser gave them ({t_s, read_iops, write_iops}), replacing any stored. `first`:
+        stored in the transaction that finishes the run (jobs/runs/storing.py), so none can be stored yet."""
         month = cls.month_of(run)
         partitions.ensure_ahead("jobs_runsample", month)
-        cls.of_run(run).delete()
+        if not first:
+            cls.of_run(run).delete()
         cls.objects.bulk_create(
             cls(run=run, month=month, t_s=s["t_s"], read_iops=s.get("read_iops"), write_iops=s.get("write_iops"))
             for s in samples

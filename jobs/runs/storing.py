@@ -30,7 +30,9 @@ def store_outcome(run: Run, outcome: runner.Outcome, *, exit_status: int | None,
     if outcome.state == Run.State.SUCCEEDED:
         fields["verdicts"] = judging.verdicts_of(run, outcome.summary)
     with transaction.atomic():
-        RunSample.store(run, (outcome.summary or {}).get("samples", []))
+        # The run ends here, once: it has neither samples nor a result row yet (a second store of it finds it
+        # final, and everything here is rolled back).
+        RunSample.store(run, (outcome.summary or {}).get("samples", []), first=True)
         finished = finish(
             run,
             outcome.state,
@@ -45,7 +47,7 @@ def store_outcome(run: Run, outcome: runner.Outcome, *, exit_status: int | None,
         if not finished:
             transaction.set_rollback(True)
             return False
-        RunResult.record(run)
+        RunResult.record(run, first=True)
         precondition.note_fill(run)
     return True
 
