@@ -59,6 +59,25 @@ def test_a_sample_carries_its_run_s_creation_month_however_it_is_written(disk):
     assert set(RunSample.objects.filter(run=run).values_list("month", flat=True)) == {date(2025, 3, 1)}
 
 
+def test_stored_samples_read_back_as_given_and_a_second_store_replaces_the_first(disk):
+    """RunSample.store writes its rows in one statement of its own (not through model instances): each value and
+    each missing one comes back as given, on either database, and storing again (an import's, not a collection's
+    first=True) replaces the rows rather than adding to them."""
+    run = _run(disk, datetime(2025, 3, 31, 23, 59, tzinfo=UTC), datetime(2025, 4, 1, 0, 1, tzinfo=UTC))
+    given = [*SECONDS[:3], {"t_s": 4.5, "read_iops": None, "write_iops": 123.25}, {"t_s": 5.0}]
+
+    RunSample.store(run, given, first=True)
+    RunSample.store(run, given)
+
+    stored = list(RunSample.objects.filter(run=run).order_by("t_s").values("month", "t_s", "read_iops", "write_iops"))
+    assert stored == [
+        {"month": date(2025, 3, 1), "t_s": s["t_s"], "read_iops": s.get("read_iops"), "write_iops": s.get("write_iops")}
+        for s in given
+    ]
+    RunSample.store(run, [])
+    assert not RunSample.objects.filter(run=run).exists()
+
+
 def test_on_sqlite_nothing_is_partitioned_and_retention_deletes_rows(disk):
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's behaviour")
