@@ -49,21 +49,25 @@ import build as standin  # bench/standin/build.py: the stand-in's recording and 
 TARGET_MS_PER_RUN_MINUTE = 15.0  # half of issue 34's 0.03 s of worker CPU a run-minute
 
 
-def job_options(jobfile: str) -> list[tuple[str, str]]:
-    """The last job section's options as written (not [global]'s), as fio, and the stand-in, echo them."""
-    options: list[tuple[str, str]] = []
+def job_section(jobfile: str) -> tuple[str, list[tuple[str, str]]]:
+    """The job file's last section that is not [global]: its name and its options as written, as fio, and the
+    stand-in, echo them."""
+    name, options = "", []
     in_global = False
     for raw in jobfile.splitlines():
         line = raw.strip()
         if not line or line[0] in ";#":
             continue
         if line.startswith("["):
-            in_global, options = line[1:].split("]")[0] == "global", []
+            section = line[1:].split("]")[0]
+            in_global = section == "global"
+            if not in_global:
+                name, options = section, []
             continue
         if not in_global:
             key, _, value = line.partition("=")
             options.append((key.strip(), value.strip()))
-    return options
+    return name, options
 
 
 def stand_in_output(jobname: str, options: list[tuple[str, str]], runtime_s: int, epoch_ms: int) -> str:
@@ -119,9 +123,8 @@ def measure(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     params = profile.parameters()
     tool = runner.for_parameters(params)
     _, files, _ = tool.build(params, disks[0].target_path, disks[0].kind, "/srv/bench/run", "bench")
-    jobfile = files["job.fio"].decode()
-    jobname = next(line[1:-1] for line in jobfile.splitlines() if line.startswith("[") and line != "[global]")
-    output = stand_in_output(jobname, job_options(jobfile), args.runtime, int(time.time() * 1000))
+    jobname, options = job_section(files["job.fio"].decode())
+    output = stand_in_output(jobname, options, args.runtime, int(time.time() * 1000))
     outputs = {"result.json": output.encode(), "stdout": b"", "stderr": b""}
     say(f"[{args.db}] {args.runtime} s of stand-in output: {len(output):,} bytes, {output.count('fio version')} docs")
 

@@ -90,16 +90,15 @@ def _checked_jobs(doc: dict[str, Any], where: str, *, status: bool = False) -> l
         label = f"{where}, job {number}"
         if not isinstance(job, dict):
             raise ParseError(f"{label} should be a JSON object, not {_json_type(job)}.")
+        if not status:
+            _options(job.get("job options"), f'{label}: "job options"')
         group = job.get("groupid")
         if group is not None and (isinstance(group, bool) or not isinstance(group, int)):
             raise ParseError(f'{label}: "groupid" should be a whole number, not {_json_type(group)}.')
-        if status:
-            for direction in DIRECTION_KEYS:
-                _object(job.get(direction), f'{label}: "{direction}"')
-            continue
-        _options(job.get("job options"), f'{label}: "job options"')
         for direction in DIRECTION_KEYS:
             data = _object(job.get(direction), f'{label}: "{direction}"')
+            if status:
+                continue
             for latency in ("clat_ns", "clat"):
                 clat = _object(data.get(latency), f'{label}: "{direction}" "{latency}"')
                 for key in ("percentile", "bins"):
